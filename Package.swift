@@ -1,0 +1,30 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Hearth",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "Hearth", targets: ["Hearth"]),
+        .executable(name: "hearth", targets: ["HearthCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .target(name: "CHearthKernels"),
+        .target(name: "HearthFormats"),
+        .target(name: "HearthKernels", dependencies: ["CHearthKernels", "HearthFormats"]),
+        .target(name: "HearthTokenizers", dependencies: ["HearthFormats"]),
+        .target(name: "HearthEngine", dependencies: ["HearthFormats", "HearthKernels", "HearthTokenizers"]),
+        .target(name: "Hearth", dependencies: ["HearthEngine"]),
+        .executableTarget(
+            name: "HearthCLI",
+            dependencies: ["Hearth", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(name: "HearthFormatsTests", dependencies: ["HearthFormats"]),
+        .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels"]),
+        .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers"]),
+        .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "Hearth"]),
+    ]
+)

@@ -1,0 +1,3 @@
+#pragma once
+#include <stdint.h>
+#include <stddef.h>

@@ -1,0 +1,2 @@
+@_exported import HearthEngine
+@_exported import HearthFormats

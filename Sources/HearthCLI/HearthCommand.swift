@@ -1,0 +1,10 @@
+import ArgumentParser
+
+@main
+struct HearthCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hearth",
+        abstract: "Run language models locally.",
+        subcommands: []
+    )
+}

@@ -1,0 +1,1 @@
+// The inference engine: model architectures, KV cache, generation.

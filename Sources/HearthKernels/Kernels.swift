@@ -1,0 +1,2 @@
+import CHearthKernels
+import HearthFormats
