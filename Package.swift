@@ -22,9 +22,10 @@ let package = Package(
             name: "HearthCLI",
             dependencies: ["Hearth", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .testTarget(name: "HearthFormatsTests", dependencies: ["HearthFormats"]),
+        .target(name: "HearthTestSupport", path: "Tests/HearthTestSupport"),
+        .testTarget(name: "HearthFormatsTests", dependencies: ["HearthFormats", "HearthTestSupport"]),
         .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels"]),
-        .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers"]),
-        .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "Hearth"]),
+        .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
+        .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "Hearth", "HearthTestSupport"]),
     ]
 )

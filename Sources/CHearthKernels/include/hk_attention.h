@@ -1,0 +1,25 @@
+#pragma once
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Converts n floats to IEEE half precision (round to nearest even).
+void hk_f32_to_f16_row(const float *x, uint16_t *y, int64_t n);
+
+/// Converts n half-precision values to floats.
+void hk_f16_to_f32_row(const uint16_t *x, float *y, int64_t n);
+
+/// Attention for one query head over positions 0..<n_pos of a half-precision KV cache.
+/// Key and value of position t for this head start at k + t*stride and v + t*stride.
+/// The query is rounded to half precision first, as the keys are.
+/// scores must hold n_pos floats; out receives head_dim floats.
+void hk_attention_head_f16(const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
+                           int64_t n_pos, int64_t head_dim, float scale, float softcap,
+                           float *scores, float *out);
+
+#ifdef __cplusplus
+}
+#endif

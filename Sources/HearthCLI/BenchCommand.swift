@@ -1,0 +1,143 @@
+import ArgumentParser
+import Foundation
+import Hearth
+
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure prompt processing and generation speed, like llama-bench.",
+        discussion: """
+            ppN evaluates an N-token prompt in one batch; tgN generates N tokens one at a time from an \
+            empty context. Each test runs once to warm up, then --repetitions times; the table shows \
+            mean ± standard deviation of tokens per second.
+            """
+    )
+
+    @Argument(help: "Path to a GGUF model file.")
+    var model: String
+
+    @Option(name: [.short, .customLong("n-prompt")], help: "Prompt tokens for the pp test (0 skips it).")
+    var promptTokens = 128
+
+    @Option(name: [.short, .customLong("n-gen")], help: "Generated tokens for the tg test (0 skips it).")
+    var generatedTokens = 128
+
+    @Option(name: [.short, .customLong("threads")], help: "Comma-separated thread counts to test.")
+    var threads = "\(ProcessInfo.processInfo.activeProcessorCount)"
+
+    @Option(name: [.short, .customLong("repetitions")], help: "Measured runs of each test.")
+    var repetitions = 5
+
+    @Flag(help: "Print one JSON object per test instead of the table.")
+    var json = false
+
+    var threadCounts: [Int] {
+        get throws {
+            let values = threads.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard !values.isEmpty, values.allSatisfy({ $0 != nil && $0! >= 1 && $0! <= 512 }) else {
+                throw ValidationError("--threads takes counts between 1 and 512 separated by commas, such as 1,2.")
+            }
+            return values.map { $0! }
+        }
+    }
+
+    func validate() throws {
+        _ = try threadCounts
+        guard promptTokens >= 0, generatedTokens >= 0, promptTokens + generatedTokens > 0 else {
+            throw ValidationError("-p and -n must not be negative, and one must be more than 0.")
+        }
+        guard repetitions >= 1 else { throw ValidationError("--repetitions must be at least 1.") }
+    }
+
+    struct Result: Codable {
+        var model: String
+        var sizeBytes: Int
+        var parameters: Int
+        var threads: Int
+        var test: String
+        var tokensPerSecond: Double
+        var standardDeviation: Double
+        var samples: [Double]
+    }
+
+    func run() throws {
+        try reportingErrors {
+            var rows: [Result] = []
+            if !json {
+                print("| model                          |       size |     params | threads |  test |              t/s |")
+                print("| ------------------------------ | ---------: | ---------: | ------: | ----: | ---------------: |")
+            }
+            for threadCount in try threadCounts {
+                let loadStart = ContinuousClock.now
+                let model = try TransformerModel(path: model, threads: threadCount)
+                let state = try model.makeState(contextLength: promptTokens + generatedTokens + 1,
+                                                batchSize: max(promptTokens, 1))
+                let loadSeconds = (ContinuousClock.now - loadStart).secondsValue
+                let name = describe(model)
+                let parameters = model.gguf.tensors.reduce(0) { $0 + $1.elementCount }
+                var random = SystemRandomNumberGenerator()
+                let vocabulary = Int32(model.configuration.vocabularySize)
+
+                var tests: [(String, () throws -> Double)] = []
+                if promptTokens > 0 {
+                    tests.append(("pp\(promptTokens)", {
+                        let tokens = (0..<promptTokens).map { _ in Int32.random(in: 0..<vocabulary, using: &random) }
+                        state.reset()
+                        let start = ContinuousClock.now
+                        try model.evaluate(tokens, state: state)
+                        return Double(promptTokens) / (ContinuousClock.now - start).secondsValue
+                    }))
+                }
+                if generatedTokens > 0 {
+                    tests.append(("tg\(generatedTokens)", {
+                        state.reset()
+                        var token = model.tokenizer.bosToken ?? 0
+                        let start = ContinuousClock.now
+                        for _ in 0..<generatedTokens {
+                            let logits = try model.evaluate([token], state: state)
+                            token = Int32(logits.indices.max { logits[$0] < logits[$1] }!)
+                        }
+                        return Double(generatedTokens) / (ContinuousClock.now - start).secondsValue
+                    }))
+                }
+                for (test, body) in tests {
+                    _ = try body()
+                    let samples = try (0..<repetitions).map { _ in try body() }
+                    let mean = samples.reduce(0, +) / Double(samples.count)
+                    let variance = samples.count > 1
+                        ? samples.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(samples.count - 1) : 0
+                    let row = Result(model: name, sizeBytes: model.gguf.fileSize, parameters: parameters, threads: threadCount,
+                                     test: test, tokensPerSecond: mean, standardDeviation: variance.squareRoot(), samples: samples)
+                    rows.append(row)
+                    if json {
+                        let encoder = JSONEncoder()
+                        encoder.outputFormatting = [.sortedKeys]
+                        print(String(decoding: try encoder.encode(row), as: UTF8.self))
+                    } else {
+                        print(String(format: "| %-30@ | %10@ | %9.2f M | %7d | %5@ | %7.2f ± %6.2f |",
+                                     name, formatBytes(row.sizeBytes), Double(parameters) / 1e6, threadCount,
+                                     test, mean, row.standardDeviation))
+                    }
+                }
+                if !json {
+                    printError(String(format: "threads %d: load %.1f ms, peak RSS %@ (model file %@)", threadCount,
+                                      loadSeconds * 1000, formatBytes(peakResidentBytes()), formatBytes(model.gguf.fileSize)))
+                }
+            }
+        }
+    }
+
+    private func describe(_ model: TransformerModel) -> String {
+        let size = model.gguf.string("general.size_label") ?? ""
+        let types = Dictionary(grouping: model.gguf.tensors.filter { $0.dimensions.count > 1 }, by: \.type)
+        let dominant = types.max { $0.value.count < $1.value.count }?.key.name ?? "?"
+        return [model.configuration.architecture, size, dominant].filter { !$0.isEmpty }.joined(separator: " ")
+    }
+}
+
+extension Duration {
+    var secondsValue: Double {
+        let (s, attoseconds) = components
+        return Double(s) + Double(attoseconds) * 1e-18
+    }
+}

@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import Hearth
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Runs a command body, printing a `HearthError` as its message (no stack trace) and exiting 1.
+func reportingErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as HearthError {
+        printError("error: \(error.message)")
+        throw ExitCode(1)
+    }
+}
+
+/// Writes a line to standard error.
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// Writes text to standard output at once, without waiting for a newline.
+func writeNow(_ text: String) {
+    guard !text.isEmpty else { return }
+    fputs(text, stdout)
+    fflush(stdout)
+}
+
+/// Peak resident memory of this process so far, in bytes.
+func peakResidentBytes() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF, &usage)
+    #if os(Linux)
+    return Int(usage.ru_maxrss) * 1024
+    #else
+    return Int(usage.ru_maxrss)
+    #endif
+}
+
+/// "93.8 MiB"-style sizes.
+func formatBytes(_ bytes: Int) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    var value = Double(bytes)
+    var unit = 0
+    while value >= 1024, unit < units.count - 1 {
+        value /= 1024
+        unit += 1
+    }
+    return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+}
+
+/// Options shared by the commands that load a model.
+struct ModelOptions: ParsableArguments {
+    @Argument(help: "Path to a GGUF model file.")
+    var model: String
+
+    @Option(name: [.short, .customLong("threads")], help: "Threads to run on (default: one per core).")
+    var threads: Int?
+
+    func validate() throws {
+        if let threads, threads < 1 || threads > 512 {
+            throw ValidationError("--threads must be between 1 and 512.")
+        }
+    }
+
+    func load() throws -> TransformerModel {
+        try TransformerModel(path: model, threads: threads)
+    }
+}

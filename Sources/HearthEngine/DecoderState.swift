@@ -1,0 +1,101 @@
+import CHearthKernels
+import HearthKernels
+
+/// Keys and values of every position seen so far, per layer, in half precision
+/// (as llama.cpp keeps them by default).
+///
+/// Memory is reserved for the whole context but pages are touched only as positions fill,
+/// so a long context costs address space, not resident memory, until it is used.
+final class KVCache: @unchecked Sendable {
+    let layers: Int
+    let width: Int          // kvHeads * headDim
+    let capacity: Int       // positions
+    let keys: UnsafeMutablePointer<UInt16>
+    let values: UnsafeMutablePointer<UInt16>
+
+    init(layers: Int, width: Int, capacity: Int) {
+        self.layers = layers
+        self.width = width
+        self.capacity = capacity
+        let count = layers * capacity * width
+        keys = .allocate(capacity: count)
+        values = .allocate(capacity: count)
+    }
+
+    deinit {
+        keys.deallocate()
+        values.deallocate()
+    }
+
+    /// Keys of `layer` at `position` (width halves; the next position follows).
+    func keys(layer: Int, position: Int) -> UnsafeMutablePointer<UInt16> {
+        keys + (layer * capacity + position) * width
+    }
+
+    /// Values of `layer` at `position`.
+    func values(layer: Int, position: Int) -> UnsafeMutablePointer<UInt16> {
+        values + (layer * capacity + position) * width
+    }
+
+    /// Stores `count` positions of keys and values (float rows with stride `rowStride`).
+    func store(layer: Int, position: Int, count: Int, keys k: UnsafePointer<Float>,
+               values v: UnsafePointer<Float>, rowStride: Int) {
+        for i in 0..<count {
+            hk_f32_to_f16_row(k + i * rowStride, keys(layer: layer, position: position + i), Int64(width))
+            hk_f32_to_f16_row(v + i * rowStride, values(layer: layer, position: position + i), Int64(width))
+        }
+    }
+}
+
+/// What one sequence needs while it runs: its KV cache, its position, and scratch buffers sized
+/// for the largest batch of tokens evaluated at once.
+public final class DecoderState: @unchecked Sendable {
+    let configuration: ModelConfiguration
+    let cache: KVCache
+    /// Largest number of tokens evaluated in one forward pass.
+    let batchCapacity: Int
+    /// Positions already in the cache.
+    public internal(set) var position = 0
+
+    // Float rows, batchCapacity of each.
+    let residual: FloatBuffer       // (batch, dim)
+    let normed: FloatBuffer         // (batch, dim)
+    let qkv: FloatBuffer            // (batch, qWidth + 2 * kvWidth)
+    let attention: FloatBuffer      // (batch, qWidth)
+    let projected: FloatBuffer      // (batch, dim)
+    let gateUp: FloatBuffer         // (batch, 2 * ffn)
+    let hidden: FloatBuffer         // (batch, ffn)
+    let logits: FloatBuffer         // (vocab)
+    let scores: FloatBuffer         // (threads, capacity) attention weights
+
+    let normedQuantized: QuantizedActivations
+    let attentionQuantized: QuantizedActivations
+    let hiddenQuantized: QuantizedActivations
+
+    init(configuration c: ModelConfiguration, contextLength: Int, batchCapacity: Int, threads: Int) {
+        configuration = c
+        self.batchCapacity = batchCapacity
+        cache = KVCache(layers: c.blockCount, width: c.kvWidth, capacity: contextLength)
+        residual = FloatBuffer(batchCapacity * c.embeddingLength)
+        normed = FloatBuffer(batchCapacity * c.embeddingLength)
+        qkv = FloatBuffer(batchCapacity * (c.queryWidth + 2 * c.kvWidth))
+        attention = FloatBuffer(batchCapacity * c.queryWidth)
+        projected = FloatBuffer(batchCapacity * c.embeddingLength)
+        gateUp = FloatBuffer(batchCapacity * 2 * c.feedForwardLength)
+        hidden = FloatBuffer(batchCapacity * c.feedForwardLength)
+        logits = FloatBuffer(c.vocabularySize)
+        scores = FloatBuffer(threads * contextLength)
+        normedQuantized = QuantizedActivations(columns: c.embeddingLength, capacity: batchCapacity)
+        attentionQuantized = QuantizedActivations(columns: c.queryWidth, capacity: batchCapacity)
+        hiddenQuantized = QuantizedActivations(columns: c.feedForwardLength, capacity: batchCapacity)
+    }
+
+    /// Positions the cache can hold.
+    public var contextLength: Int { cache.capacity }
+
+    /// Forgets every position, so the next evaluation starts a new sequence.
+    public func reset() { position = 0 }
+
+    /// Keeps the first `count` positions and forgets the rest.
+    public func truncate(to count: Int) { position = min(position, max(0, count)) }
+}

@@ -1,1 +1,0 @@
-// The inference engine: model architectures, KV cache, generation.

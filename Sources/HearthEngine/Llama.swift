@@ -1,0 +1,151 @@
+import CHearthKernels
+import HearthFormats
+import HearthKernels
+
+/// Llama (Llama 2 and 3, SmolLM, Mistral): a pre-norm decoder. Each block is
+/// RMSNorm → attention (RoPE, grouped-query, KV cache) → residual → RMSNorm → SwiGLU → residual;
+/// then a final RMSNorm and the output projection (tied to the token embedding when the file
+/// has no `output.weight`).
+final class Llama: DecoderArchitecture {
+    struct Block {
+        let attentionNorm: FloatBuffer      // (dim)
+        let query: WeightMatrix             // (headCount * headDim, dim)
+        let key: WeightMatrix               // (kvHeadCount * headDim, dim)
+        let value: WeightMatrix             // (kvHeadCount * headDim, dim)
+        let output: WeightMatrix            // (dim, headCount * headDim)
+        let feedForwardNorm: FloatBuffer    // (dim)
+        let gate: WeightMatrix              // (ffn, dim)
+        let up: WeightMatrix                // (ffn, dim)
+        let down: WeightMatrix              // (dim, ffn)
+    }
+
+    let configuration: ModelConfiguration
+    let tokenEmbedding: WeightMatrix        // (vocab, dim)
+    let blocks: [Block]
+    let outputNorm: FloatBuffer             // (dim)
+    let output: WeightMatrix                // (vocab, dim)
+
+    init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
+        configuration = c
+        let dim = c.embeddingLength
+        tokenEmbedding = try WeightMatrix(gguf, "token_embd.weight", rows: c.vocabularySize, columns: dim)
+        blocks = try (0..<c.blockCount).map { i in
+            let p = "blk.\(i)."
+            return Block(
+                attentionNorm: try loadVector(gguf, p + "attn_norm.weight", count: dim),
+                query: try WeightMatrix(gguf, p + "attn_q.weight", rows: c.queryWidth, columns: dim),
+                key: try WeightMatrix(gguf, p + "attn_k.weight", rows: c.kvWidth, columns: dim),
+                value: try WeightMatrix(gguf, p + "attn_v.weight", rows: c.kvWidth, columns: dim),
+                output: try WeightMatrix(gguf, p + "attn_output.weight", rows: dim, columns: c.queryWidth),
+                feedForwardNorm: try loadVector(gguf, p + "ffn_norm.weight", count: dim),
+                gate: try WeightMatrix(gguf, p + "ffn_gate.weight", rows: c.feedForwardLength, columns: dim),
+                up: try WeightMatrix(gguf, p + "ffn_up.weight", rows: c.feedForwardLength, columns: dim),
+                down: try WeightMatrix(gguf, p + "ffn_down.weight", rows: dim, columns: c.feedForwardLength))
+        }
+        outputNorm = try loadVector(gguf, "output_norm.weight", count: dim)
+        if gguf.tensorInfo(named: "output.weight") != nil {
+            output = try WeightMatrix(gguf, "output.weight", rows: c.vocabularySize, columns: dim)
+        } else {
+            output = tokenEmbedding
+        }
+    }
+
+    func forward(_ tokens: UnsafeBufferPointer<Int32>, state s: DecoderState, pool: WorkerPool) throws {
+        let c = configuration
+        let n = tokens.count
+        let dim = c.embeddingLength
+        let qkvWidth = c.queryWidth + 2 * c.kvWidth
+        let ffn = c.feedForwardLength
+        let start = s.position
+
+        // Token embeddings: (n, dim)
+        for (i, token) in tokens.enumerated() {
+            try dequantizeRow(tokenEmbedding.kernel.weightType, tokenEmbedding.row(Int(token)),
+                              into: s.residual.pointer + i * dim, count: dim)
+        }
+
+        for (layer, block) in blocks.enumerated() {
+            // Attention
+            for i in 0..<n {
+                TensorMath.rmsNorm(s.residual.pointer + i * dim, weight: block.attentionNorm.pointer,
+                                   epsilon: c.normEpsilon, count: dim, into: s.normed.pointer + i * dim)
+            }
+            let qkvMatrices = [block.query, block.key, block.value]
+            s.normedQuantized.quantize(s.normed.pointer, rows: n, for: qkvMatrices.map(\.kernel), pool: pool)
+            pool.multiply(qkvMatrices, by: s.normedQuantized, columns: n, output: s.qkv.pointer, outputStride: qkvWidth)
+            for i in 0..<n {
+                let q = s.qkv.pointer + i * qkvWidth
+                TensorMath.rope(q, heads: c.headCount, headDimension: c.headDimension, ropeDimensions: c.ropeDimensions,
+                                position: start + i, base: c.ropeBase, adjacentPairs: true)
+                TensorMath.rope(q + c.queryWidth, heads: c.kvHeadCount, headDimension: c.headDimension,
+                                ropeDimensions: c.ropeDimensions, position: start + i, base: c.ropeBase, adjacentPairs: true)
+            }
+            s.cache.store(layer: layer, position: start, count: n, keys: s.qkv.pointer + c.queryWidth,
+                          values: s.qkv.pointer + c.queryWidth + c.kvWidth, rowStride: qkvWidth)
+            attend(layer: layer, tokens: n, state: s, pool: pool)
+
+            s.attentionQuantized.quantize(s.attention.pointer, rows: n, for: [block.output.kernel], pool: pool)
+            pool.multiply([block.output], by: s.attentionQuantized, columns: n, output: s.projected.pointer, outputStride: dim)
+            TensorMath.add(s.projected.pointer, to: s.residual.pointer, count: n * dim)
+
+            // Feed-forward
+            for i in 0..<n {
+                TensorMath.rmsNorm(s.residual.pointer + i * dim, weight: block.feedForwardNorm.pointer,
+                                   epsilon: c.normEpsilon, count: dim, into: s.normed.pointer + i * dim)
+            }
+            s.normedQuantized.quantize(s.normed.pointer, rows: n, for: [block.gate.kernel, block.up.kernel], pool: pool)
+            pool.multiply([block.gate, block.up], by: s.normedQuantized, columns: n, output: s.gateUp.pointer, outputStride: 2 * ffn)
+            for i in 0..<n {
+                let row = s.gateUp.pointer + i * 2 * ffn
+                TensorMath.swiGLU(gate: row, up: row + ffn, into: s.hidden.pointer + i * ffn, count: ffn)
+            }
+            s.hiddenQuantized.quantize(s.hidden.pointer, rows: n, for: [block.down.kernel], pool: pool)
+            pool.multiply([block.down], by: s.hiddenQuantized, columns: n, output: s.projected.pointer, outputStride: dim)
+            TensorMath.add(s.projected.pointer, to: s.residual.pointer, count: n * dim)
+        }
+
+        // Logits of the last token only: generation never needs the others.
+        TensorMath.rmsNorm(s.residual.pointer + (n - 1) * dim, weight: outputNorm.pointer,
+                           epsilon: c.normEpsilon, count: dim, into: s.normed.pointer)
+        s.normedQuantized.quantize(s.normed.pointer, rows: 1, for: [output.kernel], pool: pool)
+        pool.multiply([output], by: s.normedQuantized, columns: 1, output: s.logits.pointer, outputStride: c.vocabularySize)
+        s.position = start + n
+    }
+
+    /// Causal attention of the `n` new tokens over the cache, one (token, head) pair per task.
+    private func attend(layer: Int, tokens n: Int, state s: DecoderState, pool: WorkerPool) {
+        let c = configuration
+        let start = s.position
+        let group = c.headCount / c.kvHeadCount
+        let qkvWidth = c.queryWidth + 2 * c.kvWidth
+        let scale = 1 / Float(c.headDimension).squareRoot()
+        let capacity = s.contextLength
+        pool.run { thread in
+            let range = WorkerPool.chunk(n * c.headCount, part: thread, of: pool.threadCount)
+            let scores = s.scores.pointer + thread * capacity
+            for task in range {
+                let i = task / c.headCount, head = task % c.headCount
+                let kvHead = head / group
+                let q = s.qkv.pointer + i * qkvWidth + head * c.headDimension
+                hk_attention_head_f16(q, s.cache.keys(layer: layer, position: 0) + kvHead * c.headDimension,
+                                      s.cache.values(layer: layer, position: 0) + kvHead * c.headDimension,
+                                      Int64(c.kvWidth), Int64(start + i + 1), Int64(c.headDimension), scale, 0,
+                                      scores, s.attention.pointer + i * c.queryWidth + head * c.headDimension)
+            }
+        }
+    }
+}
+
+/// A small tensor (a norm's weights) as floats, whatever its stored type.
+func loadVector(_ gguf: GGUFFile, _ name: String, count: Int) throws -> FloatBuffer {
+    guard let info = gguf.tensorInfo(named: name) else {
+        throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "tensor \(name) is missing")
+    }
+    guard info.elementCount == count else {
+        throw HearthError.invalidModelFile(path: gguf.mapping.path,
+                                           reason: "tensor \(name) has \(info.elementCount) elements, expected \(count)")
+    }
+    let buffer = FloatBuffer(count)
+    try dequantizeRow(info.type, gguf.data(for: info).baseAddress!, into: buffer.pointer, count: count)
+    return buffer
+}

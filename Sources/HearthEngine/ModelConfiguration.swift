@@ -1,0 +1,75 @@
+import HearthFormats
+
+/// Hyperparameters of a decoder-only transformer, read from GGUF metadata
+/// (`<architecture>.embedding_length` and so on).
+public struct ModelConfiguration: Sendable, Equatable {
+    /// `general.architecture`: `llama`, `gemma3`, ...
+    public var architecture: String
+    /// Model width (`embedding_length`).
+    public var embeddingLength: Int
+    /// Transformer blocks (`block_count`).
+    public var blockCount: Int
+    /// Hidden size of the feed-forward network (`feed_forward_length`).
+    public var feedForwardLength: Int
+    /// Query heads (`attention.head_count`).
+    public var headCount: Int
+    /// Key/value heads (`attention.head_count_kv`); fewer than `headCount` means grouped-query attention.
+    public var kvHeadCount: Int
+    /// Size of one attention head (`attention.key_length`, or width / heads).
+    public var headDimension: Int
+    /// Context length the model was trained for (`context_length`).
+    public var contextLength: Int
+    /// RMSNorm epsilon (`attention.layer_norm_rms_epsilon`).
+    public var normEpsilon: Float
+    /// RoPE base frequency (`rope.freq_base`).
+    public var ropeBase: Float
+    /// Dimensions of each head that RoPE rotates (`rope.dimension_count`).
+    public var ropeDimensions: Int
+    /// Vocabulary size.
+    public var vocabularySize: Int
+
+    /// Reads the configuration from a GGUF file's metadata.
+    public init(gguf: GGUFFile) throws {
+        guard let architecture = gguf.architecture else {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "general.architecture is missing")
+        }
+        self.architecture = architecture
+        func required(_ key: String) throws -> Int {
+            guard let value = gguf.int("\(architecture).\(key)"), value > 0, value <= 1 << 24 else {
+                throw HearthError.invalidModelFile(path: gguf.mapping.path,
+                                                   reason: "\(architecture).\(key) is missing or out of range")
+            }
+            return value
+        }
+        embeddingLength = try required("embedding_length")
+        blockCount = try required("block_count")
+        feedForwardLength = try required("feed_forward_length")
+        headCount = try required("attention.head_count")
+        kvHeadCount = gguf.int("\(architecture).attention.head_count_kv") ?? headCount
+        headDimension = gguf.int("\(architecture).attention.key_length") ?? embeddingLength / headCount
+        contextLength = gguf.int("\(architecture).context_length") ?? 2048
+        normEpsilon = gguf.float("\(architecture).attention.layer_norm_rms_epsilon") ?? 1e-5
+        ropeBase = gguf.float("\(architecture).rope.freq_base") ?? 10_000
+        ropeDimensions = gguf.int("\(architecture).rope.dimension_count") ?? headDimension
+        vocabularySize = gguf.int("\(architecture).vocab_size")
+            ?? gguf.array("tokenizer.ggml.tokens")?.count ?? 0
+
+        guard kvHeadCount > 0, headCount % kvHeadCount == 0 else {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path,
+                                               reason: "\(headCount) query heads cannot be grouped over \(kvHeadCount) key/value heads")
+        }
+        guard headDimension > 0, headDimension % 2 == 0, ropeDimensions > 0, ropeDimensions <= headDimension,
+              ropeDimensions % 2 == 0 else {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path,
+                                               reason: "head size \(headDimension) with \(ropeDimensions) rotary dimensions is not valid")
+        }
+        guard vocabularySize > 0 else {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "the vocabulary size is unknown")
+        }
+    }
+
+    /// Width of the key (and value) vectors of one position: `kvHeadCount * headDimension`.
+    public var kvWidth: Int { kvHeadCount * headDimension }
+    /// Width of the concatenated query heads: `headCount * headDimension`.
+    public var queryWidth: Int { headCount * headDimension }
+}

@@ -1,0 +1,147 @@
+import HearthFormats
+import HearthKernels
+
+/// A weight matrix inside a mapped model file: `rows` output features, each a row of
+/// `columns` inputs stored in the tensor's own (usually quantized) type.
+struct WeightMatrix: @unchecked Sendable {
+    let name: String
+    let base: UnsafeRawPointer
+    let rows: Int
+    let columns: Int
+    let rowBytes: Int
+    let kernel: RowKernel
+
+    init(_ gguf: GGUFFile, _ name: String, rows expectedRows: Int? = nil, columns expectedColumns: Int) throws {
+        guard let info = gguf.tensorInfo(named: name) else {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "tensor \(name) is missing")
+        }
+        guard info.dimensions.count <= 2, info.rowLength == expectedColumns,
+              expectedRows == nil || info.rowCount == expectedRows else {
+            throw HearthError.invalidModelFile(
+                path: gguf.mapping.path,
+                reason: "tensor \(name) has shape \(info.dimensions), expected [\(expectedColumns), \(expectedRows.map(String.init) ?? "n")]")
+        }
+        self.name = name
+        base = gguf.data(for: info).baseAddress!
+        rows = info.rowCount
+        columns = info.rowLength
+        rowBytes = info.rowBytes
+        kernel = try RowKernel(weightType: info.type)
+    }
+
+    /// A pointer to row `r`.
+    func row(_ r: Int) -> UnsafeRawPointer { base.advanced(by: r * rowBytes) }
+}
+
+/// A float vector (or a matrix of float rows) owned by the engine, allocated once and reused.
+final class FloatBuffer: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<Float>
+    let count: Int
+
+    init(_ count: Int) {
+        self.count = count
+        pointer = .allocate(capacity: max(count, 1))
+        pointer.initialize(repeating: 0, count: max(count, 1))
+    }
+
+    deinit { pointer.deallocate() }
+
+    subscript(i: Int) -> Float {
+        get { pointer[i] }
+        set { pointer[i] = newValue }
+    }
+}
+
+/// Raw bytes owned by the engine: quantized activations and the like.
+final class ByteBuffer: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer
+    let count: Int
+
+    init(_ count: Int) {
+        self.count = count
+        pointer = .allocate(byteCount: max(count, 1), alignment: 64)
+    }
+
+    deinit { pointer.deallocate() }
+}
+
+/// Activations converted once to the formats the kernels of a group of matrices need, so that
+/// matrices sharing an input (Q, K and V; gate and up) quantize it once per format.
+final class QuantizedActivations: @unchecked Sendable {
+    private var buffers: [GGMLType: ByteBuffer] = [:]
+    private(set) var strides: [GGMLType: Int] = [:]
+    let columns: Int
+    let capacity: Int
+
+    /// Room for `capacity` activation rows of `columns` floats.
+    init(columns: Int, capacity: Int) {
+        self.columns = columns
+        self.capacity = capacity
+    }
+
+    /// Converts `count` float rows (stride `columns`) for every kernel in `kernels`.
+    func quantize(_ x: UnsafePointer<Float>, rows count: Int, for kernels: [RowKernel], pool: WorkerPool) {
+        var seen = Set<GGMLType>()
+        for kernel in kernels where seen.insert(kernel.activationType).inserted {
+            let stride = kernel.activationBytes(count: columns)
+            let buffer: ByteBuffer
+            if let existing = buffers[kernel.activationType] {
+                buffer = existing
+            } else {
+                buffer = ByteBuffer(stride * capacity)
+                buffers[kernel.activationType] = buffer
+                strides[kernel.activationType] = stride
+            }
+            let columns = columns
+            let destination = buffer.pointer
+            if count == 1 {
+                kernel.quantizeActivations(x, into: destination, count: columns)
+            } else {
+                pool.parallelFor(count) { range in
+                    for r in range {
+                        kernel.quantizeActivations(x + r * columns, into: destination + r * stride, count: columns)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The converted rows for `kernel`'s activation format.
+    func data(for kernel: RowKernel) -> (pointer: UnsafeRawPointer, stride: Int) {
+        (UnsafeRawPointer(buffers[kernel.activationType]!.pointer), strides[kernel.activationType]!)
+    }
+}
+
+extension WorkerPool {
+    /// `output[c * outputStride + offset_m + r] = W_m · x_c` for each matrix `m` in `matrices`,
+    /// with the outputs of the matrices laid side by side (`offset_m` is the sum of the rows of
+    /// the matrices before `m`). The rows of all matrices are split across the threads together,
+    /// so Q, K and V (or gate and up) cost one hand-over instead of three.
+    func multiply(_ matrices: [WeightMatrix], by x: QuantizedActivations, columns: Int,
+                  output: UnsafeMutablePointer<Float>, outputStride: Int) {
+        let total = matrices.reduce(0) { $0 + $1.rows }
+        let inputs = matrices.map { x.data(for: $0.kernel) }
+        // Row chunks are multiples of 16 so that threads never share a cache line of output.
+        parallelFor(total, granularity: 16) { range in
+            var offset = 0
+            for (m, matrix) in matrices.enumerated() {
+                let lower = max(range.lowerBound, offset) - offset
+                let upper = min(range.upperBound, offset + matrix.rows) - offset
+                if lower < upper {
+                    let input = inputs[m]
+                    if columns == 1 {
+                        matrix.kernel.matVec(weights: matrix.base, rowBytes: matrix.rowBytes, rows: lower..<upper,
+                                             activations: input.pointer, count: matrix.columns,
+                                             output: output + offset + lower)
+                    } else {
+                        matrix.kernel.matMul(weights: matrix.base, rowBytes: matrix.rowBytes, rows: lower..<upper,
+                                             activations: input.pointer, activationStride: input.stride,
+                                             columns: columns, count: matrix.columns,
+                                             output: output + offset, outputStride: outputStride)
+                    }
+                }
+                offset += matrix.rows
+            }
+        }
+    }
+}
