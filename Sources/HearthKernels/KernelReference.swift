@@ -243,6 +243,13 @@ public enum KernelReference {
     /// Dot of one weight row with one activation row in `activationType(for: weightType)`,
     /// with integer sums per block (as GGML does) and the float total kept in `Double`.
     public static func dot(_ weightType: GGMLType, _ w: UnsafeRawPointer, _ a: UnsafeRawPointer, count: Int) throws -> Float {
+        try dotWithMagnitude(weightType, w, a, count: count).value
+    }
+
+    /// `dot`, plus the sum of the absolute values of the terms it adds up: the scale against
+    /// which a float implementation's rounding error is judged.
+    public static func dotWithMagnitude(_ weightType: GGMLType, _ w: UnsafeRawPointer, _ a: UnsafeRawPointer,
+                                        count: Int) throws -> (value: Float, magnitude: Double) {
         guard let aType = activationType(for: weightType) else {
             throw HearthError.unsupportedModel(reason: "no dot product for tensor type \(weightType.name)")
         }
@@ -253,11 +260,14 @@ public enum KernelReference {
         case .f32, .f16, .bf16:
             let x = try dequantize(weightType, w, count: count)
             let y = a.assumingMemoryBound(to: Float.self)
-            var sum = 0.0
-            for i in 0..<count { sum += Double(x[i]) * Double(y[i]) }
-            return Float(sum)
+            var sum = 0.0, mag = 0.0
+            for i in 0..<count {
+                sum += Double(x[i]) * Double(y[i])
+                mag += abs(Double(x[i]) * Double(y[i]))
+            }
+            return (Float(sum), mag)
         case .q4_0, .q4_1, .q5_0, .q5_1, .q8_0:
-            var sum = 0.0
+            var sum = 0.0, mag = 0.0
             for i in 0..<count / 32 {
                 let (qx, dx, mx) = block32Quants(weightType, w + i * weightType.blockBytes)
                 let ab = a + i * aType.blockBytes
@@ -265,13 +275,16 @@ public enum KernelReference {
                 let qy = (0..<32).map { Int(ab.loadUnaligned(fromByteOffset: (aType == .q8_1 ? 4 : 2) + $0, as: Int8.self)) }
                 let sumi = zip(qx, qy).reduce(0) { $0 + $1.0 * $1.1 }
                 sum += Double(dx) * Double(dy) * Double(sumi)
+                mag += abs(Double(dx) * Double(dy)) * Double(zip(qx, qy).reduce(0) { $0 + abs($1.0 * $1.1) })
                 if aType == .q8_1 {
-                    sum += Double(mx) * Double(ab.loadUnaligned(fromByteOffset: 2, as: Half.self).float)
+                    let term = Double(mx) * Double(ab.loadUnaligned(fromByteOffset: 2, as: Half.self).float)
+                    sum += term
+                    mag += abs(term)
                 }
             }
-            return Float(sum)
+            return (Float(sum), mag)
         case .q4_K, .q5_K, .q6_K:
-            var sum = 0.0
+            var sum = 0.0, mag = 0.0
             for i in 0..<count / 256 {
                 let yb = (a + i * aType.blockBytes).loadUnaligned(as: Q8_KBlock.self)
                 let qy = tupleBytes(yb.qs).map { Int(Int8(bitPattern: $0)) }
@@ -280,25 +293,32 @@ public enum KernelReference {
                     let b = wb.loadUnaligned(as: Q6_KBlock.self)
                     let qx = q6KQuants(b)
                     let sc = tupleBytes(b.scales).map { Int(Int8(bitPattern: $0)) }
-                    var sumi = 0
-                    for l in 0..<256 { sumi += sc[l / 16] * (qx[l] - 32) * qy[l] }
+                    var sumi = 0, absi = 0
+                    for l in 0..<256 {
+                        sumi += sc[l / 16] * (qx[l] - 32) * qy[l]
+                        absi += abs(sc[l / 16] * (qx[l] - 32) * qy[l])
+                    }
                     sum += Double(b.d.float) * Double(yb.d) * Double(sumi)
+                    mag += abs(Double(b.d.float) * Double(yb.d)) * Double(absi)
                 } else {
                     let (d, dmin, packed, qx) = weightType == .q4_K
                         ? { let b = wb.loadUnaligned(as: Q4_KBlock.self); return (b.d.float, b.dmin.float, tupleBytes(b.scales), q4KQuants(b)) }()
                         : { let b = wb.loadUnaligned(as: Q5_KBlock.self); return (b.d.float, b.dmin.float, tupleBytes(b.scales), q5KQuants(b)) }()
-                    var sumi = 0, summ = 0
+                    var sumi = 0, summ = 0, absi = 0, absm = 0
                     for j in 0..<8 {
                         let (sc, m) = scaleMinK4(j, packed)
                         for l in 32 * j..<32 * j + 32 {
                             sumi += sc * qx[l] * qy[l]
                             summ += m * qy[l]
+                            absi += abs(sc * qx[l] * qy[l])
+                            absm += abs(m * qy[l])
                         }
                     }
                     sum += Double(yb.d) * (Double(d) * Double(sumi) - Double(dmin) * Double(summ))
+                    mag += abs(Double(yb.d)) * (abs(Double(d)) * Double(absi) + abs(Double(dmin)) * Double(absm))
                 }
             }
-            return Float(sum)
+            return (Float(sum), mag)
         default:
             throw HearthError.unsupportedModel(reason: "no dot product for tensor type \(weightType.name)")
         }
