@@ -1,3 +1,52 @@
 #pragma once
 #include <stdint.h>
 #include <stddef.h>
+
+// C kernels behind HearthKernels. Type arguments are GGML type numbers (GGMLType.rawValue).
+// Every function takes an instruction-set path `isa` so that callers (and tests) can run the
+// portable scalar code on any machine; pass hk_best_isa() for the fastest available.
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Portable scalar C, any CPU.
+#define HK_ISA_PORTABLE 0
+/// x86-64 with AVX2, FMA and F16C.
+#define HK_ISA_AVX2 1
+
+/// The fastest path this CPU can run.
+int hk_best_isa(void);
+
+/// Activation type paired with a weight type for `hk_dot`, or -1 when there is no kernel.
+int32_t hk_activation_type(uint32_t weight_type);
+
+/// Float row to an activation type (Q8_0, Q8_1, Q8_K, or F32 as a copy). Returns 0, or -1
+/// for a type it cannot produce.
+int hk_quantize_activations(int isa, uint32_t type, const float *x, void *dst, int64_t n);
+
+/// Float row from a weight type. Returns 0, or -1 for an unsupported type.
+int hk_dequantize(int isa, uint32_t type, const void *src, float *dst, int64_t n);
+
+/// Dot of one weight row with one activation row of `n` elements.
+float hk_dot(int isa, uint32_t weight_type, const void *w, const void *a, int64_t n);
+
+/// out[r - r0] = dot(row r, a) for r in r0..<r1.
+void hk_matvec(int isa, uint32_t weight_type, const void *w, size_t row_bytes,
+               int64_t r0, int64_t r1, const void *a, int64_t n, float *out);
+
+/// out[c * out_stride + r] = dot(row r, column c) for r in r0..<r1, c in 0..<cols;
+/// column c starts at a + c * a_stride bytes.
+void hk_matmul(int isa, uint32_t weight_type, const void *w, size_t row_bytes,
+               int64_t r0, int64_t r1, const void *a, size_t a_stride, int64_t cols,
+               int64_t n, float *out, size_t out_stride);
+
+/// Sum of a[i] * b[i].
+float hk_dot_f32(int isa, const float *a, const float *b, int64_t n);
+
+/// y[i] += alpha * x[i].
+void hk_axpy_f32(int isa, float alpha, const float *x, float *y, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,76 @@
+// Shared helpers for the AVX2 + FMA + F16C kernels. Each function carries the target
+// attribute, so the target needs no compiler flags and other CPUs never execute these.
+#pragma once
+#include "internal.h"
+#if HK_HAVE_AVX2
+#include <immintrin.h>
+
+#define HK_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define HK_INLINE static inline __attribute__((always_inline))
+
+HK_INLINE HK_AVX2 float hk_hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+HK_INLINE HK_AVX2 float hk_half(const void *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+HK_INLINE HK_AVX2 __m256i hk_load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+// 16 bytes of packed nibbles to 32 bytes: low nibbles first, then high nibbles (the order of
+// elements in GGML's 32-element blocks).
+HK_INLINE HK_AVX2 __m256i hk_nibbles(const uint8_t *p) {
+    const __m128i t = _mm_loadu_si128((const __m128i *)p);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0x0F));
+}
+
+// 32 bits to 32 bytes: byte i is 0xFF when bit i is set.
+HK_INLINE HK_AVX2 __m256i hk_bit_mask32(const uint8_t *p) {
+    uint32_t h;
+    memcpy(&h, p, 4);
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h), spread);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+// Eight int32 sums of adjacent pairs of int16 lanes, as floats.
+HK_INLINE HK_AVX2 __m256 hk_pairs_to_float(__m256i p) {
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+
+// avx2_q32.c
+float hk_avx2_dot_q4_0(const void *w, const void *a, int64_t n);
+float hk_avx2_dot_q4_1(const void *w, const void *a, int64_t n);
+float hk_avx2_dot_q5_0(const void *w, const void *a, int64_t n);
+float hk_avx2_dot_q5_1(const void *w, const void *a, int64_t n);
+float hk_avx2_dot_q8_0(const void *w, const void *a, int64_t n);
+void hk_avx2_matvec_q4_0(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
+void hk_avx2_matvec_q4_1(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
+void hk_avx2_matvec_q5_0(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
+void hk_avx2_matvec_q5_1(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
+void hk_avx2_matvec_q8_0(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
+void hk_avx2_matmul_q4_0(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
+void hk_avx2_matmul_q4_1(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
+void hk_avx2_matmul_q5_0(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
+void hk_avx2_matmul_q5_1(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
+void hk_avx2_matmul_q8_0(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
+
+// avx2_kquants.c
+float hk_avx2_dot_q4_K(const void *w, const void *a, int64_t n);
+float hk_avx2_dot_q5_K(const void *w, const void *a, int64_t n);
+float hk_avx2_dot_q6_K(const void *w, const void *a, int64_t n);
+
+// avx2_float.c
+float hk_avx2_dot_f16(const void *w, const void *a, int64_t n);
+float hk_avx2_dot_bf16(const void *w, const void *a, int64_t n);
+float hk_avx2_dot_f32w(const void *w, const void *a, int64_t n);
+
+#endif

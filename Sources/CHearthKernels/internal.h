@@ -1,0 +1,117 @@
+// Block layouts and helpers shared by the C kernels. The layouts are GGML's (ggml-common.h).
+#pragma once
+#include <stdint.h>
+#include <stddef.h>
+#include <string.h>
+#include "CHearthKernels.h"
+
+enum {
+    HK_F32 = 0, HK_F16 = 1, HK_Q4_0 = 2, HK_Q4_1 = 3, HK_Q5_0 = 6, HK_Q5_1 = 7,
+    HK_Q8_0 = 8, HK_Q8_1 = 9, HK_Q4_K = 12, HK_Q5_K = 13, HK_Q6_K = 14, HK_Q8_K = 15,
+    HK_BF16 = 30,
+};
+
+#define QK 32
+#define QK_K 256
+
+typedef struct { uint16_t d; uint8_t qs[16]; } hk_q4_0;
+typedef struct { uint16_t d, m; uint8_t qs[16]; } hk_q4_1;
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } hk_q5_0;
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } hk_q5_1;
+typedef struct { uint16_t d; int8_t qs[32]; } hk_q8_0;
+typedef struct { uint16_t d, s; int8_t qs[32]; } hk_q8_1;
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } hk_q4_K;
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } hk_q5_K;
+typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } hk_q6_K;
+typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } hk_q8_K;
+
+_Static_assert(sizeof(hk_q4_0) == 18, "q4_0");
+_Static_assert(sizeof(hk_q4_1) == 20, "q4_1");
+_Static_assert(sizeof(hk_q5_0) == 22, "q5_0");
+_Static_assert(sizeof(hk_q5_1) == 24, "q5_1");
+_Static_assert(sizeof(hk_q8_0) == 34, "q8_0");
+_Static_assert(sizeof(hk_q8_1) == 36, "q8_1");
+_Static_assert(sizeof(hk_q4_K) == 144, "q4_K");
+_Static_assert(sizeof(hk_q5_K) == 176, "q5_K");
+_Static_assert(sizeof(hk_q6_K) == 210, "q6_K");
+_Static_assert(sizeof(hk_q8_K) == 292, "q8_K");
+
+static inline float hk_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t hk_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+static inline float hk_fp16_to_fp32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t man = h & 0x3ff;
+    if (exp == 0x1f) return hk_bits_f32(sign | 0x7f800000 | (man << 13));
+    if (exp != 0) return hk_bits_f32(sign | ((exp + 112) << 23) | (man << 13));
+    // Subnormal: man * 2^-24, exact in float.
+    float v = (float)man * 0x1p-24f;
+    return sign ? -v : v;
+}
+
+// Round to nearest even, like F16C's vcvtps2ph with rounding mode 0.
+static inline uint16_t hk_fp32_to_fp16(float f) {
+    uint32_t x = hk_f32_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    x &= 0x7fffffff;
+    if (x > 0x7f800000) return sign | 0x7e00 | (uint16_t)((x >> 13) & 0x3ff);
+    if (x >= 0x477ff000) return sign | 0x7c00;
+    if (x >= 0x38800000) {
+        x += 0xfff + ((x >> 13) & 1);
+        return sign | (uint16_t)((x - (112u << 23)) >> 13);
+    }
+    uint32_t e = x >> 23;
+    // Half subnormals count units of 2^-24; anything under 2^-25 rounds to zero.
+    if (e < 102) return sign;
+    uint32_t shift = 126 - e;
+    uint32_t m = (x & 0x7fffff) | 0x800000;
+    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1))) q++;
+    return sign | (uint16_t)q;
+}
+
+static inline float hk_bf16_to_fp32(uint16_t h) { return hk_bits_f32((uint32_t)h << 16); }
+
+// Sub-block j (0..7) scale and min of a Q4_K/Q5_K block, 6 bits each.
+static inline void hk_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+typedef float (*hk_dot_fn)(const void *w, const void *a, int64_t n);
+typedef void (*hk_matvec_fn)(const uint8_t *w, size_t row_bytes, int64_t rows,
+                             const void *a, int64_t n, float *out);
+typedef void (*hk_matmul_fn)(const uint8_t *w, size_t row_bytes, int64_t rows,
+                             const uint8_t *a, size_t a_stride, int64_t cols, int64_t n,
+                             float *out, size_t out_stride);
+
+/// The kernels of one weight type on one instruction-set path; NULL members fall back to
+/// loops over `dot`.
+typedef struct {
+    hk_dot_fn dot;
+    hk_matvec_fn matvec;
+    hk_matmul_fn matmul;
+} hk_kernel;
+
+// portable.c
+const hk_kernel *hk_portable_kernel(uint32_t type);
+int hk_portable_dequantize(uint32_t type, const void *src, float *dst, int64_t n);
+int hk_portable_quantize(uint32_t type, const float *x, void *dst, int64_t n);
+float hk_portable_dot_f32(const float *a, const float *b, int64_t n);
+void hk_portable_axpy_f32(float alpha, const float *x, float *y, int64_t n);
+
+// avx2_*.c; these exist on x86-64 only.
+#if defined(__x86_64__) || defined(_M_X64)
+#define HK_HAVE_AVX2 1
+const hk_kernel *hk_avx2_kernel(uint32_t type);
+int hk_avx2_dequantize(uint32_t type, const void *src, float *dst, int64_t n);
+int hk_avx2_quantize(uint32_t type, const float *x, void *dst, int64_t n);
+float hk_avx2_dot_f32(const float *a, const float *b, int64_t n);
+void hk_avx2_axpy_f32(float alpha, const float *x, float *y, int64_t n);
+#endif

@@ -1,0 +1,212 @@
+import HearthFormats
+
+// Swift mirrors of GGML's block structs (ggml-common.h). Fixed-size arrays are tuples so the
+// layout matches C byte for byte; `MemoryLayout<Block>.size == GGMLType.blockBytes` is tested.
+
+/// 4 bytes, laid out inline.
+public typealias Bytes4 = (UInt8, UInt8, UInt8, UInt8)
+/// 12 bytes, laid out inline.
+public typealias Bytes12 = (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
+/// 16 bytes, laid out inline.
+public typealias Bytes16 = (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
+/// 32 bytes, laid out inline.
+public typealias Bytes32 = (Bytes16, Bytes16)
+/// 64 bytes, laid out inline.
+public typealias Bytes64 = (Bytes32, Bytes32)
+/// 128 bytes, laid out inline.
+public typealias Bytes128 = (Bytes64, Bytes64)
+/// 256 bytes, laid out inline.
+public typealias Bytes256 = (Bytes128, Bytes128)
+/// 16 int16 values, laid out inline.
+public typealias Int16x16 = (Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16)
+
+/// A block of one GGML tensor type: `ggmlType.blockSize` weights in `ggmlType.blockBytes` bytes.
+public protocol GGMLBlock: Sendable {
+    /// The tensor type this block belongs to.
+    static var ggmlType: GGMLType { get }
+}
+
+/// The bytes of a fixed-size tuple, in memory order.
+@inline(__always)
+func tupleBytes<T>(_ value: T) -> [UInt8] {
+    withUnsafeBytes(of: value) { Array($0) }
+}
+
+/// Q4_0: 32 weights, w = d * (q - 8) with 4-bit q; element j in the low nibble of qs[j],
+/// element j + 16 in the high nibble. 18 bytes: 4.5 bits per weight.
+public struct Q4_0Block: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .q4_0 }
+    /// Scale.
+    public var d: Half
+    /// Packed nibbles.
+    public var qs: Bytes16
+}
+
+/// Q4_1: 32 weights, w = d * q + m with 4-bit q, nibbles as in Q4_0. 20 bytes: 5 bits per weight.
+public struct Q4_1Block: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .q4_1 }
+    /// Scale.
+    public var d: Half
+    /// Minimum (offset added to every weight).
+    public var m: Half
+    /// Packed nibbles.
+    public var qs: Bytes16
+}
+
+/// Q5_0: 32 weights, w = d * (q - 16) with 5-bit q; nibbles as in Q4_0, the fifth bit of
+/// element j is bit j of the little-endian 32-bit qh. 22 bytes: 5.5 bits per weight.
+public struct Q5_0Block: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .q5_0 }
+    /// Scale.
+    public var d: Half
+    /// Fifth bits.
+    public var qh: Bytes4
+    /// Packed low nibbles.
+    public var qs: Bytes16
+}
+
+/// Q5_1: 32 weights, w = d * q + m with 5-bit q laid out as in Q5_0. 24 bytes: 6 bits per weight.
+public struct Q5_1Block: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .q5_1 }
+    /// Scale.
+    public var d: Half
+    /// Minimum.
+    public var m: Half
+    /// Fifth bits.
+    public var qh: Bytes4
+    /// Packed low nibbles.
+    public var qs: Bytes16
+}
+
+/// Q8_0: 32 weights, w = d * q with int8 q. 34 bytes: 8.5 bits per weight.
+public struct Q8_0Block: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .q8_0 }
+    /// Scale.
+    public var d: Half
+    /// Quants (int8 bit patterns).
+    public var qs: Bytes32
+}
+
+/// Q8_1: 32 activations, x = d * q with int8 q, and s = d * sum(q). 36 bytes: 9 bits per value.
+public struct Q8_1Block: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .q8_1 }
+    /// Scale.
+    public var d: Half
+    /// d times the sum of the quants.
+    public var s: Half
+    /// Quants (int8 bit patterns).
+    public var qs: Bytes32
+}
+
+/// Q4_K: 256 weights in 8 sub-blocks of 32, w = d * sc[j] * q - dmin * m[j] with 4-bit q and
+/// 6-bit sc, m packed in `scales`. Each 32 bytes of qs hold sub-block 2i (low nibbles) and
+/// 2i + 1 (high nibbles). 144 bytes: 4.5 bits per weight.
+public struct Q4_KBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .q4_K }
+    /// Super-block scale of the sub-block scales.
+    public var d: Half
+    /// Super-block scale of the sub-block minimums.
+    public var dmin: Half
+    /// Eight 6-bit scales and eight 6-bit minimums.
+    public var scales: Bytes12
+    /// Packed nibbles.
+    public var qs: Bytes128
+}
+
+/// Q5_K: Q4_K plus a fifth bit per weight: bit 2i of qh[l] belongs to element 64i + l, bit
+/// 2i + 1 to element 64i + 32 + l. 176 bytes: 5.5 bits per weight.
+public struct Q5_KBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .q5_K }
+    /// Super-block scale of the sub-block scales.
+    public var d: Half
+    /// Super-block scale of the sub-block minimums.
+    public var dmin: Half
+    /// Eight 6-bit scales and eight 6-bit minimums.
+    public var scales: Bytes12
+    /// Fifth bits.
+    public var qh: Bytes32
+    /// Packed low nibbles.
+    public var qs: Bytes128
+}
+
+/// Q6_K: 256 weights in 16 sub-blocks of 16, w = d * sc[j] * (q - 32) with 6-bit q (4 low bits
+/// in ql, 2 high bits in qh) and int8 sc. 210 bytes: 6.5625 bits per weight.
+public struct Q6_KBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .q6_K }
+    /// Low 4 bits of the quants.
+    public var ql: Bytes128
+    /// High 2 bits of the quants.
+    public var qh: Bytes64
+    /// Sub-block scales (int8 bit patterns).
+    public var scales: Bytes16
+    /// Super-block scale.
+    public var d: Half
+}
+
+/// Q8_K: 256 activations, x = d * q with int8 q, plus the sum of each 16 quants (used to apply
+/// the weights' offsets). 292 bytes: 9.125 bits per value.
+public struct Q8_KBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .q8_K }
+    /// Scale (a full float, and may be negative).
+    public var d: Float
+    /// Quants (int8 bit patterns).
+    public var qs: Bytes256
+    /// Sums of each 16 consecutive quants.
+    public var bsums: Int16x16
+}
+
+/// F32: one weight per "block". 32 bits per weight.
+public struct F32Block: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .f32 }
+    /// The weight.
+    public var value: Float
+}
+
+/// F16: one weight per "block". 16 bits per weight.
+public struct F16Block: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .f16 }
+    /// The weight.
+    public var value: Half
+}
+
+/// BF16: one weight per "block". 16 bits per weight.
+public struct BF16Block: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .bf16 }
+    /// The weight.
+    public var value: BFloat16
+}
+
+extension GGMLType {
+    /// The Swift block struct of this type, when HearthKernels implements it.
+    public var blockStruct: (any GGMLBlock.Type)? {
+        switch self {
+        case .f32: return F32Block.self
+        case .f16: return F16Block.self
+        case .bf16: return BF16Block.self
+        case .q4_0: return Q4_0Block.self
+        case .q4_1: return Q4_1Block.self
+        case .q5_0: return Q5_0Block.self
+        case .q5_1: return Q5_1Block.self
+        case .q8_0: return Q8_0Block.self
+        case .q8_1: return Q8_1Block.self
+        case .q4_K: return Q4_KBlock.self
+        case .q5_K: return Q5_KBlock.self
+        case .q6_K: return Q6_KBlock.self
+        case .q8_K: return Q8_KBlock.self
+        default: return nil
+        }
+    }
+}

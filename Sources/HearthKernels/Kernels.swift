@@ -1,2 +1,0 @@
-import CHearthKernels
-import HearthFormats

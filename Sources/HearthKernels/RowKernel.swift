@@ -1,0 +1,150 @@
+import CHearthKernels
+import HearthFormats
+
+/// Which implementation of the C kernels to run.
+public enum KernelPath: Sendable, CaseIterable, CustomStringConvertible {
+    /// The fastest this CPU supports (AVX2 + FMA + F16C on x86-64 when present).
+    case best
+    /// Portable scalar C, the fallback on CPUs without a vector path.
+    case portable
+
+    var isa: Int32 {
+        switch self {
+        case .best: return bestISA
+        case .portable: return HK_ISA_PORTABLE
+        }
+    }
+
+    /// Names the instruction set that this path runs on this machine.
+    public var description: String {
+        isa == HK_ISA_AVX2 ? "avx2" : "portable"
+    }
+}
+
+private let bestISA: Int32 = hk_best_isa()
+
+/// Dot products of rows of one weight matrix with activation vectors.
+///
+/// Activations are first converted to `activationType` with `quantizeActivations` (integer
+/// kernels multiply int8 activations with the weights' quants, as llama.cpp does). All
+/// methods are pure and thread-safe; callers split `rows` across threads. Counts must be whole
+/// blocks of both the weight and activation types (a precondition: shapes are validated when a
+/// model is loaded).
+public struct RowKernel: Sendable {
+    /// The type of the weight rows.
+    public let weightType: GGMLType
+    /// The type activations are converted to: .q8_0, .q8_1, .q8_K or .f32.
+    public let activationType: GGMLType
+    /// The implementation used.
+    public let path: KernelPath
+    private let isa: Int32
+
+    /// A kernel for `weightType` on the fastest path; throws `HearthError.unsupportedModel`
+    /// when there is none.
+    public init(weightType: GGMLType) throws {
+        try self.init(weightType: weightType, path: .best)
+    }
+
+    /// A kernel for `weightType` on a chosen path.
+    public init(weightType: GGMLType, path: KernelPath) throws {
+        guard let aType = KernelReference.activationType(for: weightType) else {
+            throw HearthError.unsupportedModel(reason: "no matrix kernel for tensor type \(weightType.name)")
+        }
+        self.weightType = weightType
+        self.activationType = aType
+        self.path = path
+        self.isa = path.isa
+    }
+
+    /// Bytes of one activation row of `count` elements in `activationType`.
+    public func activationBytes(count: Int) -> Int {
+        precondition(count % activationType.blockSize == 0, "\(count) is not a whole number of \(activationType.name) blocks")
+        return count / activationType.blockSize * activationType.blockBytes
+    }
+
+    /// Bytes of one weight row of `count` elements.
+    public func weightBytes(count: Int) -> Int {
+        precondition(count % weightType.blockSize == 0, "\(count) is not a whole number of \(weightType.name) blocks")
+        return count / weightType.blockSize * weightType.blockBytes
+    }
+
+    /// Converts a float row to `activationType` (a plain copy for .f32).
+    public func quantizeActivations(_ x: UnsafePointer<Float>, into dst: UnsafeMutableRawPointer, count: Int) {
+        checkCount(count)
+        hk_quantize_activations(isa, activationType.rawValue, x, dst, Int64(count))
+    }
+
+    /// Dot of one weight row with one activation row, `count` elements.
+    public func dot(_ weights: UnsafeRawPointer, _ activations: UnsafeRawPointer, count: Int) -> Float {
+        checkCount(count)
+        return hk_dot(isa, weightType.rawValue, weights, activations, Int64(count))
+    }
+
+    /// output[r - rows.lowerBound] = dot(weight row r, activations) for each r in rows.
+    public func matVec(weights: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>,
+                       activations: UnsafeRawPointer, count: Int, output: UnsafeMutablePointer<Float>) {
+        checkCount(count)
+        hk_matvec(isa, weightType.rawValue, weights, rowBytes, Int64(rows.lowerBound), Int64(rows.upperBound),
+                  activations, Int64(count), output)
+    }
+
+    /// Matrix-matrix: for each r in rows and c in 0..<columns,
+    /// output[c * outputStride + r] = dot(weight row r, activation column c), where column c
+    /// starts at activations + c * activationStride (bytes). Output is indexed by absolute row r.
+    public func matMul(weights: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>,
+                       activations: UnsafeRawPointer, activationStride: Int, columns: Int, count: Int,
+                       output: UnsafeMutablePointer<Float>, outputStride: Int) {
+        checkCount(count)
+        hk_matmul(isa, weightType.rawValue, weights, rowBytes, Int64(rows.lowerBound), Int64(rows.upperBound),
+                  activations, activationStride, Int64(columns), Int64(count), output, outputStride)
+    }
+
+    @inline(__always)
+    private func checkCount(_ count: Int) {
+        precondition(count >= 0 && count % weightType.blockSize == 0 && count % activationType.blockSize == 0,
+                     "\(count) is not a whole number of \(weightType.name) and \(activationType.name) blocks")
+    }
+}
+
+/// Float rows from any supported weight type.
+public func dequantizeRow(_ type: GGMLType, _ src: UnsafeRawPointer, into dst: UnsafeMutablePointer<Float>, count: Int) throws {
+    try dequantizeRow(type, src, into: dst, count: count, path: .best)
+}
+
+/// Float rows from any supported weight type, on a chosen path.
+public func dequantizeRow(_ type: GGMLType, _ src: UnsafeRawPointer, into dst: UnsafeMutablePointer<Float>,
+                          count: Int, path: KernelPath) throws {
+    guard type.blockStruct != nil, type != .q8_1 else {
+        throw HearthError.unsupportedModel(reason: "no dequantizer for tensor type \(type.name)")
+    }
+    guard count >= 0, count % type.blockSize == 0 else {
+        throw HearthError.invalidArgument("\(count) is not a whole number of \(type.name) blocks (\(type.blockSize) elements each)")
+    }
+    guard hk_dequantize(path.isa, type.rawValue, src, dst, Int64(count)) == 0 else {
+        throw HearthError.unsupportedModel(reason: "no dequantizer for tensor type \(type.name)")
+    }
+}
+
+/// Float helpers for attention.
+public enum VectorMath {
+    /// Sum of a[i] * b[i].
+    public static func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count: Int) -> Float {
+        hk_dot_f32(bestISA, a, b, Int64(count))
+    }
+
+    /// y += alpha * x.
+    public static func axpy(_ alpha: Float, _ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int) {
+        hk_axpy_f32(bestISA, alpha, x, y, Int64(count))
+    }
+
+    /// Sum of a[i] * b[i] on a chosen path.
+    public static func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count: Int, path: KernelPath) -> Float {
+        hk_dot_f32(path.isa, a, b, Int64(count))
+    }
+
+    /// y += alpha * x on a chosen path.
+    public static func axpy(_ alpha: Float, _ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count: Int,
+                            path: KernelPath) {
+        hk_axpy_f32(path.isa, alpha, x, y, Int64(count))
+    }
+}

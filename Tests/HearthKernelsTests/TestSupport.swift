@@ -1,0 +1,65 @@
+import HearthFormats
+import HearthKernels
+
+/// A small deterministic generator (SplitMix64) so failures reproduce.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Weight types with a dot-product kernel.
+let weightTypes: [GGMLType] = [.f32, .f16, .bf16, .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q4_K, .q5_K, .q6_K]
+
+/// Byte offsets of the f16 scale fields in one block of a quantized type.
+func halfFieldOffsets(_ type: GGMLType) -> [Int] {
+    switch type {
+    case .q4_0, .q5_0, .q8_0: return [0]
+    case .q4_1, .q5_1, .q4_K, .q5_K: return [0, 2]
+    case .q6_K: return [208]
+    default: return []
+    }
+}
+
+/// Random bytes for `count` elements of `type`, with every scale a sane half (magnitude
+/// 0.0005 to 0.05, either sign) and float types holding values in -1...1.
+func randomRow(_ type: GGMLType, count: Int, using rng: inout SeededGenerator) -> [UInt8] {
+    func bytes<T>(_ v: T) -> [UInt8] { withUnsafeBytes(of: v) { Array($0) } }
+    switch type {
+    case .f32: return (0..<count).flatMap { _ in bytes(Float.random(in: -1...1, using: &rng)) }
+    case .f16: return (0..<count).flatMap { _ in bytes(Half(Float.random(in: -1...1, using: &rng)).bits) }
+    case .bf16: return (0..<count).flatMap { _ in bytes(BFloat16(Float.random(in: -1...1, using: &rng)).bits) }
+    default: break
+    }
+    let blocks = count / type.blockSize
+    var row = (0..<blocks * type.blockBytes).map { _ in UInt8.random(in: 0...255, using: &rng) }
+    for b in 0..<blocks {
+        for offset in halfFieldOffsets(type) {
+            let sign: Float = Bool.random(using: &rng) ? 1 : -1
+            let h = Half(sign * Float.random(in: 0.0005...0.05, using: &rng)).bits
+            row[b * type.blockBytes + offset] = UInt8(h & 0xFF)
+            row[b * type.blockBytes + offset + 1] = UInt8(h >> 8)
+        }
+    }
+    return row
+}
+
+/// Random activations in -amplitude...amplitude.
+func randomFloats(_ count: Int, amplitude: Float = 1, using rng: inout SeededGenerator) -> [Float] {
+    (0..<count).map { _ in Float.random(in: -amplitude...amplitude, using: &rng) }
+}
+
+/// Element counts with odd numbers of blocks for a weight type.
+func testCounts(_ type: GGMLType) -> [Int] {
+    switch type.blockSize {
+    case 1: return [1, 7, 33, 100, 576]
+    case 32: return [32, 96, 224, 544, 1536]
+    default: return [256, 768, 1280]
+    }
+}
