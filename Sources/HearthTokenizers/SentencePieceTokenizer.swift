@@ -1,0 +1,241 @@
+import HearthFormats
+
+/// SentencePiece BPE as Llama 2, Mistral and Gemma use it (`tokenizer.ggml.model = llama`),
+/// giving the ids llama.cpp gives.
+///
+/// Spaces become `▁` (and, with `addSpacePrefix`, one goes in front of each text fragment);
+/// the text starts as one symbol per character, and the adjacent pair that forms the
+/// highest-scoring token is merged until no pair forms a token. A character that is not a
+/// token is spelled with byte tokens `<0xXX>`.
+public struct SentencePieceTokenizer: Tokenizer {
+    let vocabulary: Vocabulary
+    private let scores: [Float]
+    /// Whether a space is put before text that starts the input or follows a special token
+    /// (`tokenizer.ggml.add_space_prefix`).
+    public let addSpacePrefix: Bool
+    /// The `<0xXX>` token for each byte, -1 where the vocabulary has none.
+    private let byteTokens: [Int32]
+
+    /// A tokenizer from SentencePiece pieces (`▁` for space), their scores and types.
+    /// Throws `HearthError.invalidModelFile` for inconsistent data.
+    public init(tokens: [String], scores: [Float]? = nil, tokenTypes: [TokenType]? = nil,
+                addSpacePrefix: Bool, specialTokens: SpecialTokens = SpecialTokens()) throws {
+        try self.init(tokens: tokens, scores: scores, tokenTypes: tokenTypes, addSpacePrefix: addSpacePrefix,
+                      specialTokens: specialTokens, path: "the SentencePiece vocabulary")
+    }
+
+    init(tokens: [String], scores: [Float]?, tokenTypes: [TokenType]?, addSpacePrefix: Bool,
+         specialTokens: SpecialTokens, path: String) throws {
+        if let scores, scores.count != tokens.count {
+            throw HearthError.invalidModelFile(
+                path: path, reason: "tokenizer.ggml.scores has \(scores.count) entries for \(tokens.count) tokens")
+        }
+        let vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens, path: path)
+        self.vocabulary = vocabulary
+        self.scores = scores ?? Array(repeating: 0, count: tokens.count)
+        self.addSpacePrefix = addSpacePrefix
+        let hex = Array("0123456789ABCDEF".utf8)
+        byteTokens = (0..<256).map { byte in
+            let spelled: [UInt8] = [0x3C, 0x30, 0x78, hex[byte >> 4], hex[byte & 15], 0x3E]  // <0xXX>
+            if let id = spelled.withUnsafeBufferPointer({ vocabulary.token(for: $0) }) { return id }
+            // Some vocabularies spell a byte as the byte itself.
+            return [UInt8(byte)].withUnsafeBufferPointer { vocabulary.token(for: $0) } ?? -1
+        }
+    }
+
+    public var vocabularySize: Int { vocabulary.count }
+    public var bosToken: Int32? { vocabulary.special.bos }
+    public var eosToken: Int32? { vocabulary.special.eos }
+    public var addsBOS: Bool { vocabulary.special.addBOS }
+    public var endOfGenerationTokens: Set<Int32> { vocabulary.endOfGeneration }
+    /// Special token ids, with EOT and EOM filled in from their texts where the metadata lacked them.
+    public var specialTokens: SpecialTokens { vocabulary.special }
+
+    /// The type of `token`, or nil when it is not in the vocabulary.
+    public func tokenType(_ token: Int32) -> TokenType? { vocabulary.type(of: token) }
+
+    /// The token whose stored text (with `▁` for space) is `text`.
+    public func token(forStoredText text: String) -> Int32? {
+        text.withUTF8Bytes { vocabulary.token(for: $0) }
+    }
+
+    public func encode(_ text: String, addSpecial: Bool, parseSpecial: Bool) -> [Int32] {
+        var output: [Int32] = []
+        output.reserveCapacity(text.utf8.count / 3 + 2)
+        if addSpecial && vocabulary.special.addBOS, let bos = vocabulary.special.bos { output.append(bos) }
+        text.withUTF8Bytes { bytes in
+            var state = MergeState()
+            // The start of the input counts as following a special token, with or without BOS.
+            var afterSpecial = true
+            for fragment in vocabulary.fragments(of: bytes, parseSpecial: parseSpecial) {
+                switch fragment {
+                case .token(let id):
+                    output.append(id)
+                    afterSpecial = true
+                case .text(let range):
+                    state.escaped.removeAll(keepingCapacity: true)
+                    if addSpacePrefix && afterSpecial { state.escaped.append(contentsOf: Self.escapedSpace) }
+                    for byte in bytes[range] {
+                        if byte == 0x20 {
+                            state.escaped.append(contentsOf: Self.escapedSpace)
+                        } else {
+                            state.escaped.append(byte)
+                        }
+                    }
+                    encodeEscaped(&state, into: &output)
+                    afterSpecial = false
+                }
+            }
+        }
+        if addSpecial && vocabulary.special.addEOS, let eos = vocabulary.special.eos { output.append(eos) }
+        return output
+    }
+
+    private static let escapedSpace: [UInt8] = [0xE2, 0x96, 0x81]  // ▁
+
+    private struct Symbol {
+        var start: Int32
+        var length: Int32
+        var prev: Int32
+        var next: Int32
+    }
+
+    private struct Bigram: HeapOrdered {
+        var score: Float
+        var left: Int32
+        var right: Int32
+        var length: Int32
+
+        // Highest score first; among equal scores the leftmost, as llama.cpp's comparator.
+        static func precedes(_ a: Bigram, _ b: Bigram) -> Bool {
+            a.score > b.score || (a.score == b.score && a.left < b.left)
+        }
+    }
+
+    private struct MergeState {
+        var escaped: [UInt8] = []
+        var symbols: [Symbol] = []
+        var queue = BinaryHeap<Bigram>()
+    }
+
+    private func encodeEscaped(_ state: inout MergeState, into output: inout [Int32]) {
+        state.symbols.removeAll(keepingCapacity: true)
+        state.queue.removeAll()
+        let escaped = state.escaped
+        escaped.withUnsafeBufferPointer { text in
+            var offset = 0
+            while offset < text.count {
+                let length = min(UTF8Decoding.sequenceLength(text[offset]), text.count - offset)
+                let index = Int32(state.symbols.count)
+                state.symbols.append(Symbol(start: Int32(offset), length: Int32(length), prev: index - 1,
+                                            next: offset + length < text.count ? index + 1 : -1))
+                offset += length
+            }
+
+            func addBigram(_ left: Int32, _ right: Int32, _ symbols: [Symbol], _ queue: inout BinaryHeap<Bigram>) {
+                guard left >= 0, right >= 0 else { return }
+                let start = Int(symbols[Int(left)].start)
+                let end = Int(symbols[Int(right)].start + symbols[Int(right)].length)
+                guard let id = vocabulary.token(for: UnsafeBufferPointer(rebasing: text[start..<end])) else { return }
+                queue.push(Bigram(score: scores[Int(id)], left: left, right: right, length: Int32(end - start)))
+            }
+
+            for index in 1..<max(state.symbols.count, 1) {
+                addBigram(Int32(index - 1), Int32(index), state.symbols, &state.queue)
+            }
+            while let bigram = state.queue.pop() {
+                let left = Int(bigram.left), right = Int(bigram.right)
+                let leftLength = state.symbols[left].length, rightLength = state.symbols[right].length
+                // A pair is stale once either side has changed since it was queued.
+                guard leftLength > 0, rightLength > 0, leftLength + rightLength == bigram.length else { continue }
+                state.symbols[left].length += rightLength
+                state.symbols[right].length = 0
+                let after = state.symbols[right].next
+                state.symbols[left].next = after
+                if after >= 0 { state.symbols[Int(after)].prev = bigram.left }
+                addBigram(state.symbols[left].prev, bigram.left, state.symbols, &state.queue)
+                addBigram(bigram.left, after, state.symbols, &state.queue)
+            }
+
+            var index: Int32 = state.symbols.isEmpty ? -1 : 0
+            while index >= 0 {
+                let symbol = state.symbols[Int(index)]
+                let range = Int(symbol.start)..<Int(symbol.start + symbol.length)
+                if let id = vocabulary.token(for: UnsafeBufferPointer(rebasing: text[range])) {
+                    output.append(id)
+                } else {
+                    for byte in text[range] {
+                        let id = byteTokens[Int(byte)]
+                        if id >= 0 {
+                            output.append(id)
+                        } else if let unknown = vocabulary.special.unknown {
+                            // llama.cpp aborts here; a vocabulary without byte tokens gets <unk>.
+                            output.append(unknown)
+                        }
+                    }
+                }
+                index = symbol.next
+            }
+        }
+    }
+
+    public func tokenBytes(_ token: Int32) -> [UInt8] {
+        guard let type = vocabulary.type(of: token) else { return [] }
+        let text = vocabulary.text(of: token)
+        switch type {
+        case .normal:
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(text.count)
+            var index = text.startIndex
+            while index < text.endIndex {
+                if text[index] == 0xE2 && index + 2 < text.endIndex
+                    && text[index + 1] == 0x96 && text[index + 2] == 0x81 {
+                    bytes.append(0x20)
+                    index += 3
+                } else {
+                    bytes.append(text[index])
+                    index += 1
+                }
+            }
+            return bytes
+        case .byte:
+            return Self.byteValue(text).map { [$0] } ?? Array(text)
+        default:
+            return Array(text)
+        }
+    }
+
+    /// The byte a `<0xXX>` token stands for.
+    private static func byteValue(_ text: ArraySlice<UInt8>) -> UInt8? {
+        guard text.count == 6 else { return nil }
+        let b = Array(text)
+        guard b[0] == 0x3C, b[1] == 0x30, b[2] == 0x78, b[5] == 0x3E,
+              let high = hexValue(b[3]), let low = hexValue(b[4]) else { return nil }
+        return high << 4 | low
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: return c - 0x30
+        case 0x41...0x46: return c - 0x41 + 10
+        case 0x61...0x66: return c - 0x61 + 10
+        default: return nil
+        }
+    }
+
+    /// Text for `tokens`. With `addSpacePrefix`, the space that encoding put before the first
+    /// piece of text (after any leading control tokens such as BOS) is removed.
+    public func decode(_ tokens: [Int32]) -> String {
+        var bytes: [UInt8] = []
+        var stripPending = addSpacePrefix
+        for token in tokens {
+            var piece = tokenBytes(token)
+            if stripPending && vocabulary.type(of: token) != .control {
+                if piece.first == 0x20 { piece.removeFirst() }
+                stripPending = false
+            }
+            bytes.append(contentsOf: piece)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
