@@ -54,6 +54,20 @@ static uint16_t float_to_half(float f) {
     return (uint16_t)(sign | ((rounded - 0x38000000) >> 13));
 }
 
+/// Softmax of the scores in place, then each weight rounded through half precision: llama.cpp
+/// multiplies the half-precision V cache by the weights converted to V's type, and matching its
+/// rounding keeps greedy choices between near-equal tokens the same.
+static void normalise_scores(float *scores, int64_t n_pos, float max_score) {
+    double sum = 0;
+    for (int64_t t = 0; t < n_pos; t++) {
+        float e = expf(scores[t] - max_score);
+        scores[t] = e;
+        sum += e;
+    }
+    float inv = (float)(1.0 / sum);
+    for (int64_t t = 0; t < n_pos; t++) scores[t] = half_to_float(float_to_half(scores[t] * inv));
+}
+
 static int hk_has_f16c_fma(void) {
 #ifdef HK_X86
     static int cached = -1;
@@ -123,13 +137,7 @@ static void attention_avx(const float *q, const uint16_t *k, const uint16_t *v, 
         scores[t] = s;
         if (s > max_score) max_score = s;
     }
-    float sum = 0;
-    for (int64_t t = 0; t < n_pos; t++) {
-        float e = expf(scores[t] - max_score);
-        scores[t] = e;
-        sum += e;
-    }
-    float inv = 1.0f / sum;
+    normalise_scores(scores, n_pos, max_score);
     int64_t i = 0;
     for (; i + 8 <= d; i += 8) {
         __m256 acc = _mm256_setzero_ps();
@@ -137,12 +145,12 @@ static void attention_avx(const float *q, const uint16_t *k, const uint16_t *v, 
             __m256 vt = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + t * stride + i)));
             acc = _mm256_fmadd_ps(_mm256_set1_ps(scores[t]), vt, acc);
         }
-        _mm256_storeu_ps(out + i, _mm256_mul_ps(acc, _mm256_set1_ps(inv)));
+        _mm256_storeu_ps(out + i, acc);
     }
     for (; i < d; i++) {
         float acc = 0;
         for (int64_t t = 0; t < n_pos; t++) acc += scores[t] * half_to_float(v[t * stride + i]);
-        out[i] = acc * inv;
+        out[i] = acc;
     }
 }
 #endif
@@ -160,15 +168,11 @@ static void attention_scalar(const float *q, const uint16_t *k, const uint16_t *
         scores[t] = s;
         if (s > max_score) max_score = s;
     }
-    float sum = 0;
-    for (int64_t t = 0; t < n_pos; t++) {
-        scores[t] = expf(scores[t] - max_score);
-        sum += scores[t];
-    }
+    normalise_scores(scores, n_pos, max_score);
     for (int64_t i = 0; i < head_dim; i++) {
         float acc = 0;
         for (int64_t t = 0; t < n_pos; t++) acc += scores[t] * half_to_float(v[t * stride + i]);
-        out[i] = acc / sum;
+        out[i] = acc;
     }
 }
 

@@ -209,16 +209,6 @@ int HK_AVX2 hk_avx2_dequantize(uint32_t type, const void *src, float *dst, int64
 
 // ---- quantize activations ------------------------------------------------------------------
 
-// roundf: to nearest, ties away from zero. x - trunc(x) is exact, so the tie test is too.
-HK_INLINE HK_AVX2 __m256i round_away(__m256 v) {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
-    const __m256 one = _mm256_or_ps(_mm256_and_ps(v, sign), _mm256_set1_ps(1.0f));
-    const __m256 up = _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), one);
-    return _mm256_cvtps_epi32(_mm256_add_ps(t, up));
-}
-
 // Quantizes one 32-float block to int8 at qs; returns d and the sum of the quants.
 HK_INLINE HK_AVX2 float quant_block32(const float *x, int8_t *qs, int *sum) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -230,10 +220,13 @@ HK_INLINE HK_AVX2 float quant_block32(const float *x, int8_t *qs, int *sum) {
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float amax = _mm_cvtss_f32(m4);
-    const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+    // llama.cpp's x86 quantizer: multiplier 127/amax, ties to even.
+    const float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
     const __m256 vid = _mm256_set1_ps(id);
     __m256i q[4];
-    for (int k = 0; k < 4; k++) q[k] = round_away(_mm256_mul_ps(v[k], vid));
+    for (int k = 0; k < 4; k++) {
+        q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
     __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
     __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
     s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));

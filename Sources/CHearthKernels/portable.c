@@ -148,15 +148,17 @@ int hk_portable_dequantize(uint32_t type, const void *src, float *dst, int64_t n
     }
 }
 
-// ---- quantize activations (GGML's reference rounding) ---------------------------------------
+// ---- quantize activations --------------------------------------------------------------------
+// Q8_0 and Q8_1 follow llama.cpp's x86 quantizer (multiplier 127/amax, ties to even), which is
+// what it runs on the machines its outputs are compared on; Q8_K follows quantize_row_q8_K_ref.
 
 static void quant_q8_0(const float *x, hk_q8_0 *y, int64_t nb) {
     for (int64_t i = 0; i < nb; i++, x += QK) {
         float amax = 0;
         for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(x[j]));
-        const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        const float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
         y[i].d = hk_fp32_to_fp16(d);
-        for (int j = 0; j < QK; j++) y[i].qs[j] = (int8_t)roundf(x[j] * id);
+        for (int j = 0; j < QK; j++) y[i].qs[j] = (int8_t)nearbyintf(x[j] * id);
     }
 }
 
@@ -164,10 +166,10 @@ static void quant_q8_1(const float *x, hk_q8_1 *y, int64_t nb) {
     for (int64_t i = 0; i < nb; i++, x += QK) {
         float amax = 0;
         for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(x[j]));
-        const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        const float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
         int sum = 0;
         for (int j = 0; j < QK; j++) {
-            y[i].qs[j] = (int8_t)roundf(x[j] * id);
+            y[i].qs[j] = (int8_t)nearbyintf(x[j] * id);
             sum += y[i].qs[j];
         }
         y[i].d = hk_fp32_to_fp16(d);

@@ -16,10 +16,10 @@ struct BenchCommand: ParsableCommand {
     @Argument(help: "Path to a GGUF model file.")
     var model: String
 
-    @Option(name: [.short, .customLong("n-prompt")], help: "Prompt tokens for the pp test (0 skips it).")
+    @Option(name: [.customShort("p"), .customLong("n-prompt")], help: "Prompt tokens for the pp test (0 skips it).")
     var promptTokens = 128
 
-    @Option(name: [.short, .customLong("n-gen")], help: "Generated tokens for the tg test (0 skips it).")
+    @Option(name: [.customShort("n"), .customLong("n-gen")], help: "Generated tokens for the tg test (0 skips it).")
     var generatedTokens = 128
 
     @Option(name: [.short, .customLong("threads")], help: "Comma-separated thread counts to test.")

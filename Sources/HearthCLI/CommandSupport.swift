@@ -26,17 +26,17 @@ func printError(_ text: String) {
 /// Writes text to standard output at once, without waiting for a newline.
 func writeNow(_ text: String) {
     guard !text.isEmpty else { return }
-    fputs(text, stdout)
-    fflush(stdout)
+    FileHandle.standardOutput.write(Data(text.utf8))
 }
 
 /// Peak resident memory of this process so far, in bytes.
 func peakResidentBytes() -> Int {
     var usage = rusage()
-    getrusage(RUSAGE_SELF, &usage)
     #if os(Linux)
+    getrusage(RUSAGE_SELF.rawValue, &usage)
     return Int(usage.ru_maxrss) * 1024
     #else
+    getrusage(RUSAGE_SELF, &usage)
     return Int(usage.ru_maxrss)
     #endif
 }

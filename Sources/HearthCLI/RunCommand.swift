@@ -17,7 +17,7 @@ struct RunCommand: ParsableCommand {
     @Argument(help: "The prompt.")
     var prompt: String
 
-    @Option(name: [.short, .customLong("max-tokens")], help: "Most tokens to generate.")
+    @Option(name: [.customShort("n"), .customLong("max-tokens")], help: "Most tokens to generate.")
     var maxTokens = 512
 
     @Option(name: .customLong("temp"), help: "Sampling temperature; 0 always picks the most likely token.")

@@ -1,4 +1,5 @@
 import Foundation
+import HearthFormats
 
 /// Why generation ended.
 public enum FinishReason: String, Sendable, Codable {

@@ -127,10 +127,12 @@ final class Llama: DecoderArchitecture {
                 let i = task / c.headCount, head = task % c.headCount
                 let kvHead = head / group
                 let q = s.qkv.pointer + i * qkvWidth + head * c.headDimension
-                hk_attention_head_f16(q, s.cache.keys(layer: layer, position: 0) + kvHead * c.headDimension,
-                                      s.cache.values(layer: layer, position: 0) + kvHead * c.headDimension,
-                                      Int64(c.kvWidth), Int64(start + i + 1), Int64(c.headDimension), scale, 0,
-                                      scores, s.attention.pointer + i * c.queryWidth + head * c.headDimension)
+                let keys = s.cache.keys(layer: layer, position: 0) + kvHead * c.headDimension
+                let values = s.cache.values(layer: layer, position: 0) + kvHead * c.headDimension
+                let out = s.attention.pointer + i * c.queryWidth + head * c.headDimension
+                let positions = Int64(start + i + 1)
+                hk_attention_head_f16(q, keys, values, Int64(c.kvWidth), positions, Int64(c.headDimension),
+                                      scale, 0, scores, out)
             }
         }
     }

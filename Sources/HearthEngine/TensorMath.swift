@@ -9,7 +9,9 @@ enum TensorMath {
                         count: Int, into y: UnsafeMutablePointer<Float>) {
         var sum: Double = 0
         for i in 0..<count { sum += Double(x[i]) * Double(x[i]) }
-        let scale = Float(1.0 / (sum / Double(count) + Double(epsilon)).squareRoot())
+        // Mean in double, scale in float, as llama.cpp computes them.
+        let mean = Float(sum / Double(count))
+        let scale = 1 / (mean + epsilon).squareRoot()
         for i in 0..<count { y[i] = x[i] * scale * weight[i] }
     }
 

@@ -162,8 +162,9 @@ public enum KernelReference {
 
     // MARK: Quantize
 
-    /// `x` quantized to `type` with GGML's reference rounding (`quantize_row_*_ref`): Q4_0, Q4_1,
-    /// Q5_0, Q5_1, Q8_0, Q8_1, Q8_K, and F32/F16/BF16 (nearest, ties to even).
+    /// `x` quantized to `type` with GGML's rounding: `quantize_row_*_ref` for Q4_0, Q4_1, Q5_0,
+    /// Q5_1 and Q8_K; for the activation formats Q8_0 and Q8_1, the x86 SIMD variant llama.cpp
+    /// runs (multiplier 127/amax, ties to even); F32/F16/BF16 nearest, ties to even.
     public static func quantize(_ type: GGMLType, _ x: [Float]) throws -> [UInt8] {
         guard x.count % type.blockSize == 0 else {
             throw HearthError.invalidArgument("\(x.count) is not a whole number of \(type.name) blocks (\(type.blockSize) elements each)")
@@ -179,8 +180,10 @@ public enum KernelReference {
         case .q8_0, .q8_1:
             for v in blocks {
                 let amax = v.reduce(Float(0)) { max($0, abs($1)) }
-                let d = amax / 127, id = d != 0 ? 1 / d : 0
-                let q = v.map { Int8(($0 * id).rounded()) }
+                // As llama.cpp's x86 quantize_row_q8_0/q8_1, which is what it runs on these CPUs:
+                // 127 / amax as the multiplier, ties rounded to even.
+                let d = amax / 127, id = amax != 0 ? 127 / amax : 0
+                let q = v.map { Int8(($0 * id).rounded(.toNearestOrEven)) }
                 half(d)
                 if type == .q8_1 { half(Float(q.reduce(0) { $0 + Int($1) }) * d) }
                 out += q.map { UInt8(bitPattern: $0) }

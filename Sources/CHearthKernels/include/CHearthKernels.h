@@ -1,6 +1,7 @@
 #pragma once
 #include <stdint.h>
 #include <stddef.h>
+#include "hk_attention.h"
 
 // C kernels behind HearthKernels. Type arguments are GGML type numbers (GGMLType.rawValue).
 // Every function takes an instruction-set path `isa` so that callers (and tests) can run the
