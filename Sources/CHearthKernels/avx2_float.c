@@ -281,9 +281,9 @@ static const hk_kernel k_q4_1 = {hk_avx2_dot_q4_1, hk_avx2_matvec_q4_1, hk_avx2_
 static const hk_kernel k_q5_0 = {hk_avx2_dot_q5_0, hk_avx2_matvec_q5_0, hk_avx2_matmul_q5_0};
 static const hk_kernel k_q5_1 = {hk_avx2_dot_q5_1, hk_avx2_matvec_q5_1, hk_avx2_matmul_q5_1};
 static const hk_kernel k_q8_0 = {hk_avx2_dot_q8_0, hk_avx2_matvec_q8_0, hk_avx2_matmul_q8_0};
-static const hk_kernel k_q4_K = {hk_avx2_dot_q4_K, NULL, NULL};
-static const hk_kernel k_q5_K = {hk_avx2_dot_q5_K, NULL, NULL};
-static const hk_kernel k_q6_K = {hk_avx2_dot_q6_K, NULL, NULL};
+static const hk_kernel k_q4_K = {hk_avx2_dot_q4_K, NULL, hk_avx2_matmul_q4_K};
+static const hk_kernel k_q5_K = {hk_avx2_dot_q5_K, NULL, hk_avx2_matmul_q5_K};
+static const hk_kernel k_q6_K = {hk_avx2_dot_q6_K, NULL, hk_avx2_matmul_q6_K};
 
 const hk_kernel *hk_avx2_kernel(uint32_t type) {
     switch (type) {
