@@ -7,14 +7,35 @@
 #include "avx2.h"
 #if HK_HAVE_AVX2
 
-HK_INLINE void scales_mins(const uint8_t *packed, uint8_t sc[8], uint8_t mn[8]) {
-    for (int j = 0; j < 8; j++) hk_scale_min_k4(j, packed, &sc[j], &mn[j]);
+// The eight 6-bit scales and eight 6-bit mins of a Q4_K/Q5_K block as int16 lanes, scales in
+// the low 8 lanes of `sc` (repeated in both 128-bit halves) and mins in `mn`.
+//   scale j < 4: low 6 bits of byte j;      scale j >= 4: low nibble of byte j + 4, top bits of byte j - 4
+//   min   j < 4: low 6 bits of byte j + 4;  min   j >= 4: high nibble of byte j + 4, top bits of byte j
+HK_INLINE HK_AVX2 void scales_mins(const uint8_t *packed, __m256i *sc, __m128i *mn) {
+    uint32_t b[3];
+    memcpy(b, packed, 12);
+    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    const uint32_t sc_lo = b[0] & low6, mn_lo = b[1] & low6;
+    const uint32_t sc_hi = (b[2] & low4) | (((b[0] >> 6) & low2) << 4);
+    const uint32_t mn_hi = ((b[2] >> 4) & low4) | (((b[1] >> 6) & low2) << 4);
+    const __m128i s8 = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo), m8 = _mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo);
+    *sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(s8));
+    *mn = _mm_cvtepu8_epi16(m8);
 }
 
-HK_INLINE int mins_dot(const uint8_t mn[8], const int16_t bsums[16]) {
-    int s = 0;
-    for (int j = 0; j < 8; j++) s += mn[j] * (bsums[2 * j] + bsums[2 * j + 1]);
-    return s;
+// Sum over sub-blocks j of min j times the sum of its 32 activations (two 16-element bsums).
+HK_INLINE HK_AVX2 int mins_dot(__m128i mn, const int16_t *bsums) {
+    const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)bsums),
+                                         _mm_loadu_si128((const __m128i *)(bsums + 8)));
+    __m128i v = _mm_madd_epi16(pairs, mn);
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4E));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xB1));
+    return _mm_cvtsi128_si32(v);
+}
+
+// int16 lane j of `sc` broadcast to all 16 lanes.
+HK_INLINE HK_AVX2 __m256i spread16(__m256i sc, int j) {
+    return _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j)));
 }
 
 // Q4_K and Q5_K (five = 1) row against NC columns (1..4): out[c * out_stride].
@@ -33,8 +54,9 @@ HK_INLINE HK_AVX2 void q45k_cols(const int five, const uint8_t *w, const uint8_t
         const hk_q5_K *x5 = (const hk_q5_K *)x4;
         const hk_q8_K *y[4];
         for (int c = 0; c < NC; c++) y[c] = (const hk_q8_K *)a[c] + i;
-        uint8_t sc[8], mn[8];
-        scales_mins(x4->scales, sc, mn);
+        __m256i sc;
+        __m128i mn;
+        scales_mins(x4->scales, &sc, &mn);
         const uint8_t *qs = five ? x5->qs : x4->qs;
         // Bit 2j of qh[l] is the fifth bit of element 64j + l, bit 2j+1 that of 64j + 32 + l;
         // shifting right by 2 per chunk brings them to bits 0 and 1.
@@ -50,7 +72,7 @@ HK_INLINE HK_AVX2 void q45k_cols(const int five, const uint8_t *w, const uint8_t
                 hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(h, 3), bit4));
                 h = _mm256_srli_epi16(h, 2);
             }
-            const __m256i s0 = _mm256_set1_epi16(sc[2 * j]), s1 = _mm256_set1_epi16(sc[2 * j + 1]);
+            const __m256i s0 = spread16(sc, 2 * j), s1 = spread16(sc, 2 * j + 1);
             for (int c = 0; c < NC; c++) {
                 const __m256i p0 = _mm256_maddubs_epi16(lo, hk_load256(y[c]->qs + 64 * j));
                 const __m256i p1 = _mm256_maddubs_epi16(hi, hk_load256(y[c]->qs + 64 * j + 32));
@@ -110,9 +132,14 @@ HK_INLINE HK_AVX2 void q6k_cols(const uint8_t *w, const uint8_t *const *a, const
             }
         }
         const float dx = hk_half(&x->d);
+        const __m256i sc_all = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
         for (int c = 0; c < NC; c++) {
-            int offset = 0;
-            for (int g = 0; g < 16; g++) offset += x->scales[g] * y[c]->bsums[g];
+            // The -32 of every quant: 32 * sum over groups of scale * (sum of 16 activations).
+            const __m256i o = _mm256_madd_epi16(sc_all, hk_load256(y[c]->bsums));
+            __m128i o4 = _mm_add_epi32(_mm256_castsi256_si128(o), _mm256_extracti128_si256(o, 1));
+            o4 = _mm_add_epi32(o4, _mm_shuffle_epi32(o4, 0x4E));
+            o4 = _mm_add_epi32(o4, _mm_shuffle_epi32(o4, 0xB1));
+            const int offset = _mm_cvtsi128_si32(o4);
             const float d = y[c]->d * dx;
             acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
             acc_offset[c] += d * (float)(32 * offset);
