@@ -26,8 +26,9 @@ HK_INLINE HK_AVX2 __m256i hk_load256(const void *p) { return _mm256_loadu_si256(
 // 16 bytes of packed nibbles to 32 bytes: low nibbles first, then high nibbles (the order of
 // elements in GGML's 32-element blocks).
 HK_INLINE HK_AVX2 __m256i hk_nibbles(const uint8_t *p) {
-    const __m128i t = _mm_loadu_si128((const __m128i *)p);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0x0F));
+    // One broadcast load and a per-lane shift: cheaper than shift + insert.
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_and_si256(_mm256_srlv_epi64(t, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0F));
 }
 
 // 32 bits to 32 bytes: byte i is 0xFF when bit i is set.
@@ -67,6 +68,9 @@ void hk_avx2_matmul_q8_0(const uint8_t *, size_t, int64_t, const uint8_t *, size
 float hk_avx2_dot_q4_K(const void *w, const void *a, int64_t n);
 float hk_avx2_dot_q5_K(const void *w, const void *a, int64_t n);
 float hk_avx2_dot_q6_K(const void *w, const void *a, int64_t n);
+void hk_avx2_matmul_q4_K(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
+void hk_avx2_matmul_q5_K(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
+void hk_avx2_matmul_q6_K(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
 
 // avx2_float.c
 float hk_avx2_dot_f16(const void *w, const void *a, int64_t n);

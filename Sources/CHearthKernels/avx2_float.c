@@ -239,6 +239,46 @@ HK_INLINE HK_AVX2 float quant_block32(const float *x, int8_t *qs, int *sum) {
     return d;
 }
 
+// Q8_K: scale -127 / (the element of largest magnitude, first one on ties), round half to even.
+static HK_AVX2 void quant_q8_K(const float *x, hk_q8_K *y, int64_t nb) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t i = 0; i < nb; i++, x += QK_K) {
+        __m256 m = _mm256_setzero_ps();
+        for (int k = 0; k < QK_K; k += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + k)));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        memset(y[i].qs, 0, sizeof y[i].qs);
+        memset(y[i].bsums, 0, sizeof y[i].bsums);
+        y[i].d = 0;
+        if (amax == 0) continue;
+        int j = 0;
+        while (j < QK_K - 1 && fabsf(x[j]) != amax) j++;  // bounded: NaN never compares equal
+        const float iscale = -127.0f / x[j];
+        const __m256 vs = _mm256_set1_ps(iscale);
+        const __m256i top = _mm256_set1_epi32(127);
+        for (int k = 0; k < QK_K; k += 32) {
+            __m256i q[4];
+            for (int t = 0; t < 4; t++) {
+                const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + k + 8 * t), vs);
+                q[t] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), top);
+            }
+            for (int g = 0; g < 2; g++) {
+                const __m256i s = _mm256_add_epi32(q[2 * g], q[2 * g + 1]);
+                __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+                s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+                s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+                y[i].bsums[k / 16 + g] = (int16_t)_mm_cvtsi128_si32(s4);
+            }
+            const __m256i p8 = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256((__m256i *)(y[i].qs + k),
+                                _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+
 int HK_AVX2 hk_avx2_quantize(uint32_t type, const float *x, void *dst, int64_t n) {
     switch (type) {
     case HK_Q8_0: {
@@ -260,6 +300,9 @@ int HK_AVX2 hk_avx2_quantize(uint32_t type, const float *x, void *dst, int64_t n
         }
         return 0;
     }
+    case HK_Q8_K:
+        quant_q8_K(x, dst, n / QK_K);
+        return 0;
     default: return hk_portable_quantize(type, x, dst, n);
     }
 }
@@ -274,9 +317,9 @@ static const hk_kernel k_q4_1 = {hk_avx2_dot_q4_1, hk_avx2_matvec_q4_1, hk_avx2_
 static const hk_kernel k_q5_0 = {hk_avx2_dot_q5_0, hk_avx2_matvec_q5_0, hk_avx2_matmul_q5_0};
 static const hk_kernel k_q5_1 = {hk_avx2_dot_q5_1, hk_avx2_matvec_q5_1, hk_avx2_matmul_q5_1};
 static const hk_kernel k_q8_0 = {hk_avx2_dot_q8_0, hk_avx2_matvec_q8_0, hk_avx2_matmul_q8_0};
-static const hk_kernel k_q4_K = {hk_avx2_dot_q4_K, NULL, NULL};
-static const hk_kernel k_q5_K = {hk_avx2_dot_q5_K, NULL, NULL};
-static const hk_kernel k_q6_K = {hk_avx2_dot_q6_K, NULL, NULL};
+static const hk_kernel k_q4_K = {hk_avx2_dot_q4_K, NULL, hk_avx2_matmul_q4_K};
+static const hk_kernel k_q5_K = {hk_avx2_dot_q5_K, NULL, hk_avx2_matmul_q5_K};
+static const hk_kernel k_q6_K = {hk_avx2_dot_q6_K, NULL, hk_avx2_matmul_q6_K};
 
 const hk_kernel *hk_avx2_kernel(uint32_t type) {
     switch (type) {

@@ -7,77 +7,91 @@
 #include "avx2.h"
 #if HK_HAVE_AVX2
 
-HK_INLINE void scales_mins(const uint8_t *packed, uint8_t sc[8], uint8_t mn[8]) {
-    for (int j = 0; j < 8; j++) hk_scale_min_k4(j, packed, &sc[j], &mn[j]);
+// The eight 6-bit scales and eight 6-bit mins of a Q4_K/Q5_K block as int16 lanes, scales in
+// the low 8 lanes of `sc` (repeated in both 128-bit halves) and mins in `mn`.
+//   scale j < 4: low 6 bits of byte j;      scale j >= 4: low nibble of byte j + 4, top bits of byte j - 4
+//   min   j < 4: low 6 bits of byte j + 4;  min   j >= 4: high nibble of byte j + 4, top bits of byte j
+HK_INLINE HK_AVX2 void scales_mins(const uint8_t *packed, __m256i *sc, __m128i *mn) {
+    uint32_t b[3];
+    memcpy(b, packed, 12);
+    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    const uint32_t sc_lo = b[0] & low6, mn_lo = b[1] & low6;
+    const uint32_t sc_hi = (b[2] & low4) | (((b[0] >> 6) & low2) << 4);
+    const uint32_t mn_hi = ((b[2] >> 4) & low4) | (((b[1] >> 6) & low2) << 4);
+    const __m128i s8 = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo), m8 = _mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo);
+    *sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(s8));
+    *mn = _mm_cvtepu8_epi16(m8);
 }
 
-HK_INLINE int mins_dot(const uint8_t mn[8], const int16_t bsums[16]) {
-    int s = 0;
-    for (int j = 0; j < 8; j++) s += mn[j] * (bsums[2 * j] + bsums[2 * j + 1]);
-    return s;
+// Sum over sub-blocks j of min j times the sum of its 32 activations (two 16-element bsums).
+HK_INLINE HK_AVX2 int mins_dot(__m128i mn, const int16_t *bsums) {
+    const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)bsums),
+                                         _mm_loadu_si128((const __m128i *)(bsums + 8)));
+    __m128i v = _mm_madd_epi16(pairs, mn);
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4E));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xB1));
+    return _mm_cvtsi128_si32(v);
 }
 
-HK_AVX2 float hk_avx2_dot_q4_K(const void *w, const void *a, int64_t n) {
-    const hk_q4_K *x = w;
-    const hk_q8_K *y = a;
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps();
-    float acc_min = 0;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        uint8_t sc[8], mn[8];
-        scales_mins(x[i].scales, sc, mn);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int j = 0; j < 4; j++) {
-            const __m256i q = hk_load256(x[i].qs + 32 * j);
-            const __m256i lo = _mm256_and_si256(q, low4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-            const __m256i p0 = _mm256_maddubs_epi16(lo, hk_load256(y[i].qs + 64 * j));
-            const __m256i p1 = _mm256_maddubs_epi16(hi, hk_load256(y[i].qs + 64 * j + 32));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * j])));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * j + 1])));
-        }
-        const float dy = y[i].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dy * hk_half(&x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
-        acc_min += dy * hk_half(&x[i].dmin) * (float)mins_dot(mn, y[i].bsums);
-    }
-    return hk_hsum(acc) - acc_min;
+// int16 lane j of `sc` broadcast to all 16 lanes.
+HK_INLINE HK_AVX2 __m256i spread16(__m256i sc, int j) {
+    return _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j)));
 }
 
-HK_AVX2 float hk_avx2_dot_q5_K(const void *w, const void *a, int64_t n) {
-    const hk_q5_K *x = w;
-    const hk_q8_K *y = a;
+// Q4_K and Q5_K (five = 1) row against NC columns (1..4): out[c * out_stride].
+HK_INLINE HK_AVX2 void q45k_cols(const int five, const uint8_t *w, const uint8_t *const *a, const int NC,
+                                 int64_t nb, float *out, size_t out_stride) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-    __m256 acc = _mm256_setzero_ps();
-    float acc_min = 0;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        uint8_t sc[8], mn[8];
-        scales_mins(x[i].scales, sc, mn);
+    const size_t wb = five ? sizeof(hk_q5_K) : sizeof(hk_q4_K);
+    __m256 acc[4];
+    float acc_min[4];
+    for (int c = 0; c < NC; c++) {
+        acc[c] = _mm256_setzero_ps();
+        acc_min[c] = 0;
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        const hk_q4_K *x4 = (const hk_q4_K *)(w + (size_t)i * wb);
+        const hk_q5_K *x5 = (const hk_q5_K *)x4;
+        const hk_q8_K *y[4];
+        for (int c = 0; c < NC; c++) y[c] = (const hk_q8_K *)a[c] + i;
+        __m256i sc;
+        __m128i mn;
+        scales_mins(x4->scales, &sc, &mn);
+        const uint8_t *qs = five ? x5->qs : x4->qs;
         // Bit 2j of qh[l] is the fifth bit of element 64j + l, bit 2j+1 that of 64j + 32 + l;
         // shifting right by 2 per chunk brings them to bits 0 and 1.
-        __m256i h = hk_load256(x[i].qh);
-        __m256i sumi = _mm256_setzero_si256();
+        __m256i h = five ? hk_load256(x5->qh) : _mm256_setzero_si256();
+        __m256i sumi[4];
+        for (int c = 0; c < NC; c++) sumi[c] = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
-            const __m256i q = hk_load256(x[i].qs + 32 * j);
-            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, low4),
-                                               _mm256_and_si256(_mm256_slli_epi16(h, 4), bit4));
-            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4),
-                                               _mm256_and_si256(_mm256_slli_epi16(h, 3), bit4));
-            h = _mm256_srli_epi16(h, 2);
-            const __m256i p0 = _mm256_maddubs_epi16(lo, hk_load256(y[i].qs + 64 * j));
-            const __m256i p1 = _mm256_maddubs_epi16(hi, hk_load256(y[i].qs + 64 * j + 32));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * j])));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * j + 1])));
+            const __m256i q = hk_load256(qs + 32 * j);
+            __m256i lo = _mm256_and_si256(q, low4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            if (five) {
+                lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(h, 4), bit4));
+                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(h, 3), bit4));
+                h = _mm256_srli_epi16(h, 2);
+            }
+            const __m256i s0 = spread16(sc, 2 * j), s1 = spread16(sc, 2 * j + 1);
+            for (int c = 0; c < NC; c++) {
+                const __m256i p0 = _mm256_maddubs_epi16(lo, hk_load256(y[c]->qs + 64 * j));
+                const __m256i p1 = _mm256_maddubs_epi16(hi, hk_load256(y[c]->qs + 64 * j + 32));
+                sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1)));
+            }
         }
-        const float dy = y[i].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dy * hk_half(&x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
-        acc_min += dy * hk_half(&x[i].dmin) * (float)mins_dot(mn, y[i].bsums);
+        const float d = hk_half(&x4->d), dmin = hk_half(&x4->dmin);
+        for (int c = 0; c < NC; c++) {
+            const float dy = y[c]->d;
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dy * d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+            acc_min[c] += dy * dmin * (float)mins_dot(mn, y[c]->bsums);
+        }
     }
-    return hk_hsum(acc) - acc_min;
+    for (int c = 0; c < NC; c++) out[(size_t)c * out_stride] = hk_hsum(acc[c]) - acc_min[c];
 }
 
-HK_AVX2 float hk_avx2_dot_q6_K(const void *w, const void *a, int64_t n) {
-    const hk_q6_K *x = w;
-    const hk_q8_K *y = a;
+// Q6_K row against NC columns (1..4).
+HK_INLINE HK_AVX2 void q6k_cols(const uint8_t *w, const uint8_t *const *a, const int NC, int64_t nb,
+                                float *out, size_t out_stride) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
     // Spread int16 scale pair k of a 128-bit lane: scale 2k over the low lane, 2k+1 the high.
     const __m256i pick[4] = {
@@ -86,14 +100,21 @@ HK_AVX2 float hk_avx2_dot_q6_K(const void *w, const void *a, int64_t n) {
         _mm256_setr_epi8(8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11),
         _mm256_setr_epi8(12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15),
     };
-    __m256 acc = _mm256_setzero_ps();
-    float acc_offset = 0;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        __m256i sumi = _mm256_setzero_si256();
+    __m256 acc[4];
+    float acc_offset[4];
+    for (int c = 0; c < NC; c++) {
+        acc[c] = _mm256_setzero_ps();
+        acc_offset[c] = 0;
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        const hk_q6_K *x = (const hk_q6_K *)w + i;
+        const hk_q8_K *y[4];
+        for (int c = 0; c < NC; c++) y[c] = (const hk_q8_K *)a[c] + i;
+        __m256i sumi[4];
+        for (int c = 0; c < NC; c++) sumi[c] = _mm256_setzero_si256();
         for (int half = 0; half < 2; half++) {
-            const uint8_t *ql = x[i].ql + 64 * half, *qh = x[i].qh + 32 * half;
-            const int8_t *v = y[i].qs + 128 * half;
-            const __m128i sc8 = _mm_loadl_epi64((const __m128i *)(x[i].scales + 8 * half));
+            const uint8_t *ql = x->ql + 64 * half, *qh = x->qh + 32 * half;
+            const __m128i sc8 = _mm_loadl_epi64((const __m128i *)(x->scales + 8 * half));
             const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sc8));
             const __m256i l0 = hk_load256(ql), l1 = hk_load256(ql + 32), h = hk_load256(qh);
             __m256i q[4];
@@ -103,17 +124,78 @@ HK_AVX2 float hk_avx2_dot_q6_K(const void *w, const void *a, int64_t n) {
             q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
                                    _mm256_and_si256(_mm256_srli_epi16(h, 2), bits45));
             for (int k = 0; k < 4; k++) {
-                const __m256i p = _mm256_maddubs_epi16(q[k], hk_load256(v + 32 * k));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sc16, pick[k])));
+                const __m256i scale = _mm256_shuffle_epi8(sc16, pick[k]);
+                for (int c = 0; c < NC; c++) {
+                    const __m256i p = _mm256_maddubs_epi16(q[k], hk_load256(y[c]->qs + 128 * half + 32 * k));
+                    sumi[c] = _mm256_add_epi32(sumi[c], _mm256_madd_epi16(p, scale));
+                }
             }
         }
-        int offset = 0;
-        for (int g = 0; g < 16; g++) offset += x[i].scales[g] * y[i].bsums[g];
-        const float d = y[i].d * hk_half(&x[i].d);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-        acc_offset += d * (float)(32 * offset);
+        const float dx = hk_half(&x->d);
+        const __m256i sc_all = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+        for (int c = 0; c < NC; c++) {
+            // The -32 of every quant: 32 * sum over groups of scale * (sum of 16 activations).
+            const __m256i o = _mm256_madd_epi16(sc_all, hk_load256(y[c]->bsums));
+            __m128i o4 = _mm_add_epi32(_mm256_castsi256_si128(o), _mm256_extracti128_si256(o, 1));
+            o4 = _mm_add_epi32(o4, _mm_shuffle_epi32(o4, 0x4E));
+            o4 = _mm_add_epi32(o4, _mm_shuffle_epi32(o4, 0xB1));
+            const int offset = _mm_cvtsi128_si32(o4);
+            const float d = y[c]->d * dx;
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+            acc_offset[c] += d * (float)(32 * offset);
+        }
     }
-    return hk_hsum(acc) - acc_offset;
+    for (int c = 0; c < NC; c++) out[(size_t)c * out_stride] = hk_hsum(acc[c]) - acc_offset[c];
 }
+
+enum { K_Q4, K_Q5, K_Q6 };
+
+HK_INLINE HK_AVX2 void k_cols(const int kind, const uint8_t *w, const uint8_t *const *a, const int NC, int64_t nb,
+                              float *out, size_t out_stride) {
+    if (kind == K_Q6) q6k_cols(w, a, NC, nb, out, out_stride);
+    else q45k_cols(kind == K_Q5, w, a, NC, nb, out, out_stride);
+}
+
+// Rows in chunks that stay in L1 while each group of 4 columns passes over them.
+HK_INLINE HK_AVX2 void k_matmul(const int kind, const uint8_t *w, size_t row_bytes, int64_t rows,
+                                const uint8_t *a, size_t a_stride, int64_t cols, int64_t n,
+                                float *out, size_t out_stride) {
+    const int64_t nb = n / QK_K, chunk = 16;
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        const int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
+        for (int64_t c = 0; c < cols; c += 4) {
+            const int64_t nc = cols - c < 4 ? cols - c : 4;
+            const uint8_t *ap[4];
+            for (int i = 0; i < 4; i++) ap[i] = a + (size_t)(c + (i < nc ? i : 0)) * a_stride;
+            float *o = out + (size_t)c * out_stride;
+            for (int64_t r = r0; r < r1; r++) {
+                const uint8_t *wr = w + (size_t)r * row_bytes;
+                switch (nc) {
+                case 4: k_cols(kind, wr, ap, 4, nb, o + r, out_stride); break;
+                case 3: k_cols(kind, wr, ap, 3, nb, o + r, out_stride); break;
+                case 2: k_cols(kind, wr, ap, 2, nb, o + r, out_stride); break;
+                default: k_cols(kind, wr, ap, 1, nb, o + r, out_stride); break;
+                }
+            }
+        }
+    }
+}
+
+#define HK_K_KERNELS(name, kind)                                                                  \
+    HK_AVX2 float hk_avx2_dot_##name(const void *w, const void *a, int64_t n) {                   \
+        const uint8_t *cols[1] = {a};                                                             \
+        float out;                                                                                \
+        k_cols(kind, w, cols, 1, n / QK_K, &out, 0);                                              \
+        return out;                                                                               \
+    }                                                                                             \
+    HK_AVX2 void hk_avx2_matmul_##name(const uint8_t *w, size_t rb, int64_t rows,                 \
+                                       const uint8_t *a, size_t as, int64_t cols, int64_t n,      \
+                                       float *out, size_t os) {                                   \
+        k_matmul(kind, w, rb, rows, a, as, cols, n, out, os);                                     \
+    }
+
+HK_K_KERNELS(q4_K, K_Q4)
+HK_K_KERNELS(q5_K, K_Q5)
+HK_K_KERNELS(q6_K, K_Q6)
 
 #endif

@@ -147,3 +147,37 @@ struct DotCase {
         #expect(try RowKernel(weightType: .bf16).activationType == .f32)
     }
 }
+
+@Suite struct ConcurrencyTests {
+    /// The engine splits rows across threads: disjoint row ranges computed concurrently must
+    /// give what one call over all rows gives.
+    @Test(arguments: [GGMLType.q4_1, .q8_0, .q4_K])
+    func matVecFromManyThreadsEqualsOneCall(_ type: GGMLType) async throws {
+        let count = type.blockSize == 256 ? 512 : 576, rows = 64
+        let t = try DotCase(type, path: .best, count: count, rows: rows, seed: 21)
+        var whole = [Float](repeating: 0, count: rows)
+        t.weights.withUnsafeBytes { w in
+            t.activations.withUnsafeBytes { a in
+                t.kernel.matVec(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: 0..<rows,
+                                activations: a.baseAddress!, count: count, output: &whole)
+            }
+        }
+        let parts = await withTaskGroup(of: (Int, [Float]).self) { group in
+            for part in 0..<8 {
+                group.addTask {
+                    let range = part * 8..<part * 8 + 8
+                    var out = [Float](repeating: 0, count: 8)
+                    t.weights.withUnsafeBytes { w in
+                        t.activations.withUnsafeBytes { a in
+                            t.kernel.matVec(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: range,
+                                            activations: a.baseAddress!, count: count, output: &out)
+                        }
+                    }
+                    return (part, out)
+                }
+            }
+            return await group.reduce(into: [Int: [Float]]()) { $0[$1.0] = $1.1 }
+        }
+        #expect((0..<8).flatMap { parts[$0]! } == whole)
+    }
+}

@@ -54,6 +54,29 @@ struct KernelBenchmarks {
         }
     }
 
+    /// matVec over 128 MB of copies of one matrix, so weights come from memory as they do when
+    /// a model is larger than the caches.
+    @Test(arguments: [GGMLType.q4_1, .q8_0, .q4_K])
+    func streamingMatVec(_ type: GGMLType) throws {
+        let rows = 1536, count = type.blockSize == 256 ? 512 : 576
+        let t = try DotCase(type, path: .best, count: count, rows: rows, seed: 3)
+        let copies = (128 << 20) / t.weights.count
+        let big = [[UInt8]](repeating: t.weights, count: copies).flatMap { $0 }
+        var out = [Float](repeating: 0, count: rows)
+        let s = big.withUnsafeBytes { w in
+            t.activations.withUnsafeBytes { a in
+                time(1) {
+                    for k in 0..<copies {
+                        t.kernel.matVec(weights: w.baseAddress! + k * t.weights.count, rowBytes: t.rowBytes, rows: 0..<rows,
+                                        activations: a.baseAddress!, count: count, output: &out)
+                    }
+                }
+            }
+        } / Double(copies)
+        print(String(format: "%@ %dx%d streaming from memory: matVec %.1f us %.2f GB/s",
+                     type.name, rows, count, s * 1e6, Double(t.weights.count) / s / 1e9))
+    }
+
     @Test func quantizeActivations() throws {
         for type in [GGMLType.q4_1, .q8_0, .q4_K] {
             let kernel = try RowKernel(weightType: type)
