@@ -1,6 +1,9 @@
 #include "hk_attention.h"
+#include "hk_activations.h"
 #include <math.h>
 #include <string.h>
+
+#pragma STDC FP_CONTRACT OFF
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -57,15 +60,9 @@ static uint16_t float_to_half(float f) {
 /// Softmax of the scores in place, then each weight rounded through half precision: llama.cpp
 /// multiplies the half-precision V cache by the weights converted to V's type, and matching its
 /// rounding keeps greedy choices between near-equal tokens the same.
-static void normalise_scores(float *scores, int64_t n_pos, float max_score) {
-    double sum = 0;
-    for (int64_t t = 0; t < n_pos; t++) {
-        float e = expf(scores[t] - max_score);
-        scores[t] = e;
-        sum += e;
-    }
-    float inv = (float)(1.0 / sum);
-    for (int64_t t = 0; t < n_pos; t++) scores[t] = half_to_float(float_to_half(scores[t] * inv));
+static void normalise_scores(float *scores, int64_t n_pos) {
+    hk_softmax_f32(scores, n_pos);
+    for (int64_t t = 0; t < n_pos; t++) scores[t] = half_to_float(float_to_half(scores[t]));
 }
 
 static int hk_has_f16c_fma(void) {
@@ -101,78 +98,129 @@ static void f16_to_f32_avx(const uint16_t *x, float *y, int64_t n) {
     for (; i < n; i++) y[i] = half_to_float(x[i]);
 }
 
-__attribute__((target("avx2,fma,f16c")))
-static float hsum_avx(__m256 v) {
-    __m128 lo = _mm256_castps256_ps128(v);
-    __m128 hi = _mm256_extractf128_ps(v, 1);
-    lo = _mm_add_ps(lo, hi);
-    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-    lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-    return _mm_cvtss_f32(lo);
+#endif
+
+// The sums below follow llama.cpp's CPU kernels for F16 matrices, whose order depends on how
+// many query rows a pass has. With two or more (a prompt) it runs tinyBLAS: 8 lanes, lane l
+// summing terms l, l + 8, ... with FMA, the lanes then added pairwise. With one (generation) it
+// runs its vector dot product: 32 slots (term i goes to slot i mod 32) reduced in another
+// pattern, in double. Keeping the same order gives the same bits, and the same greedy tokens.
+
+// Reduces 32 slots (ggml_vec_dot_f16's four 8-lane accumulators) as that kernel does.
+static float reduce_slots32(const float *s) {
+    float y[8];
+    for (int l = 0; l < 8; l++) y[l] = (s[l] + s[16 + l]) + (s[8 + l] + s[24 + l]);
+    const float t0 = y[0] + y[4], t1 = y[1] + y[5], t2 = y[2] + y[6], t3 = y[3] + y[7];
+    return (t0 + t1) + (t2 + t3);
 }
+
+// Reduces 8 lanes as tinyBLAS does.
+static float reduce_slots8(const float *l) {
+    const float a0 = l[4] + l[0], a1 = l[5] + l[1], a2 = l[6] + l[2], a3 = l[7] + l[3];
+    return (a0 + a2) + (a1 + a3);
+}
+
+// sum over i < n of x[i] * y(i), in the order of the chosen kernel. y is given as floats.
+static float ordered_dot(const uint16_t *x, int64_t xstride, const float *y, int64_t n, int single) {
+    if (single) {
+        float slot[32] = {0};
+        const int64_t whole = n - n % 32;
+        for (int64_t i = 0; i < whole; i++) slot[i & 31] = fmaf(half_to_float(x[i * xstride]), y[i], slot[i & 31]);
+        double sum = reduce_slots32(slot);
+        for (int64_t i = whole; i < n; i++) sum += (double)(half_to_float(x[i * xstride]) * y[i]);
+        return (float)sum;
+    }
+    float lane[8] = {0};
+    for (int64_t i = 0; i < n; i++) lane[i & 7] = fmaf(half_to_float(x[i * xstride]), y[i], lane[i & 7]);
+    return reduce_slots8(lane);
+}
+
+#ifdef HK_X86
+__attribute__((target("avx2,fma,f16c")))
+static __m256 load_half8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
 __attribute__((target("avx2,fma,f16c")))
 static void attention_avx(const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
-                          int64_t n_pos, int64_t head_dim, float scale, float softcap,
+                          int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
                           float *scores, float *out) {
     // The query is rounded through half precision, as llama.cpp converts it to the keys' type.
     float qh[512];
     uint16_t q16[512];
-    int64_t d = head_dim;
+    const int64_t d = head_dim;
     f32_to_f16_avx(q, q16, d);
     f16_to_f32_avx(q16, qh, d);
-    float max_score = -INFINITY;
     for (int64_t t = 0; t < n_pos; t++) {
         const uint16_t *kt = k + t * stride;
-        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-        int64_t i = 0;
-        for (; i + 16 <= d; i += 16) {
-            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(qh + i), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kt + i))), acc0);
-            acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(qh + i + 8), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kt + i + 8))), acc1);
+        float dot;
+        if (single && d % 32 == 0) {
+            __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+            for (int64_t i = 0; i < d; i += 32)
+                for (int j = 0; j < 4; j++)
+                    acc[j] = _mm256_fmadd_ps(load_half8(kt + i + 8 * j), _mm256_loadu_ps(qh + i + 8 * j), acc[j]);
+            float slot[32];
+            for (int j = 0; j < 4; j++) _mm256_storeu_ps(slot + 8 * j, acc[j]);
+            dot = reduce_slots32(slot);
+        } else if (!single) {
+            __m256 acc = _mm256_setzero_ps();
+            for (int64_t i = 0; i < d; i += 8) acc = _mm256_fmadd_ps(load_half8(kt + i), _mm256_loadu_ps(qh + i), acc);
+            float lane[8];
+            _mm256_storeu_ps(lane, acc);
+            dot = reduce_slots8(lane);
+        } else {
+            dot = ordered_dot(kt, 1, qh, d, single);
         }
-        float s = hsum_avx(_mm256_add_ps(acc0, acc1));
-        for (; i < d; i++) s += qh[i] * half_to_float(kt[i]);
-        s *= scale;
+        float s = dot * scale;
         if (softcap > 0) s = softcap * tanhf(s / softcap);
         scores[t] = s;
-        if (s > max_score) max_score = s;
     }
-    normalise_scores(scores, n_pos, max_score);
-    int64_t i = 0;
-    for (; i + 8 <= d; i += 8) {
-        __m256 acc = _mm256_setzero_ps();
+    normalise_scores(scores, n_pos);
+    // Eight output dimensions at a time; position t goes to slot t mod 32 (or lane t mod 8).
+    const int slots = single ? 32 : 8;
+    for (int64_t i = 0; i < d; i += 8) {
+        __m256 acc[32];
+        for (int l = 0; l < slots; l++) acc[l] = _mm256_setzero_ps();
         for (int64_t t = 0; t < n_pos; t++) {
-            __m256 vt = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + t * stride + i)));
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(scores[t]), vt, acc);
+            const int l = (int)(t & (slots - 1));
+            acc[l] = _mm256_fmadd_ps(load_half8(v + t * stride + i), _mm256_set1_ps(scores[t]), acc[l]);
         }
-        _mm256_storeu_ps(out + i, acc);
-    }
-    for (; i < d; i++) {
-        float acc = 0;
-        for (int64_t t = 0; t < n_pos; t++) acc += scores[t] * half_to_float(v[t * stride + i]);
-        out[i] = acc;
+        if (single) {
+            __m256 y[8];
+            for (int l = 0; l < 8; l++)
+                y[l] = _mm256_add_ps(_mm256_add_ps(acc[l], acc[16 + l]), _mm256_add_ps(acc[8 + l], acc[24 + l]));
+            const __m256 t0 = _mm256_add_ps(y[0], y[4]), t1 = _mm256_add_ps(y[1], y[5]);
+            const __m256 t2 = _mm256_add_ps(y[2], y[6]), t3 = _mm256_add_ps(y[3], y[7]);
+            _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_add_ps(t0, t1), _mm256_add_ps(t2, t3)));
+        } else {
+            const __m256 a0 = _mm256_add_ps(acc[4], acc[0]), a1 = _mm256_add_ps(acc[5], acc[1]);
+            const __m256 a2 = _mm256_add_ps(acc[6], acc[2]), a3 = _mm256_add_ps(acc[7], acc[3]);
+            _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3)));
+        }
     }
 }
 #endif
 
 static void attention_scalar(const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
-                             int64_t n_pos, int64_t head_dim, float scale, float softcap,
+                             int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
                              float *scores, float *out) {
-    float max_score = -INFINITY;
+    float qh[512];
+    for (int64_t i = 0; i < head_dim; i++) qh[i] = half_to_float(float_to_half(q[i]));
     for (int64_t t = 0; t < n_pos; t++) {
-        const uint16_t *kt = k + t * stride;
-        float s = 0;
-        for (int64_t i = 0; i < head_dim; i++) s += half_to_float(float_to_half(q[i])) * half_to_float(kt[i]);
-        s *= scale;
+        float s = ordered_dot(k + t * stride, 1, qh, head_dim, single) * scale;
         if (softcap > 0) s = softcap * tanhf(s / softcap);
         scores[t] = s;
-        if (s > max_score) max_score = s;
     }
-    normalise_scores(scores, n_pos, max_score);
+    normalise_scores(scores, n_pos);
+    // Over positions there are no leftovers: llama.cpp pads the cache to a multiple of 32.
     for (int64_t i = 0; i < head_dim; i++) {
-        float acc = 0;
-        for (int64_t t = 0; t < n_pos; t++) acc += scores[t] * half_to_float(v[t * stride + i]);
-        out[i] = acc;
+        if (single) {
+            float slot[32] = {0};
+            for (int64_t t = 0; t < n_pos; t++) slot[t & 31] = fmaf(half_to_float(v[t * stride + i]), scores[t], slot[t & 31]);
+            out[i] = reduce_slots32(slot);
+        } else {
+            float lane[8] = {0};
+            for (int64_t t = 0; t < n_pos; t++) lane[t & 7] = fmaf(half_to_float(v[t * stride + i]), scores[t], lane[t & 7]);
+            out[i] = reduce_slots8(lane);
+        }
     }
 }
 
@@ -191,13 +239,13 @@ void hk_f16_to_f32_row(const uint16_t *x, float *y, int64_t n) {
 }
 
 void hk_attention_head_f16(const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
-                           int64_t n_pos, int64_t head_dim, float scale, float softcap,
+                           int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
                            float *scores, float *out) {
 #ifdef HK_X86
-    if (hk_has_f16c_fma() && head_dim <= 512) {
-        attention_avx(q, k, v, stride, n_pos, head_dim, scale, softcap, scores, out);
+    if (hk_has_f16c_fma() && head_dim <= 512 && head_dim % 8 == 0) {
+        attention_avx(q, k, v, stride, n_pos, head_dim, scale, softcap, single, scores, out);
         return;
     }
 #endif
-    attention_scalar(q, k, v, stride, n_pos, head_dim, scale, softcap, scores, out);
+    attention_scalar(q, k, v, stride, n_pos, head_dim, scale, softcap, single, scores, out);
 }

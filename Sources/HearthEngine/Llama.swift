@@ -120,6 +120,8 @@ final class Llama: DecoderArchitecture {
         let qkvWidth = c.queryWidth + 2 * c.kvWidth
         let scale = 1 / Float(c.headDimension).squareRoot()
         let capacity = s.contextLength
+        // llama.cpp sums attention in a different order for a single token than for a batch.
+        let single: Int32 = n == 1 ? 1 : 0
         pool.run { thread in
             let range = WorkerPool.chunk(n * c.headCount, part: thread, of: pool.threadCount)
             let scores = s.scores.pointer + thread * capacity
@@ -132,7 +134,7 @@ final class Llama: DecoderArchitecture {
                 let out = s.attention.pointer + i * c.queryWidth + head * c.headDimension
                 let positions = Int64(start + i + 1)
                 hk_attention_head_f16(q, keys, values, Int64(c.kvWidth), positions, Int64(c.headDimension),
-                                      scale, 0, scores, out)
+                                      scale, 0, single, scores, out)
             }
         }
     }

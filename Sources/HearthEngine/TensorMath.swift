@@ -1,4 +1,5 @@
 import Foundation
+import CHearthKernels
 import HearthKernels
 
 /// The small element-wise steps between matrix multiplications. They touch a few kilobytes
@@ -8,8 +9,8 @@ enum TensorMath {
     static func rmsNorm(_ x: UnsafePointer<Float>, weight: UnsafePointer<Float>, epsilon: Float,
                         count: Int, into y: UnsafeMutablePointer<Float>) {
         var sum: Double = 0
-        for i in 0..<count { sum += Double(x[i]) * Double(x[i]) }
-        // Mean in double, scale in float, as llama.cpp computes them.
+        for i in 0..<count { sum += Double(x[i] * x[i]) }
+        // Squares in float summed in double, mean in double, scale in float: as llama.cpp computes them.
         let mean = Float(sum / Double(count))
         let scale = 1 / (mean + epsilon).squareRoot()
         for i in 0..<count { y[i] = x[i] * scale * weight[i] }
@@ -22,10 +23,7 @@ enum TensorMath {
 
     /// SwiGLU: `out = silu(gate) * up`.
     static func swiGLU(gate: UnsafePointer<Float>, up: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, count: Int) {
-        for i in 0..<count {
-            let g = gate[i]
-            out[i] = g / (1 + expf(-g)) * up[i]
-        }
+        hk_silu_mul_f32(gate, up, out, Int64(count))
     }
 
     /// Rotary position embedding of one token, for `heads` heads of `headDimension`, rotating
@@ -52,8 +50,9 @@ enum TensorMath {
                     let a = adjacentPairs ? 2 * i : i
                     let b = adjacentPairs ? 2 * i + 1 : i + half
                     let x0 = v[a], x1 = v[b]
-                    v[a] = x0 * c - x1 * s
-                    v[b] = x0 * s + x1 * c
+                    // Fused as llama.cpp's compiled C does it, so the rounding is the same.
+                    v[a] = (-(x1 * s)).addingProduct(x0, c)
+                    v[b] = (x1 * c).addingProduct(x0, s)
                 }
             }
         }

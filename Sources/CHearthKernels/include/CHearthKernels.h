@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "hk_attention.h"
+#include "hk_activations.h"
 
 // C kernels behind HearthKernels. Type arguments are GGML type numbers (GGMLType.rawValue).
 // Every function takes an instruction-set path `isa` so that callers (and tests) can run the

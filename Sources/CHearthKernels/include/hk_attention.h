@@ -14,10 +14,11 @@ void hk_f16_to_f32_row(const uint16_t *x, float *y, int64_t n);
 
 /// Attention for one query head over positions 0..<n_pos of a half-precision KV cache.
 /// Key and value of position t for this head start at k + t*stride and v + t*stride.
-/// The query is rounded to half precision first, as the keys are.
-/// scores must hold n_pos floats; out receives head_dim floats.
+/// The query is rounded to half precision first, as the keys are. `single` chooses the order
+/// of summation llama.cpp uses when a pass evaluates one token (1) or several (0).
+/// head_dim is at most 512; scores must hold n_pos floats; out receives head_dim floats.
 void hk_attention_head_f16(const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
-                           int64_t n_pos, int64_t head_dim, float scale, float softcap,
+                           int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
                            float *scores, float *out);
 
 #ifdef __cplusplus

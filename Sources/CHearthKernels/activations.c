@@ -1,0 +1,164 @@
+#include "hk_activations.h"
+#include <math.h>
+#include <string.h>
+
+#pragma STDC FP_CONTRACT OFF
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HK_X86 1
+#endif
+
+// Constants of the approximation: 1.5 * 2^23 rounds to an integer when added, log2(e),
+// ln(2) split in a high and a low part, and the polynomial's coefficients.
+#define SHIFT 0x1.8p23f
+#define LOG2E 0x1.715476p+0f
+#define LN2_HI 0x1.62e4p-1f
+#define LN2_LO 0x1.7f7d1cp-20f
+#define C1 0x1.ffffecp-1f
+#define C2 0x1.fffdb6p-2f
+#define C3 0x1.555e66p-3f
+#define C4 0x1.573e2ep-5f
+#define C5 0x1.0e4020p-7f
+
+static inline uint32_t bits_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float float_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+float hk_exp_approx(float x) {
+    const float z = fmaf(x, LOG2E, SHIFT);
+    const float n = z - SHIFT;                                  // round(x / ln2)
+    const float b = fmaf(-n, LN2_LO, fmaf(-n, LN2_HI, x));      // x - n ln2, in two steps
+    const uint32_t e = bits_of(z) << 23;                        // n in the exponent field
+    const float k = float_of(e + bits_of(1.0f));                // 2^n
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(C5, b, C4), u, fmaf(C3, b, C2)), u, C1 * b);  // e^b - 1
+    if (!(fabsf(n) > 126)) return fmaf(j, k, k);
+    // 2^n alone would overflow or underflow: scale in two factors.
+    const uint32_t g = n <= 0 ? 0x82000000u : 0;
+    const float s1 = float_of(g + 0x7f000000u);
+    const float s2 = float_of(e - g);
+    if (fabsf(n) > 192) return s1 * s1;
+    return fmaf(s2, j, s2) * s1;
+}
+
+#ifdef HK_X86
+__attribute__((target("avx2,fma")))
+static __m256 exp_approx8(__m256 x) {
+    const __m256 shift = _mm256_set1_ps(SHIFT);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(LOG2E), shift);
+    const __m256 n = _mm256_sub_ps(z, shift);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x));
+    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+    const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1.0f))));
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(C5), b, _mm256_set1_ps(C4)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(C3), b, _mm256_set1_ps(C2))),
+        u, _mm256_mul_ps(_mm256_set1_ps(C1), b));
+    const __m256 absn = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+    const __m256 big = _mm256_cmp_ps(absn, _mm256_set1_ps(126), _CMP_GT_OQ);
+    const __m256 normal = _mm256_fmadd_ps(j, k, k);
+    if (!_mm256_movemask_ps(big)) return normal;
+    const __m256i g = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ)),
+                                       _mm256_set1_epi32((int)0x82000000u));
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_add_epi32(g, _mm256_set1_epi32(0x7f000000)));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_sub_epi32(e, g));
+    const __m256 huge = _mm256_cmp_ps(absn, _mm256_set1_ps(192), _CMP_GT_OQ);
+    const __m256 scaled = _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1);
+    const __m256 r = _mm256_blendv_ps(normal, scaled, big);
+    return _mm256_blendv_ps(r, _mm256_mul_ps(s1, s1), huge);
+}
+
+__attribute__((target("avx2,fma")))
+static void silu_mul_avx2(const float *gate, const float *up, float *out, int64_t n) {
+    int64_t i = 0;
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(gate + i);
+        const __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, exp_approx8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
+__attribute__((target("avx2,fma")))
+static double exp_sum_avx2(float *s, int64_t n, float max) {
+    double sum = 0;
+    int64_t i = 0;
+    const __m256 m = _mm256_set1_ps(max);
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = exp_approx8(_mm256_sub_ps(_mm256_loadu_ps(s + i), m));
+        _mm256_storeu_ps(s + i, v);
+        __m128 h = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_movehdup_ps(h));
+        sum += (double)_mm_cvtss_f32(h);
+    }
+    if (i < n) {
+        // The last run, padded with zeros as masked positions are.
+        float lanes[8] = {0};
+        for (int64_t t = i; t < n; t++) lanes[t - i] = s[t] = hk_exp_approx(s[t] - max);
+        const __m256 v = _mm256_loadu_ps(lanes);
+        __m128 h = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_movehdup_ps(h));
+        sum += (double)_mm_cvtss_f32(h);
+    }
+    return sum;
+}
+
+static int has_avx2_fma(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return cached;
+}
+#endif
+
+static void silu_mul_portable(const float *gate, const float *up, float *out, int64_t n) {
+    int64_t runs = n - n % 8;
+    for (int64_t i = 0; i < runs; i++) {
+        const float x = gate[i];
+        out[i] = x / (1.0f + hk_exp_approx(0.0f - x)) * up[i];
+    }
+    for (int64_t i = runs; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
+// Pairwise sum of 8 lanes in the order an AVX horizontal add takes.
+static float sum8(const float *v) {
+    float a0 = v[4] + v[0], a1 = v[5] + v[1], a2 = v[6] + v[2], a3 = v[7] + v[3];
+    float b0 = a0 + a2, b1 = a1 + a3;
+    return b0 + b1;
+}
+
+static double exp_sum_portable(float *s, int64_t n, float max) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; i += 8) {
+        float lanes[8] = {0};
+        for (int64_t t = i; t < n && t < i + 8; t++) lanes[t - i] = s[t] = hk_exp_approx(s[t] - max);
+        sum += (double)sum8(lanes);
+    }
+    return sum;
+}
+
+void hk_silu_mul_f32(const float *gate, const float *up, float *out, int64_t n) {
+#ifdef HK_X86
+    if (has_avx2_fma()) { silu_mul_avx2(gate, up, out, n); return; }
+#endif
+    silu_mul_portable(gate, up, out, n);
+}
+
+void hk_softmax_f32(float *scores, int64_t n) {
+    if (n <= 0) return;
+    float max = -INFINITY;
+    for (int64_t t = 0; t < n; t++) if (scores[t] > max) max = scores[t];
+    double sum;
+#ifdef HK_X86
+    if (has_avx2_fma()) sum = exp_sum_avx2(scores, n, max); else
+#endif
+    sum = exp_sum_portable(scores, n, max);
+    const float inv = (float)(1.0 / sum);
+    for (int64_t t = 0; t < n; t++) scores[t] *= inv;
+}
