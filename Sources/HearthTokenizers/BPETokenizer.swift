@@ -32,6 +32,7 @@ public struct BPETokenizer: Tokenizer {
         var vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens, path: path)
         var table = MergeTable(capacityFor: mergeLines.count)
         var texts = vocabulary.texts
+        vocabulary.texts = ByteStringTable(expectedCount: 0)  // keep `texts` unshared, so appends do not copy it
         for (rank, line) in mergeLines.enumerated() {
             try line.withUTF8Bytes { bytes in
                 // The separator is the first space after the first byte, as llama.cpp splits.
