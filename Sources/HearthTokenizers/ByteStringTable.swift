@@ -45,7 +45,7 @@ struct ByteStringTable: Sendable {
         // A later duplicate takes over the slot of the earlier one.
         let slot = probe(first, second, hash: hash)
         storage.append(contentsOf: first)
-        storage.append(contentsOf: second)
+        if !second.isEmpty { storage.append(contentsOf: second) }
         starts.append(Int32(storage.count))
         slots[slot.index] = (hash & 0xFFFF_FFFF_0000_0000) | UInt64(UInt32(index))
         return index

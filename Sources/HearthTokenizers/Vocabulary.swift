@@ -69,8 +69,8 @@ struct Vocabulary: Sendable {
             throw HearthError.invalidModelFile(path: path, reason: "the vocabulary asks for an EOS token but has none")
         }
 
-        let byteCount = tokens.reduce(0) { $0 + $1.utf8.count }
-        var texts = ByteStringTable(expectedCount: tokens.count + tokens.count / 4, expectedBytes: byteCount)
+        // Room for the tokens (about eight bytes each) and for the strings BPE merges add.
+        var texts = ByteStringTable(expectedCount: tokens.count + tokens.count / 4, expectedBytes: tokens.count * 8)
         for (index, token) in tokens.enumerated() {
             if token.isEmpty {
                 // llama.cpp renames empty tokens so that they never match text.
