@@ -22,6 +22,30 @@ struct ByteStringTable: Sendable {
         starts.reserveCapacity(expectedCount + 1)
     }
 
+    /// A table of `strings`, entry `i` being `strings[i]`, with room for `extraCapacity` more.
+    init(_ strings: [String], extraCapacity: Int = 0) {
+        self.init(expectedCount: strings.count + extraCapacity, expectedBytes: strings.count * 8)
+        var hashes: [UInt64] = []
+        hashes.reserveCapacity(strings.count)
+        for string in strings {
+            string.withUTF8Bytes { bytes in
+                hashes.append(Self.hash(bytes, Self.none))
+                storage.append(contentsOf: bytes)
+            }
+            starts.append(Int32(storage.count))
+        }
+        for (index, hash) in hashes.enumerated() {
+            let slot = storage.withUnsafeBufferPointer { store in
+                probe(UnsafeBufferPointer(rebasing: store[Int(starts[index])..<Int(starts[index + 1])]), Self.none,
+                      hash: hash)
+            }
+            slots[slot.index] = (hash & 0xFFFF_FFFF_0000_0000) | UInt64(UInt32(index))
+        }
+    }
+
+    /// An empty second piece.
+    static var none: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: nil, count: 0) }
+
     /// Number of entries.
     var count: Int { starts.count - 1 }
 
@@ -33,7 +57,7 @@ struct ByteStringTable: Sendable {
     /// Adds `bytes` as a new entry and returns its index.
     @discardableResult
     mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
-        append(bytes, UnsafeBufferPointer(start: nil, count: 0))
+        append(bytes, Self.none)
     }
 
     /// Adds the concatenation `first + second` as a new entry and returns its index.
@@ -54,7 +78,7 @@ struct ByteStringTable: Sendable {
     /// Index of the entry equal to `bytes`, or nil.
     @inline(__always)
     func find(_ bytes: UnsafeBufferPointer<UInt8>) -> Int32? {
-        find(bytes, UnsafeBufferPointer(start: nil, count: 0))
+        find(bytes, Self.none)
     }
 
     /// Index of the entry equal to `bytes[range]`, or nil.
