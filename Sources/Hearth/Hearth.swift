@@ -1,2 +1,3 @@
 @_exported import HearthEngine
 @_exported import HearthFormats
+@_exported import HearthTokenizers

@@ -29,9 +29,11 @@ public struct BPETokenizer: Tokenizer {
 
     init(tokens: [String], tokenTypes: [TokenType]?, merges mergeLines: [String],
          preTokenizer: BPEPreTokenizer, ignoresMerges: Bool, specialTokens: SpecialTokens, path: String) throws {
-        var vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens, path: path)
-        var table = MergeTable(capacityFor: mergeLines.count)
+        var vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens,
+                                        extraCapacity: tokens.count / 4, path: path)
         var texts = vocabulary.texts
+        vocabulary.texts = ByteStringTable(expectedCount: 0)  // keep `texts` unshared, so appends do not copy it
+        var table = MergeTable(capacityFor: mergeLines.count)
         for (rank, line) in mergeLines.enumerated() {
             try line.withUTF8Bytes { bytes in
                 // The separator is the first space after the first byte, as llama.cpp splits.

@@ -38,7 +38,9 @@ struct Vocabulary: Sendable {
         (["<|file_sep|>"], true),
     ]
 
-    init(tokens: [String], types givenTypes: [TokenType]?, special given: SpecialTokens, path: String) throws {
+    /// `extraCapacity` is room for strings a tokenizer adds to `texts` after the tokens.
+    init(tokens: [String], types givenTypes: [TokenType]?, special given: SpecialTokens, extraCapacity: Int = 0,
+         path: String) throws {
         guard !tokens.isEmpty else {
             throw HearthError.invalidModelFile(path: path, reason: "the vocabulary (tokenizer.ggml.tokens) is empty")
         }
@@ -69,16 +71,9 @@ struct Vocabulary: Sendable {
             throw HearthError.invalidModelFile(path: path, reason: "the vocabulary asks for an EOS token but has none")
         }
 
-        let byteCount = tokens.reduce(0) { $0 + $1.utf8.count }
-        var texts = ByteStringTable(expectedCount: tokens.count + tokens.count / 4, expectedBytes: byteCount)
-        for (index, token) in tokens.enumerated() {
-            if token.isEmpty {
-                // llama.cpp renames empty tokens so that they never match text.
-                _ = "[EMPTY_\(index)]".withUTF8Bytes { texts.append($0) }
-            } else {
-                _ = token.withUTF8Bytes { texts.append($0) }
-            }
-        }
+        // llama.cpp renames empty tokens so that they never match text.
+        let named = tokens.contains(where: \.isEmpty) ? tokens.enumerated().map { $1.isEmpty ? "[EMPTY_\($0)]" : $1 } : tokens
+        let texts = ByteStringTable(named, extraCapacity: extraCapacity)
 
         var types = givenTypes ?? Array(repeating: .normal, count: tokens.count)
         var special = given

@@ -40,22 +40,16 @@ enum Fixtures {
         var description: String { "Test model \(path) is missing: run scripts/fetch-models to download it." }
     }
 
-    /// A loaded tokenizer and how long building it from the opened file's metadata took.
+    /// A loaded tokenizer.
     struct Loaded: Sendable {
         let tokenizer: any Tokenizer
-        let loadMilliseconds: Double
     }
 
     static func load(_ file: String) -> Result<Loaded, any Error> {
         Result {
             let url = models.appendingPathComponent(file)
             guard FileManager.default.fileExists(atPath: url.path) else { throw MissingModel(path: url.path) }
-            let gguf = try GGUFFile(contentsOf: url)
-            let clock = ContinuousClock()
-            var tokenizer: (any Tokenizer)?
-            let elapsed = try clock.measure { tokenizer = try TokenizerLoader.load(from: gguf) }
-            let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-            return Loaded(tokenizer: tokenizer!, loadMilliseconds: ms)
+            return Loaded(tokenizer: try TokenizerLoader.load(from: GGUFFile(contentsOf: url)))
         }
     }
 
