@@ -49,10 +49,11 @@ public final class GGUFFile: Sendable {
 
     /// Most nested a metadata array may be; real files use one level.
     public static let maximumArrayDepth = 4
-    /// Most elements a metadata array may have. Each element costs about 24 bytes in memory,
-    /// so without a cap one damaged count in a large file could demand gigabytes; the largest
-    /// real arrays (vocabularies, merges) are under a million.
-    public static let maximumArrayLength = 1 << 24
+    /// Most elements a metadata array may have: sixteen times the largest vocabulary in use
+    /// (262,144). Each element takes 24 bytes in memory, and counts are otherwise bounded only
+    /// by the file size, so without a cap one damaged count in a large model could make the
+    /// reader build gigabytes of values out of tensor data before it noticed.
+    public static let maximumArrayLength = 1 << 22
     /// Capacity reserved up front for counts read from the file; beyond it, storage grows
     /// only as elements are actually read, so a count that lies costs nothing.
     static let maximumReservation = 1 << 16

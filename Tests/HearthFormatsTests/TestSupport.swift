@@ -52,3 +52,39 @@ struct SplitMix64: RandomNumberGenerator {
 func randomBytes(_ count: Int, using generator: inout SplitMix64) -> [UInt8] {
     (0..<count).map { _ in UInt8.random(in: 0 ... .max, using: &generator) }
 }
+
+extension Array where Element == UInt8 {
+    /// Appends an integer in little-endian order, for hand-made files.
+    mutating func append<T: FixedWidthInteger>(littleEndian value: T) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+
+    /// Appends a GGUF string: its byte count as a UInt64, then its UTF-8.
+    mutating func append(ggufString string: String) {
+        append(littleEndian: UInt64(string.utf8.count))
+        append(contentsOf: string.utf8)
+    }
+
+    /// Overwrites bytes at `offset` with `value` in little-endian order.
+    mutating func patch<T: FixedWidthInteger>(_ offset: Int, _ value: T) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { replaceSubrange(offset..<offset + $0.count, with: $0) }
+    }
+
+    /// Where `needle` first occurs.
+    func offset(of needle: [UInt8], from start: Int = 0) -> Int? {
+        guard needle.count <= count else { return nil }
+        var i = start
+        while i <= count - needle.count {
+            if self[i] == needle[0], self[i..<i + needle.count].elementsEqual(needle) { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    /// Where the GGUF string `string` (its length, then its bytes) first occurs.
+    func offset(ofGGUFString string: String) -> Int? {
+        var encoded: [UInt8] = []
+        encoded.append(ggufString: string)
+        return offset(of: encoded)
+    }
+}
