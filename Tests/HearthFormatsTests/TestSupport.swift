@@ -1,5 +1,10 @@
 import Foundation
 import HearthFormats
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The real models the tests read, fetched into `models/` by `scripts/fetch-models`.
 enum TestModels {
@@ -87,4 +92,71 @@ extension Array where Element == UInt8 {
         encoded.append(ggufString: string)
         return offset(of: encoded)
     }
+}
+
+/// A temporary copy of a real model's first `prefix` bytes followed by a sparse hole as long
+/// as the rest of it: the header is the real one and the file has the real size, yet making
+/// one costs no more than writing the header.
+final class SparseCopy {
+    let directory: TemporaryDirectory
+    let url: URL
+    let handle: FileHandle
+    /// The real bytes kept.
+    let prefix: [UInt8]
+    let fileSize: Int
+
+    init(of original: MappedFile, keeping count: Int) throws {
+        prefix = Array(original.bytes[0..<count])
+        fileSize = original.size
+        directory = try TemporaryDirectory()
+        url = directory.file("copy")
+        try Data(prefix).write(to: url)
+        handle = try FileHandle(forWritingTo: url)
+        try handle.truncate(atOffset: UInt64(fileSize))
+    }
+
+    deinit { try? handle.close() }
+
+    func overwrite(_ offset: Int, with byte: UInt8) throws {
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: [byte])
+    }
+
+    func truncate(to length: Int) throws {
+        try handle.truncate(atOffset: UInt64(length))
+    }
+
+    /// "parsed", the message of the HearthError `open` threw, or a description of anything else.
+    func outcome(_ open: (URL) throws -> Void) -> String {
+        do {
+            try open(url)
+            return "parsed"
+        } catch let error as HearthError {
+            return error.message
+        } catch {
+            return "not a HearthError: \(error)"
+        }
+    }
+}
+
+/// One random change to a byte: a flipped bit mostly, else a random byte, 0xFF or 0.
+func damaged(_ byte: UInt8, using random: inout SplitMix64) -> UInt8 {
+    switch Int.random(in: 0..<10, using: &random) {
+    case 0..<5: return byte ^ (1 << UInt8.random(in: 0..<8, using: &random))
+    case 5..<8: return UInt8.random(in: 0 ... .max, using: &random)
+    case 8: return 0xFF
+    default: return 0
+    }
+}
+
+/// The largest resident size this process has reached, in bytes.
+func peakResidentBytes() -> Int {
+    var usage = rusage()
+    #if os(Linux)
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Int(usage.ru_maxrss) * 1024
+    #else
+    getrusage(RUSAGE_SELF, &usage)
+    return Int(usage.ru_maxrss)
+    #endif
 }
