@@ -87,6 +87,10 @@ public final class GGUFFile: Sendable {
         }
         let version = try reader.read(UInt32.self, "the version")
         guard version == 2 || version == 3 else {
+            // The magic reads the same either way round; only the version gives a big-endian file away.
+            if version.byteSwapped == 2 || version.byteSwapped == 3 {
+                throw HearthError.unsupportedModel(reason: "\(mapping.path) is a big-endian GGUF file; Hearth reads little-endian ones")
+            }
             throw reader.invalid("GGUF version \(version) is not supported (only 2 and 3)")
         }
         self.version = version

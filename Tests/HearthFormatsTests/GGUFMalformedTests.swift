@@ -58,6 +58,13 @@ func ggufRejection(_ bytes: [UInt8]) -> String {
         #expect(ggufRejection(bytes).contains("GGUF version \(version) is not supported"))
     }
 
+    @Test func bigEndianIsNamed() throws {
+        var bytes = try Self.tiny()
+        bytes.patch(4, UInt32(3).byteSwapped)
+        let error = #expect(throws: HearthError.self) { try GGUFFile(bytes: bytes) }
+        #expect(error == .unsupportedModel(reason: "<memory> is a big-endian GGUF file; Hearth reads little-endian ones"))
+    }
+
     @Test func version2IsRead() throws {
         var bytes = try Self.tiny()
         bytes.patch(4, UInt32(2))

@@ -216,3 +216,46 @@ import Testing
         #expect(copy.mapping.bytes.elementsEqual(original.mapping.bytes))
     }
 }
+
+/// The way engine tests build a tiny random llama model: a few metadata entries, a
+/// vocabulary, and weights as floats or quantized bytes.
+@Test func buildsATinyLlama() throws {
+    var random = SplitMix64(seed: 7)
+    func weights(_ count: Int) -> [Float] { (0..<count).map { _ in Float.random(in: -0.1...0.1, using: &random) } }
+    let (embedding, layers, vocabulary, feedForward) = (64, 2, 8, 128)
+
+    var writer = GGUFWriter()
+    writer.add("general.architecture", .string("llama"))
+    writer.add("general.name", .string("tiny random llama"))
+    writer.add("llama.context_length", .uint32(256))
+    writer.add("llama.block_count", .uint32(UInt32(layers)))
+    writer.add("llama.embedding_length", .uint32(UInt32(embedding)))
+    writer.add("llama.feed_forward_length", .uint32(UInt32(feedForward)))
+    writer.add("llama.attention.head_count", .uint32(4))
+    writer.add("llama.attention.head_count_kv", .uint32(2))
+    writer.add("llama.rope.freq_base", .float32(10_000))
+    writer.add("llama.attention.layer_norm_rms_epsilon", .float32(1e-5))
+    writer.add("tokenizer.ggml.model", .string("gpt2"))
+    writer.add("tokenizer.ggml.tokens", strings: (0..<vocabulary).map { "t\($0)" })
+    writer.add("tokenizer.ggml.token_type", int32s: Array(repeating: 1, count: vocabulary))
+    writer.add("tokenizer.ggml.merges", strings: [])
+    writer.addTensor(name: "token_embd.weight", dimensions: [embedding, vocabulary], floats: weights(embedding * vocabulary))
+    for layer in 0..<layers {
+        writer.addTensor(name: "blk.\(layer).attn_norm.weight", dimensions: [embedding], floats: weights(embedding))
+        let q8 = GGMLType.q8_0.byteCount(elements: embedding * embedding)!
+        writer.addTensor(name: "blk.\(layer).attn_q.weight", dimensions: [embedding, embedding], type: .q8_0,
+                         data: randomBytes(q8, using: &random))
+        writer.addTensor(name: "blk.\(layer).ffn_up.weight", dimensions: [embedding, feedForward], floats: weights(embedding * feedForward))
+    }
+    writer.addTensor(name: "output_norm.weight", dimensions: [embedding], floats: weights(embedding))
+
+    let file = try GGUFFile(bytes: writer.data())
+    let summary = ModelSummary(file)
+    #expect(summary.blockCount == 2)
+    #expect(summary.headDimension == 16)
+    #expect(summary.kvHeadCount == 2)
+    #expect(summary.vocabularySize == 8)
+    #expect(summary.tensorCount == 8)
+    #expect(file.arrayElementKind("tokenizer.ggml.merges") == .string)
+    #expect(file.tensorInfo(named: "blk.1.attn_q.weight")?.rowBytes == 2 * 34)
+}
