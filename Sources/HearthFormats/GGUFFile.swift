@@ -45,9 +45,18 @@ public final class GGUFFile: Sendable {
     public let mapping: MappedFile
 
     private let tensorIndex: [String: Int]
+    private let arrayElementKinds: [String: GGUFValue.Kind]
 
     /// Most nested a metadata array may be; real files use one level.
-    static let maximumArrayDepth = 4
+    public static let maximumArrayDepth = 4
+    /// Most elements a metadata array may have: sixteen times the largest vocabulary in use
+    /// (262,144). Each element takes 24 bytes in memory, and counts are otherwise bounded only
+    /// by the file size, so without a cap one damaged count in a large model could make the
+    /// reader build gigabytes of values out of tensor data before it noticed.
+    public static let maximumArrayLength = 1 << 22
+    /// Capacity reserved up front for counts read from the file; beyond it, storage grows
+    /// only as elements are actually read, so a count that lies costs nothing.
+    static let maximumReservation = 1 << 16
     /// Most dimensions a tensor may have, as in GGML.
     static let maximumDimensions = 4
 
@@ -61,6 +70,12 @@ public final class GGUFFile: Sendable {
         try self.init(mapping: MappedFile(path: path))
     }
 
+    /// Reads a GGUF file held in memory, such as one `GGUFWriter.data()` built; `path` names it
+    /// in errors.
+    public convenience init(bytes: [UInt8], path: String = "<memory>") throws {
+        try self.init(mapping: MappedFile(bytes: bytes, path: path))
+    }
+
     /// Reads the GGUF header of an already mapped file.
     public init(mapping: MappedFile) throws {
         self.mapping = mapping
@@ -72,6 +87,10 @@ public final class GGUFFile: Sendable {
         }
         let version = try reader.read(UInt32.self, "the version")
         guard version == 2 || version == 3 else {
+            // The magic reads the same either way round; only the version gives a big-endian file away.
+            if version.byteSwapped == 2 || version.byteSwapped == 3 {
+                throw HearthError.unsupportedModel(reason: "\(mapping.path) is a big-endian GGUF file; Hearth reads little-endian ones")
+            }
             throw reader.invalid("GGUF version \(version) is not supported (only 2 and 3)")
         }
         self.version = version
@@ -89,7 +108,8 @@ public final class GGUFFile: Sendable {
 
         var keys: [String] = []
         var metadata: [String: GGUFValue] = [:]
-        keys.reserveCapacity(Int(keyCount))
+        var elementKinds: [String: GGUFValue.Kind] = [:]
+        keys.reserveCapacity(min(Int(keyCount), Self.maximumReservation))
         for index in 0..<Int(keyCount) {
             let key = try reader.readString("metadata key \(index)")
             guard metadata[key] == nil else { throw reader.invalid("metadata key \(key) appears twice") }
@@ -97,11 +117,18 @@ public final class GGUFFile: Sendable {
             guard let kind = GGUFValue.Kind(rawValue: kindNumber) else {
                 throw reader.invalid("metadata \(key) has unknown value type \(kindNumber)")
             }
+            let valueStart = reader.offset
             metadata[key] = try Self.readValue(kind, key: key, depth: 0, from: &reader)
+            if kind == .array {
+                // readValue checked it; kept because an empty array's value cannot say it.
+                let number = UInt32(littleEndian: reader.bytes.loadUnaligned(fromByteOffset: valueStart, as: UInt32.self))
+                elementKinds[key] = GGUFValue.Kind(rawValue: number)
+            }
             keys.append(key)
         }
         self.metadataKeys = keys
         self.metadata = metadata
+        self.arrayElementKinds = elementKinds
 
         let alignment: Int
         if let value = metadata["general.alignment"] {
@@ -116,7 +143,7 @@ public final class GGUFFile: Sendable {
 
         var infos: [GGUFTensorInfo] = []
         var index: [String: Int] = [:]
-        infos.reserveCapacity(Int(tensorCount))
+        infos.reserveCapacity(min(Int(tensorCount), Self.maximumReservation))
         for number in 0..<Int(tensorCount) {
             let name = try reader.readString("the name of tensor \(number)")
             guard index[name] == nil else { throw reader.invalid("tensor \(name) appears twice") }
@@ -140,8 +167,11 @@ public final class GGUFFile: Sendable {
             guard let type = GGMLType(rawValue: typeNumber) else {
                 throw reader.invalid("tensor \(name) has unknown type \(typeNumber)")
             }
-            guard dimensions[0] % type.blockSize == 0, let bytes = type.byteCount(elements: elements) else {
+            guard dimensions[0] % type.blockSize == 0 else {
                 throw reader.invalid("tensor \(name) has rows of \(dimensions[0]) elements, not a whole number of \(type.name) blocks")
+            }
+            guard let bytes = type.byteCount(elements: elements) else {
+                throw reader.invalid("tensor \(name) has too many elements")
             }
             let offset = try reader.read(UInt64.self, "the offset of \(name)")
             guard offset <= UInt64(mapping.size), offset % UInt64(alignment) == 0 else {
@@ -195,8 +225,11 @@ public final class GGUFFile: Sendable {
             guard count <= UInt64(reader.remaining / elementKind.minimumSize) else {
                 throw reader.invalid("metadata \(key) claims \(count) elements, more than the file could hold")
             }
+            guard count <= UInt64(maximumArrayLength) else {
+                throw reader.invalid("metadata \(key) claims \(count) elements, more than the \(maximumArrayLength) allowed")
+            }
             var values: [GGUFValue] = []
-            values.reserveCapacity(Int(count))
+            values.reserveCapacity(min(Int(count), maximumReservation))
             for _ in 0..<Int(count) {
                 values.append(try readValue(elementKind, key: key, depth: depth + 1, from: &reader))
             }
@@ -240,6 +273,9 @@ public final class GGUFFile: Sendable {
     public func bool(_ key: String) -> Bool? { metadata[key]?.boolValue }
     /// An array value.
     public func array(_ key: String) -> [GGUFValue]? { metadata[key]?.arrayValue }
+    /// The element kind of the array stored under `key`, which an empty array's value cannot
+    /// tell; nil when `key` is missing or not an array.
+    public func arrayElementKind(_ key: String) -> GGUFValue.Kind? { arrayElementKinds[key] }
     /// An array of strings; nil when missing or when an element is not a string.
     public func stringArray(_ key: String) -> [String]? {
         guard let values = array(key) else { return nil }

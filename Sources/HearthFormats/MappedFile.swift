@@ -46,6 +46,31 @@ public final class MappedFile: @unchecked Sendable {
         base = UnsafeRawPointer(mapped)
     }
 
+    /// Copies `bytes` into a private anonymous mapping, so that a file built in memory (by
+    /// `GGUFWriter`, in tests) is read exactly as one from disk. `path` names it in errors.
+    public init(bytes: [UInt8], path: String = "<memory>") throws {
+        self.path = path
+        let size = bytes.count
+        self.size = size
+        if size == 0 {
+            base = nil
+            return
+        }
+        #if canImport(Darwin)
+        let flags = MAP_PRIVATE | MAP_ANON
+        #else
+        let flags = MAP_PRIVATE | MAP_ANONYMOUS
+        #endif
+        let mapped = mmap(nil, size, PROT_READ | PROT_WRITE, flags, -1, 0)
+        guard let mapped, mapped != MAP_FAILED else {
+            throw HearthError.resourceUnavailable("Cannot map \(size) bytes for \(path): \(String(cString: strerror(errno)))")
+        }
+        bytes.withUnsafeBytes { mapped.copyMemory(from: $0.baseAddress!, byteCount: size) }
+        // Read-only like a file mapping, so a stray write through a tensor view faults here too.
+        mprotect(mapped, size, PROT_READ)
+        base = UnsafeRawPointer(mapped)
+    }
+
     deinit {
         if let base { munmap(UnsafeMutableRawPointer(mutating: base), size) }
     }

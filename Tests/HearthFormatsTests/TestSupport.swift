@@ -1,0 +1,162 @@
+import Foundation
+import HearthFormats
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The real models the tests read, fetched into `models/` by `scripts/fetch-models`.
+enum TestModels {
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static var smolLM2: URL { get throws { try model("SmolLM2-135M-Instruct.Q4_1.gguf") } }
+    static var gemma3: URL { get throws { try model("gemma-3-270m-q4_k_m.gguf") } }
+    static var miniLM: URL { get throws { try model("all-MiniLM-L6-v2/model.safetensors") } }
+
+    static func model(_ relativePath: String) throws -> URL {
+        let url = packageRoot.appendingPathComponent("models").appendingPathComponent(relativePath)
+        guard FileManager.default.fileExists(atPath: url.path) else { throw MissingModel(path: url.path) }
+        return url
+    }
+}
+
+struct MissingModel: Error, CustomStringConvertible {
+    let path: String
+    var description: String { "\(path) is missing: run scripts/fetch-models to download the test models" }
+}
+
+/// A directory under the system temporary directory, removed when the test is done with it.
+final class TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-formats-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// A small deterministic generator, so that random tests fail the same way every run.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+func randomBytes(_ count: Int, using generator: inout SplitMix64) -> [UInt8] {
+    (0..<count).map { _ in UInt8.random(in: 0 ... .max, using: &generator) }
+}
+
+extension Array where Element == UInt8 {
+    /// Appends an integer in little-endian order, for hand-made files.
+    mutating func append<T: FixedWidthInteger>(littleEndian value: T) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+
+    /// Appends a GGUF string: its byte count as a UInt64, then its UTF-8.
+    mutating func append(ggufString string: String) {
+        append(littleEndian: UInt64(string.utf8.count))
+        append(contentsOf: string.utf8)
+    }
+
+    /// Overwrites bytes at `offset` with `value` in little-endian order.
+    mutating func patch<T: FixedWidthInteger>(_ offset: Int, _ value: T) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { replaceSubrange(offset..<offset + $0.count, with: $0) }
+    }
+
+    /// Where `needle` first occurs.
+    func offset(of needle: [UInt8], from start: Int = 0) -> Int? {
+        guard needle.count <= count else { return nil }
+        var i = start
+        while i <= count - needle.count {
+            if self[i] == needle[0], self[i..<i + needle.count].elementsEqual(needle) { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    /// Where the GGUF string `string` (its length, then its bytes) first occurs.
+    func offset(ofGGUFString string: String) -> Int? {
+        var encoded: [UInt8] = []
+        encoded.append(ggufString: string)
+        return offset(of: encoded)
+    }
+}
+
+/// A temporary copy of a real model's first `prefix` bytes followed by a sparse hole as long
+/// as the rest of it: the header is the real one and the file has the real size, yet making
+/// one costs no more than writing the header.
+final class SparseCopy {
+    let directory: TemporaryDirectory
+    let url: URL
+    let handle: FileHandle
+    /// The real bytes kept.
+    let prefix: [UInt8]
+    let fileSize: Int
+
+    init(of original: MappedFile, keeping count: Int) throws {
+        prefix = Array(original.bytes[0..<count])
+        fileSize = original.size
+        directory = try TemporaryDirectory()
+        url = directory.file("copy")
+        try Data(prefix).write(to: url)
+        handle = try FileHandle(forWritingTo: url)
+        try handle.truncate(atOffset: UInt64(fileSize))
+    }
+
+    deinit { try? handle.close() }
+
+    func overwrite(_ offset: Int, with byte: UInt8) throws {
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: [byte])
+    }
+
+    func truncate(to length: Int) throws {
+        try handle.truncate(atOffset: UInt64(length))
+    }
+
+    /// "parsed", the message of the HearthError `open` threw, or a description of anything else.
+    func outcome(_ open: (URL) throws -> Void) -> String {
+        do {
+            try open(url)
+            return "parsed"
+        } catch let error as HearthError {
+            return error.message
+        } catch {
+            return "not a HearthError: \(error)"
+        }
+    }
+}
+
+/// One random change to a byte: a flipped bit mostly, else a random byte, 0xFF or 0.
+func damaged(_ byte: UInt8, using random: inout SplitMix64) -> UInt8 {
+    switch Int.random(in: 0..<10, using: &random) {
+    case 0..<5: return byte ^ (1 << UInt8.random(in: 0..<8, using: &random))
+    case 5..<8: return UInt8.random(in: 0 ... .max, using: &random)
+    case 8: return 0xFF
+    default: return 0
+    }
+}
+
+/// The largest resident size this process has reached, in bytes.
+func peakResidentBytes() -> Int {
+    var usage = rusage()
+    #if os(Linux)
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Int(usage.ru_maxrss) * 1024
+    #else
+    getrusage(RUSAGE_SELF, &usage)
+    return Int(usage.ru_maxrss)
+    #endif
+}
