@@ -30,7 +30,8 @@ public struct BPETokenizer: Tokenizer {
     init(tokens: [String], tokenTypes: [TokenType]?, merges mergeLines: [String],
          preTokenizer: BPEPreTokenizer, ignoresMerges: Bool, specialTokens: SpecialTokens, path: String) throws {
         var vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens,
-                                        extraCapacity: tokens.count / 4, path: path)
+                                        extraCapacity: tokens.count / 4,
+                                        extraBytes: 2 * mergeLines.reduce(0) { $0 + $1.utf8.count }, path: path)
         var texts = vocabulary.texts
         vocabulary.texts = ByteStringTable(expectedCount: 0)  // keep `texts` unshared, so appends do not copy it
         var table = MergeTable(capacityFor: mergeLines.count)
