@@ -30,7 +30,8 @@ public struct BPETokenizer: Tokenizer {
     init(tokens: [String], tokenTypes: [TokenType]?, merges mergeLines: [String],
          preTokenizer: BPEPreTokenizer, ignoresMerges: Bool, specialTokens: SpecialTokens, path: String) throws {
         var vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens,
-                                        extraCapacity: tokens.count / 4, path: path)
+                                        extraCapacity: tokens.count / 4,
+                                        extraBytes: 2 * mergeLines.reduce(0) { $0 + $1.utf8.count }, path: path)
         var texts = vocabulary.texts
         vocabulary.texts = ByteStringTable(expectedCount: 0)  // keep `texts` unshared, so appends do not copy it
         var table = MergeTable(capacityFor: mergeLines.count)
@@ -186,7 +187,7 @@ public struct BPETokenizer: Tokenizer {
             for index in Int(symbol.start)..<Int(symbol.start + symbol.length) {
                 let byte = word[index]
                 guard (0x21...0x7E).contains(byte) else { continue }
-                if let id = withUnsafeBytes(of: byte, { vocabulary.token(for: $0.bindMemory(to: UInt8.self)) }) {
+                if let id = [byte].withUnsafeBufferPointer({ vocabulary.token(for: $0) }) {
                     output.append(id)
                 }
             }
@@ -194,20 +195,25 @@ public struct BPETokenizer: Tokenizer {
     }
 
     public func tokenBytes(_ token: Int32) -> [UInt8] {
-        guard let type = vocabulary.type(of: token) else { return [] }
+        var bytes: [UInt8] = []
+        appendBytes(of: token, to: &bytes)
+        return bytes
+    }
+
+    private func appendBytes(of token: Int32, to bytes: inout [UInt8]) {
+        guard let type = vocabulary.type(of: token) else { return }
         let text = vocabulary.text(of: token)
         if type == .normal {
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(text.count)
             ByteLevelEncoding.decode(text, into: &bytes)
-            return bytes
+        } else {
+            bytes.append(contentsOf: text)
         }
-        return Array(text)
     }
 
     public func decode(_ tokens: [Int32]) -> String {
         var bytes: [UInt8] = []
-        for token in tokens { bytes.append(contentsOf: tokenBytes(token)) }
+        bytes.reserveCapacity(tokens.count * 4)
+        for token in tokens { appendBytes(of: token, to: &bytes) }
         return String(decoding: bytes, as: UTF8.self)
     }
 }

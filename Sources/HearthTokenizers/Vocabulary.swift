@@ -38,9 +38,10 @@ struct Vocabulary: Sendable {
         (["<|file_sep|>"], true),
     ]
 
-    /// `extraCapacity` is room for strings a tokenizer adds to `texts` after the tokens.
+    /// `extraCapacity` and `extraBytes` are room for strings a tokenizer adds to `texts` after
+    /// the tokens.
     init(tokens: [String], types givenTypes: [TokenType]?, special given: SpecialTokens, extraCapacity: Int = 0,
-         path: String) throws {
+         extraBytes: Int = 0, path: String) throws {
         guard !tokens.isEmpty else {
             throw HearthError.invalidModelFile(path: path, reason: "the vocabulary (tokenizer.ggml.tokens) is empty")
         }
@@ -50,6 +51,11 @@ struct Vocabulary: Sendable {
         if let givenTypes, givenTypes.count != tokens.count {
             throw HearthError.invalidModelFile(
                 path: path, reason: "tokenizer.ggml.token_type has \(givenTypes.count) entries for \(tokens.count) tokens")
+        }
+        // Offsets into the text buffer are 32-bit; BPE adds up to twice its merges' text on top.
+        let textBytes = tokens.reduce(0) { $0 + $1.utf8.count } + extraBytes
+        guard textBytes < Int(Int32.max) else {
+            throw HearthError.invalidModelFile(path: path, reason: "the vocabulary's text takes \(textBytes) bytes, more than 2 GiB")
         }
         count = tokens.count
         func check(_ id: Int32?, _ name: String) throws {
@@ -72,15 +78,16 @@ struct Vocabulary: Sendable {
         }
 
         // llama.cpp renames empty tokens so that they never match text.
-        let named = tokens.contains(where: \.isEmpty) ? tokens.enumerated().map { $1.isEmpty ? "[EMPTY_\($0)]" : $1 } : tokens
+        let named = tokens.contains(where: \.isEmpty)
+            ? tokens.enumerated().map { $1.isEmpty ? "[EMPTY_\($0)]" : $1 }
+            : tokens
         let texts = ByteStringTable(named, extraCapacity: extraCapacity)
 
         var types = givenTypes ?? Array(repeating: .normal, count: tokens.count)
         var special = given
         var endOfGeneration = Set<Int32>()
         func id(of text: String) -> Int32? {
-            guard let entry = text.withUTF8Bytes({ texts.find($0) }) else { return nil }
-            return entry
+            text.withUTF8Bytes { texts.find($0) }
         }
         // Where llama.cpp looks tokens up by text, it walks a hash map and takes the first hit; the
         // lowest id is the deterministic choice for vocabularies that have several candidates.

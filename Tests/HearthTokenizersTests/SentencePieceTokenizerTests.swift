@@ -78,6 +78,14 @@ import HearthTokenizers
         #expect(tokenizer.encode("aé", addSpecial: false, parseSpecial: false) == [1, 0, 0])
     }
 
+    @Test func duplicateTokensResolveToTheLastAndEmptyTokensNeverMatch() throws {
+        // As llama.cpp's text-to-id map: a later token with the same text wins, and an empty
+        // token is renamed so that it matches no text.
+        let tokenizer = try SentencePieceTokenizer(tokens: ["a", "", "a", "b"], addSpacePrefix: false)
+        #expect(tokenizer.encode("ab", addSpecial: false, parseSpecial: false) == [2, 3])
+        #expect(tokenizer.token(forStoredText: "") == nil)
+    }
+
     @Test func inconsistentArraysAreAnInvalidModelFile() {
         expectHearthError(.invalidModelFile) {
             try SentencePieceTokenizer(tokens: ["a", "b"], scores: [0], addSpacePrefix: false)
