@@ -72,6 +72,9 @@ struct BenchCommand: ParsableCommand {
                 let model = try TransformerModel(path: model, threads: threadCount)
                 let state = try model.makeState(contextLength: promptTokens + generatedTokens + 1,
                                                 batchSize: max(promptTokens, 1))
+                // Load as a user sees it: map the file, build the tokenizer, evaluate one token.
+                try model.evaluate([model.tokenizer.bosToken ?? 0], state: state)
+                state.reset()
                 let loadSeconds = (ContinuousClock.now - loadStart).secondsValue
                 let name = describe(model)
                 let parameters = model.gguf.tensors.reduce(0) { $0 + $1.elementCount }
@@ -114,17 +117,24 @@ struct BenchCommand: ParsableCommand {
                         encoder.outputFormatting = [.sortedKeys]
                         print(String(decoding: try encoder.encode(row), as: UTF8.self))
                     } else {
-                        print(String(format: "| %-30@ | %10@ | %9.2f M | %7d | %5@ | %7.2f ± %6.2f |",
-                                     name, formatBytes(row.sizeBytes), Double(parameters) / 1e6, threadCount,
-                                     test, mean, row.standardDeviation))
+                        let speed = String(format: "%.2f ± %.2f", mean, row.standardDeviation)
+                        let params = String(format: "%.2f M", Double(parameters) / 1e6)
+                        print("| \(pad(name, 30)) | \(pad(formatBytes(row.sizeBytes), 10, right: true)) | "
+                              + "\(pad(params, 10, right: true)) | \(pad(String(threadCount), 7, right: true)) | "
+                              + "\(pad(test, 5, right: true)) | \(pad(speed, 16, right: true)) |")
                     }
                 }
                 if !json {
-                    printError(String(format: "threads %d: load %.1f ms, peak RSS %@ (model file %@)", threadCount,
+                    printError(String(format: "threads %d: load to first token %.1f ms, peak RSS %@ (model file %@)", threadCount,
                                       loadSeconds * 1000, formatBytes(peakResidentBytes()), formatBytes(model.gguf.fileSize)))
                 }
             }
         }
+    }
+
+    private func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+        let fill = String(repeating: " ", count: max(0, width - text.count))
+        return right ? fill + text : text + fill
     }
 
     private func describe(_ model: TransformerModel) -> String {
