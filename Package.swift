@@ -16,7 +16,8 @@ let package = Package(
         .target(name: "HearthFormats"),
         .target(name: "HearthKernels", dependencies: ["CHearthKernels", "HearthFormats"]),
         .target(name: "HearthTokenizers", dependencies: ["HearthFormats"]),
-        .target(name: "HearthEngine", dependencies: ["HearthFormats", "HearthKernels", "HearthTokenizers"]),
+        .target(name: "HearthTemplates", dependencies: ["HearthFormats"]),
+        .target(name: "HearthEngine", dependencies: ["HearthFormats", "HearthKernels", "HearthTokenizers", "HearthTemplates"]),
         .target(name: "Hearth", dependencies: ["HearthEngine"]),
         .executableTarget(
             name: "HearthCLI",
@@ -26,6 +27,7 @@ let package = Package(
         .testTarget(name: "HearthFormatsTests", dependencies: ["HearthFormats", "HearthTestSupport"]),
         .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels"]),
         .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
+        .testTarget(name: "HearthTemplatesTests", dependencies: ["HearthTemplates", "HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "Hearth", "HearthTestSupport"]),
     ]
 )
