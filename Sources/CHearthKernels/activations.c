@@ -162,3 +162,45 @@ void hk_softmax_f32(float *scores, int64_t n) {
     const float inv = (float)(1.0 / sum);
     for (int64_t t = 0; t < n; t++) scores[t] *= inv;
 }
+
+// ---- GELU -----------------------------------------------------------------------------------
+
+#include "hk_attention.h"
+#include <pthread.h>
+
+static uint16_t gelu_table[1 << 16];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+static float gelu_tanh(float x) {
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+    const float coef_a = 0.044715f;
+    return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + coef_a * x * x)));
+}
+
+static void build_gelu_table(void) {
+    for (uint32_t i = 0; i < (1u << 16); i++) {
+        const uint16_t h = (uint16_t)i;
+        float x;
+        hk_f16_to_f32_row(&h, &x, 1);
+        const float y = gelu_tanh(x);
+        hk_f32_to_f16_row(&y, &gelu_table[i], 1);
+    }
+}
+
+void hk_geglu_f32(const float *gate, const float *up, float *out, int64_t n) {
+    pthread_once(&gelu_once, build_gelu_table);
+    for (int64_t i = 0; i < n; i++) {
+        const float x = gate[i];
+        if (x <= -10.0f) {
+            out[i] = 0.0f;
+        } else if (x >= 10.0f) {
+            out[i] = x * up[i];
+        } else {
+            uint16_t h;
+            float g;
+            hk_f32_to_f16_row(&x, &h, 1);
+            hk_f16_to_f32_row(&gelu_table[h], &g, 1);
+            out[i] = g * up[i];
+        }
+    }
+}

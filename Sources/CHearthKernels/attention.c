@@ -241,8 +241,13 @@ void hk_f16_to_f32_row(const uint16_t *x, float *y, int64_t n) {
 void hk_attention_head_f16(const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
                            int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
                            float *scores, float *out) {
+    if (head_dim <= 0 || head_dim > 512) {
+        // Callers reject such models when loading; never touch memory for them.
+        for (int64_t i = 0; i < head_dim; i++) out[i] = NAN;
+        return;
+    }
 #ifdef HK_X86
-    if (hk_has_f16c_fma() && head_dim <= 512 && head_dim % 8 == 0) {
+    if (hk_has_f16c_fma() && head_dim % 8 == 0) {
         attention_avx(q, k, v, stride, n_pos, head_dim, scale, softcap, single, scores, out);
         return;
     }

@@ -43,10 +43,11 @@ struct BenchCommand: ParsableCommand {
 
     func validate() throws {
         _ = try threadCounts
-        guard promptTokens >= 0, generatedTokens >= 0, promptTokens + generatedTokens > 0 else {
-            throw ValidationError("-p and -n must not be negative, and one must be more than 0.")
+        guard (0...65_536).contains(promptTokens), (0...65_536).contains(generatedTokens),
+              promptTokens + generatedTokens > 0 else {
+            throw ValidationError("-p and -n must be between 0 and 65536, and one must be more than 0.")
         }
-        guard repetitions >= 1 else { throw ValidationError("--repetitions must be at least 1.") }
+        guard (1...1000).contains(repetitions) else { throw ValidationError("--repetitions must be between 1 and 1000.") }
     }
 
     struct Result: Codable {

@@ -68,7 +68,7 @@ public enum ChatFormat: Sendable, Equatable {
             for m in all { out += "<|im_start|>\(m.role.rawValue)\n\(m.content)<|im_end|>\n" }
             out += "<|im_start|>assistant\n"
         case .llama3:
-            out += "<|begin_of_text|>"
+            // BOS comes from the tokenizer (add_bos_token), not the text.
             for m in all {
                 out += "<|start_header_id|>\(m.role.rawValue)<|end_header_id|>\n\n\(m.content)<|eot_id|>"
             }

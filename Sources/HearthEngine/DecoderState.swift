@@ -48,9 +48,12 @@ final class KVCache: @unchecked Sendable {
 }
 
 /// What one sequence needs while it runs: its KV cache, its position, and scratch buffers sized
-/// for the largest batch of tokens evaluated at once.
-public final class DecoderState: @unchecked Sendable {
+/// for the largest batch of tokens evaluated at once. A state belongs to the model that made it
+/// and to one task at a time.
+public final class DecoderState {
     let configuration: ModelConfiguration
+    /// The model that made this state; its scratch is sized for that model's threads.
+    let owner: ObjectIdentifier
     let cache: KVCache
     /// Largest number of tokens evaluated in one forward pass.
     let batchCapacity: Int
@@ -72,8 +75,9 @@ public final class DecoderState: @unchecked Sendable {
     let attentionQuantized: QuantizedActivations
     let hiddenQuantized: QuantizedActivations
 
-    init(configuration c: ModelConfiguration, contextLength: Int, batchCapacity: Int, threads: Int) {
+    init(configuration c: ModelConfiguration, owner: ObjectIdentifier, contextLength: Int, batchCapacity: Int, threads: Int) {
         configuration = c
+        self.owner = owner
         self.batchCapacity = batchCapacity
         cache = KVCache(layers: c.blockCount, width: c.kvWidth, capacity: contextLength)
         residual = FloatBuffer(batchCapacity * c.embeddingLength)
@@ -96,6 +100,4 @@ public final class DecoderState: @unchecked Sendable {
     /// Forgets every position, so the next evaluation starts a new sequence.
     public func reset() { position = 0 }
 
-    /// Keeps the first `count` positions and forgets the rest.
-    public func truncate(to count: Int) { position = min(position, max(0, count)) }
 }

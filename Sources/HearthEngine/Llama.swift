@@ -26,6 +26,7 @@ final class Llama: DecoderArchitecture {
     let output: WeightMatrix                // (vocab, dim)
 
     init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
+        try Self.checkSupported(gguf)
         configuration = c
         let dim = c.embeddingLength
         tokenEmbedding = try WeightMatrix(gguf, "token_embd.weight", rows: c.vocabularySize, columns: dim)
@@ -47,6 +48,23 @@ final class Llama: DecoderArchitecture {
             output = try WeightMatrix(gguf, "output.weight", rows: c.vocabularySize, columns: dim)
         } else {
             output = tokenEmbedding
+        }
+    }
+
+    /// Refuses llama-architecture files that need more than this file implements, rather than
+    /// running them wrongly.
+    static func checkSupported(_ gguf: GGUFFile) throws {
+        if let experts = gguf.int("llama.expert_count"), experts > 0 {
+            throw HearthError.unsupportedModel(reason: "mixture-of-experts llama models (\(experts) experts)")
+        }
+        if gguf.tensorInfo(named: "rope_freqs.weight") != nil {
+            throw HearthError.unsupportedModel(reason: "llama models with RoPE frequency factors (Llama 3.1 and later)")
+        }
+        if let scaling = gguf.string("llama.rope.scaling.type"), scaling != "none" {
+            throw HearthError.unsupportedModel(reason: "llama models with \(scaling) RoPE scaling")
+        }
+        if gguf.tensorInfo(named: "blk.0.attn_q.bias") != nil {
+            throw HearthError.unsupportedModel(reason: "llama models with attention biases")
         }
     }
 
@@ -82,7 +100,7 @@ final class Llama: DecoderArchitecture {
             }
             s.cache.store(layer: layer, position: start, count: n, keys: s.qkv.pointer + c.queryWidth,
                           values: s.qkv.pointer + c.queryWidth + c.kvWidth, rowStride: qkvWidth)
-            attend(layer: layer, tokens: n, state: s, pool: pool)
+            s.attend(layer: layer, tokens: n, pool: pool, scale: 1 / Float(c.headDimension).squareRoot())
 
             s.attentionQuantized.quantize(s.attention.pointer, rows: n, for: [block.output.kernel], pool: pool)
             pool.multiply([block.output], by: s.attentionQuantized, columns: n, output: s.projected.pointer, outputStride: dim)
@@ -110,33 +128,6 @@ final class Llama: DecoderArchitecture {
         s.normedQuantized.quantize(s.normed.pointer, rows: 1, for: [output.kernel], pool: pool)
         pool.multiply([output], by: s.normedQuantized, columns: 1, output: s.logits.pointer, outputStride: c.vocabularySize)
         s.position = start + n
-    }
-
-    /// Causal attention of the `n` new tokens over the cache, one (token, head) pair per task.
-    private func attend(layer: Int, tokens n: Int, state s: DecoderState, pool: WorkerPool) {
-        let c = configuration
-        let start = s.position
-        let group = c.headCount / c.kvHeadCount
-        let qkvWidth = c.queryWidth + 2 * c.kvWidth
-        let scale = 1 / Float(c.headDimension).squareRoot()
-        let capacity = s.contextLength
-        // llama.cpp sums attention in a different order for a single token than for a batch.
-        let single: Int32 = n == 1 ? 1 : 0
-        pool.run { thread in
-            let range = WorkerPool.chunk(n * c.headCount, part: thread, of: pool.threadCount)
-            let scores = s.scores.pointer + thread * capacity
-            for task in range {
-                let i = task / c.headCount, head = task % c.headCount
-                let kvHead = head / group
-                let q = s.qkv.pointer + i * qkvWidth + head * c.headDimension
-                let keys = s.cache.keys(layer: layer, position: 0) + kvHead * c.headDimension
-                let values = s.cache.values(layer: layer, position: 0) + kvHead * c.headDimension
-                let out = s.attention.pointer + i * c.queryWidth + head * c.headDimension
-                let positions = Int64(start + i + 1)
-                hk_attention_head_f16(q, keys, values, Int64(c.kvWidth), positions, Int64(c.headDimension),
-                                      scale, 0, single, scores, out)
-            }
-        }
     }
 }
 

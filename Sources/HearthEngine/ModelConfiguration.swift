@@ -54,6 +54,22 @@ public struct ModelConfiguration: Sendable, Equatable {
         vocabularySize = gguf.int("\(architecture).vocab_size")
             ?? gguf.array("tokenizer.ggml.tokens")?.count ?? 0
 
+        let path = gguf.mapping.path
+        func bounded(_ value: Int, _ key: String, _ range: ClosedRange<Int>) throws {
+            guard range.contains(value) else {
+                throw HearthError.invalidModelFile(path: path, reason: "\(architecture).\(key) is \(value), outside \(range.lowerBound)...\(range.upperBound)")
+            }
+        }
+        try bounded(contextLength, "context_length", 1...(1 << 24))
+        try bounded(vocabularySize, "vocab_size", 1...(1 << 24))
+        try bounded(kvHeadCount, "attention.head_count_kv", 1...headCount)
+        guard normEpsilon.isFinite, normEpsilon > 0, ropeBase.isFinite, ropeBase > 0 else {
+            throw HearthError.invalidModelFile(path: path, reason: "the norm epsilon (\(normEpsilon)) and RoPE base (\(ropeBase)) must be positive numbers")
+        }
+        // The attention kernels keep one head on the stack.
+        guard (1...Self.maximumHeadDimension).contains(headDimension) else {
+            throw HearthError.unsupportedModel(reason: "head size \(headDimension) (at most \(Self.maximumHeadDimension))")
+        }
         guard kvHeadCount > 0, headCount % kvHeadCount == 0 else {
             throw HearthError.invalidModelFile(path: gguf.mapping.path,
                                                reason: "\(headCount) query heads cannot be grouped over \(kvHeadCount) key/value heads")
@@ -67,6 +83,9 @@ public struct ModelConfiguration: Sendable, Equatable {
             throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "the vocabulary size is unknown")
         }
     }
+
+    /// Largest attention head the engine runs.
+    public static let maximumHeadDimension = 512
 
     /// Width of the key (and value) vectors of one position: `kvHeadCount * headDimension`.
     public var kvWidth: Int { kvHeadCount * headDimension }

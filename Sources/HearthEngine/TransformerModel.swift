@@ -26,7 +26,7 @@ public final class TransformerModel: Sendable {
     let architecture: any DecoderArchitecture
 
     /// Architectures this engine runs.
-    public static let supportedArchitectures = ["llama"]
+    public static let supportedArchitectures = ["llama", "gemma3"]
 
     /// Maps the GGUF file at `path` and prepares it to run on `threads` threads
     /// (default: one per core).
@@ -37,6 +37,8 @@ public final class TransformerModel: Sendable {
         switch configuration.architecture {
         case "llama":
             architecture = try Llama(gguf: gguf, configuration: configuration)
+        case "gemma3":
+            architecture = try Gemma3(gguf: gguf, configuration: configuration)
         default:
             throw HearthError.unsupportedModel(
                 reason: "architecture \(configuration.architecture) (supported: \(Self.supportedArchitectures.joined(separator: ", ")))")
@@ -61,7 +63,7 @@ public final class TransformerModel: Sendable {
                 "Context length must be between 1 and the model's \(configuration.contextLength), got \(length).")
         }
         guard batchSize >= 1 else { throw HearthError.invalidArgument("Batch size must be at least 1.") }
-        return DecoderState(configuration: configuration, contextLength: length,
+        return DecoderState(configuration: configuration, owner: ObjectIdentifier(self), contextLength: length,
                             batchCapacity: min(batchSize, length), threads: pool.threadCount)
     }
 
@@ -70,7 +72,7 @@ public final class TransformerModel: Sendable {
     @discardableResult
     public func evaluate(_ tokens: [Int32], state: DecoderState) throws -> UnsafeBufferPointer<Float> {
         guard !tokens.isEmpty else { throw HearthError.invalidArgument("Nothing to evaluate: the token list is empty.") }
-        guard state.configuration == configuration else {
+        guard state.owner == ObjectIdentifier(self) else {
             throw HearthError.invalidArgument("This state belongs to a different model.")
         }
         let needed = state.position + tokens.count

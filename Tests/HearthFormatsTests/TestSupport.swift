@@ -1,5 +1,6 @@
 import Foundation
 import HearthFormats
+import HearthTestSupport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -8,50 +9,9 @@ import Darwin
 
 /// The real models the tests read, fetched into `models/` by `scripts/fetch-models`.
 enum TestModels {
-    static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    static var smolLM2: URL { get throws { try model("SmolLM2-135M-Instruct.Q4_1.gguf") } }
-    static var gemma3: URL { get throws { try model("gemma-3-270m-q4_k_m.gguf") } }
-    static var miniLM: URL { get throws { try model("all-MiniLM-L6-v2/model.safetensors") } }
-
-    static func model(_ relativePath: String) throws -> URL {
-        let url = packageRoot.appendingPathComponent("models").appendingPathComponent(relativePath)
-        guard FileManager.default.fileExists(atPath: url.path) else { throw MissingModel(path: url.path) }
-        return url
-    }
-}
-
-struct MissingModel: Error, CustomStringConvertible {
-    let path: String
-    var description: String { "\(path) is missing: run scripts/fetch-models to download the test models" }
-}
-
-/// A directory under the system temporary directory, removed when the test is done with it.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-formats-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
-
-/// A small deterministic generator, so that random tests fail the same way every run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    static var smolLM2: URL { get throws { try TestFiles.modelURL(TestFiles.smolLM2) } }
+    static var gemma3: URL { get throws { try TestFiles.modelURL(TestFiles.gemma3) } }
+    static var miniLM: URL { get throws { try TestFiles.modelURL("all-MiniLM-L6-v2/model.safetensors") } }
 }
 
 func randomBytes(_ count: Int, using generator: inout SplitMix64) -> [UInt8] {

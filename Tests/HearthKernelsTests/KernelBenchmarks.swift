@@ -1,3 +1,4 @@
+import HearthTestSupport
 import Foundation
 import HearthFormats
 import HearthKernels

@@ -1,3 +1,4 @@
+import HearthTestSupport
 import HearthFormats
 import HearthKernels
 import Testing

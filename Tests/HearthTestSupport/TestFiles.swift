@@ -38,3 +38,45 @@ public enum TestFiles {
         throw Missing(description: "Reference file \(name) is missing: expected it in ../shared/references beside the package.")
     }
 }
+
+extension TestFiles {
+    /// The URL of a model in models/, or an error naming scripts/fetch-models.
+    public static func modelURL(_ name: String) throws -> URL {
+        URL(fileURLWithPath: try model(name))
+    }
+}
+
+/// A small deterministic generator (Steele, Lea and Flood's SplitMix64), so that random tests
+/// fail the same way on every run.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    /// A generator whose sequence is fixed by `seed`.
+    public init(seed: UInt64) { state = seed }
+
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A directory under the system temporary directory, removed when the test is done with it.
+public final class TemporaryDirectory {
+    /// The directory.
+    public let url: URL
+
+    /// Creates an empty directory.
+    public init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// A path inside the directory.
+    public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import HearthTestSupport
 import HearthFormats
 import Testing
 import HearthTokenizers
@@ -51,8 +52,7 @@ import HearthTokenizers
     }
 
     static func tokenizer(for suite: Suite) throws -> any Tokenizer {
-        let url = Fixtures.models.appendingPathComponent(suite.model)
-        guard FileManager.default.fileExists(atPath: url.path) else { throw Fixtures.MissingModel(path: url.path) }
+        let url = try TestFiles.modelURL(suite.model)
         let gguf = try GGUFFile(contentsOf: url)
         var metadata = gguf.metadata
         for (key, value) in suite.metadata { metadata[key] = value.gguf }

@@ -1,4 +1,5 @@
 import Foundation
+import HearthTestSupport
 import HearthFormats
 import Testing
 import HearthTokenizers
@@ -94,8 +95,7 @@ import HearthTokenizers
     let clock = ContinuousClock()
     for (name, file) in [("SmolLM2 (BPE, 49,152 tokens, 48,900 merges)", Fixtures.smolLM2File),
                          ("Gemma 3 (SentencePiece, 262,144 tokens)", Fixtures.gemma3File)] {
-        let url = Fixtures.models.appendingPathComponent(file)
-        guard FileManager.default.fileExists(atPath: url.path) else { throw Fixtures.MissingModel(path: url.path) }
+        let url = try TestFiles.modelURL(file)
         let gguf = try GGUFFile(contentsOf: url)
         var best = Duration.seconds(1000)
         for _ in 0..<5 {

@@ -21,3 +21,17 @@ void hk_softmax_f32(float *scores, int64_t n);
 #ifdef __cplusplus
 }
 #endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// out[i] = gelu(gate[i]) * up[i] with the tanh approximation of GELU, looked up in a table over
+/// every half-precision input (as llama.cpp's CPU backend does): the gate is rounded to half
+/// precision, its GELU read from the table as a half, and inputs at or beyond ±10 pass through
+/// (gelu(x) = x) or give 0.
+void hk_geglu_f32(const float *gate, const float *up, float *out, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
