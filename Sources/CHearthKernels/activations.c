@@ -174,7 +174,8 @@ static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
 static float gelu_tanh(float x) {
     const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
     const float coef_a = 0.044715f;
-    return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + coef_a * x * x)));
+    // 1 + a x^2 fused, as llama.cpp's compiled table has it, so table entries round the same.
+    return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * fmaf(coef_a * x, x, 1.0f)));
 }
 
 static void build_gelu_table(void) {
