@@ -98,8 +98,7 @@ struct BenchCommand: ParsableCommand {
                         var token = model.tokenizer.bosToken ?? 0
                         let start = ContinuousClock.now
                         for _ in 0..<generatedTokens {
-                            let logits = try model.evaluate([token], state: state)
-                            token = Int32(logits.indices.max { logits[$0] < logits[$1] }!)
+                            token = try model.evaluate([token], state: state).argmax
                         }
                         return Double(generatedTokens) / (ContinuousClock.now - start).secondsValue
                     }))

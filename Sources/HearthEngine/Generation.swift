@@ -72,7 +72,7 @@ extension TransformerModel {
         let ends = tokenizer.endOfGenerationTokens
 
         while stats.generatedTokens < maxTokens {
-            let token = sampler.sample(logits)
+            let token = logits.withUnsafeBufferPointer { sampler.sample($0) }
             stats.generatedTokens += 1
             if stats.generatedTokens == 1 {
                 firstTokenAt = clock.now

@@ -68,9 +68,9 @@ public final class TransformerModel: Sendable {
     }
 
     /// Evaluates `tokens` after the state's current position (in batches) and returns the
-    /// logits of the last one. The buffer is valid until the state is used again.
+    /// logits of the last one.
     @discardableResult
-    public func evaluate(_ tokens: [Int32], state: DecoderState) throws -> UnsafeBufferPointer<Float> {
+    public func evaluate(_ tokens: [Int32], state: DecoderState) throws -> Logits {
         guard !tokens.isEmpty else { throw HearthError.invalidArgument("Nothing to evaluate: the token list is empty.") }
         guard state.owner == ObjectIdentifier(self) else {
             throw HearthError.invalidArgument("This state belongs to a different model.")
@@ -91,6 +91,6 @@ public final class TransformerModel: Sendable {
                 offset += count
             }
         }
-        return UnsafeBufferPointer(start: state.logits.pointer, count: configuration.vocabularySize)
+        return Logits(state: state, count: configuration.vocabularySize)
     }
 }
