@@ -1,10 +1,11 @@
 #include "hk_activations.h"
+#include "internal.h"
 #include <math.h>
 #include <string.h>
 
 #pragma STDC FP_CONTRACT OFF
 
-#if defined(__x86_64__) || defined(__i386__)
+#if HK_HAVE_AVX2
 #include <immintrin.h>
 #define HK_X86 1
 #endif
@@ -107,14 +108,6 @@ static double exp_sum_avx2(float *s, int64_t n, float max) {
     return sum;
 }
 
-static int has_avx2_fma(void) {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    }
-    return cached;
-}
 #endif
 
 static void silu_mul_portable(const float *gate, const float *up, float *out, int64_t n) {
@@ -143,20 +136,20 @@ static double exp_sum_portable(float *s, int64_t n, float max) {
     return sum;
 }
 
-void hk_silu_mul_f32(const float *gate, const float *up, float *out, int64_t n) {
+void hk_silu_mul_f32(int isa, const float *gate, const float *up, float *out, int64_t n) {
 #ifdef HK_X86
-    if (has_avx2_fma()) { silu_mul_avx2(gate, up, out, n); return; }
+    if (isa == HK_ISA_AVX2) { silu_mul_avx2(gate, up, out, n); return; }
 #endif
     silu_mul_portable(gate, up, out, n);
 }
 
-void hk_softmax_f32(float *scores, int64_t n) {
+void hk_softmax_f32(int isa, float *scores, int64_t n) {
     if (n <= 0) return;
     float max = -INFINITY;
     for (int64_t t = 0; t < n; t++) if (scores[t] > max) max = scores[t];
     double sum;
 #ifdef HK_X86
-    if (has_avx2_fma()) sum = exp_sum_avx2(scores, n, max); else
+    if (isa == HK_ISA_AVX2) sum = exp_sum_avx2(scores, n, max); else
 #endif
     sum = exp_sum_portable(scores, n, max);
     const float inv = (float)(1.0 / sum);
@@ -165,7 +158,6 @@ void hk_softmax_f32(float *scores, int64_t n) {
 
 // ---- GELU -----------------------------------------------------------------------------------
 
-#include "hk_attention.h"
 #include <pthread.h>
 
 static uint16_t gelu_table[1 << 16];
@@ -180,11 +172,7 @@ static float gelu_tanh(float x) {
 
 static void build_gelu_table(void) {
     for (uint32_t i = 0; i < (1u << 16); i++) {
-        const uint16_t h = (uint16_t)i;
-        float x;
-        hk_f16_to_f32_row(&h, &x, 1);
-        const float y = gelu_tanh(x);
-        hk_f32_to_f16_row(&y, &gelu_table[i], 1);
+        gelu_table[i] = hk_fp32_to_fp16(gelu_tanh(hk_fp16_to_fp32((uint16_t)i)));
     }
 }
 
@@ -197,11 +185,7 @@ void hk_geglu_f32(const float *gate, const float *up, float *out, int64_t n) {
         } else if (x >= 10.0f) {
             out[i] = x * up[i];
         } else {
-            uint16_t h;
-            float g;
-            hk_f32_to_f16_row(&x, &h, 1);
-            hk_f16_to_f32_row(&gelu_table[h], &g, 1);
-            out[i] = g * up[i];
+            out[i] = hk_fp16_to_fp32(gelu_table[hk_fp32_to_fp16(x)]) * up[i];
         }
     }
 }

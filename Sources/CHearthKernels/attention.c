@@ -1,81 +1,22 @@
 #include "hk_attention.h"
 #include "hk_activations.h"
+#include "internal.h"
 #include <math.h>
 #include <string.h>
 
 #pragma STDC FP_CONTRACT OFF
 
-#if defined(__x86_64__) || defined(__i386__)
+#if HK_HAVE_AVX2
 #include <immintrin.h>
 #define HK_X86 1
 #endif
 
-static float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exponent = (h >> 10) & 0x1f;
-    uint32_t mantissa = h & 0x3ff;
-    uint32_t bits;
-    if (exponent == 0) {
-        if (mantissa == 0) {
-            bits = sign;
-        } else {
-            // Subnormal half: normalise it.
-            exponent = 127 - 15 + 1;
-            while ((mantissa & 0x400) == 0) { mantissa <<= 1; exponent--; }
-            mantissa &= 0x3ff;
-            bits = sign | (exponent << 23) | (mantissa << 13);
-        }
-    } else if (exponent == 31) {
-        bits = sign | 0x7f800000 | (mantissa << 13);
-    } else {
-        bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static uint16_t float_to_half(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000;
-    uint32_t abs = x & 0x7fffffff;
-    if (abs > 0x7f800000) return (uint16_t)(sign | 0x7e00);               // NaN
-    if (abs >= 0x477ff000) return (uint16_t)(sign | 0x7c00);              // overflow to infinity
-    if (abs < 0x38800000) {                                               // subnormal or zero
-        if (abs < 0x33000000) return (uint16_t)sign;
-        uint32_t exponent = abs >> 23;
-        uint32_t mantissa = (abs & 0x7fffff) | 0x800000;
-        uint32_t shift = 126 - exponent;                                  // 14..24
-        uint32_t half = mantissa >> shift;
-        uint32_t rest = mantissa & ((1u << shift) - 1);
-        uint32_t midpoint = 1u << (shift - 1);
-        if (rest > midpoint || (rest == midpoint && (half & 1))) half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t rounded = abs + 0xfff + ((abs >> 13) & 1);                   // round to nearest even
-    return (uint16_t)(sign | ((rounded - 0x38000000) >> 13));
-}
-
 /// Softmax of the scores in place, then each weight rounded through half precision: llama.cpp
 /// multiplies the half-precision V cache by the weights converted to V's type, and matching its
 /// rounding keeps greedy choices between near-equal tokens the same.
-static void normalise_scores(float *scores, int64_t n_pos) {
-    hk_softmax_f32(scores, n_pos);
-    for (int64_t t = 0; t < n_pos; t++) scores[t] = half_to_float(float_to_half(scores[t]));
-}
-
-static int hk_has_f16c_fma(void) {
-#ifdef HK_X86
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    }
-    return cached;
-#else
-    return 0;
-#endif
+static void normalise_scores(int isa, float *scores, int64_t n_pos) {
+    hk_softmax_f32(isa, scores, n_pos);
+    for (int64_t t = 0; t < n_pos; t++) scores[t] = hk_fp16_to_fp32(hk_fp32_to_fp16(scores[t]));
 }
 
 #ifdef HK_X86
@@ -86,7 +27,7 @@ static void f32_to_f16_avx(const float *x, uint16_t *y, int64_t n) {
         __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
         _mm_storeu_si128((__m128i *)(y + i), h);
     }
-    for (; i < n; i++) y[i] = float_to_half(x[i]);
+    for (; i < n; i++) y[i] = hk_fp32_to_fp16(x[i]);
 }
 
 __attribute__((target("avx2,fma,f16c")))
@@ -95,7 +36,7 @@ static void f16_to_f32_avx(const uint16_t *x, float *y, int64_t n) {
     for (; i + 8 <= n; i += 8) {
         _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
     }
-    for (; i < n; i++) y[i] = half_to_float(x[i]);
+    for (; i < n; i++) y[i] = hk_fp16_to_fp32(x[i]);
 }
 
 #endif
@@ -125,13 +66,13 @@ static float ordered_dot(const uint16_t *x, int64_t xstride, const float *y, int
     if (single) {
         float slot[32] = {0};
         const int64_t whole = n - n % 32;
-        for (int64_t i = 0; i < whole; i++) slot[i & 31] = fmaf(half_to_float(x[i * xstride]), y[i], slot[i & 31]);
+        for (int64_t i = 0; i < whole; i++) slot[i & 31] = fmaf(hk_fp16_to_fp32(x[i * xstride]), y[i], slot[i & 31]);
         double sum = reduce_slots32(slot);
-        for (int64_t i = whole; i < n; i++) sum += (double)(half_to_float(x[i * xstride]) * y[i]);
+        for (int64_t i = whole; i < n; i++) sum += (double)(hk_fp16_to_fp32(x[i * xstride]) * y[i]);
         return (float)sum;
     }
     float lane[8] = {0};
-    for (int64_t i = 0; i < n; i++) lane[i & 7] = fmaf(half_to_float(x[i * xstride]), y[i], lane[i & 7]);
+    for (int64_t i = 0; i < n; i++) lane[i & 7] = fmaf(hk_fp16_to_fp32(x[i * xstride]), y[i], lane[i & 7]);
     return reduce_slots8(lane);
 }
 
@@ -140,7 +81,7 @@ __attribute__((target("avx2,fma,f16c")))
 static __m256 load_half8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
 __attribute__((target("avx2,fma,f16c")))
-static void attention_avx(const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
+static void attention_avx(int isa, const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
                           int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
                           float *scores, float *out) {
     // The query is rounded through half precision, as llama.cpp converts it to the keys' type.
@@ -173,7 +114,7 @@ static void attention_avx(const float *q, const uint16_t *k, const uint16_t *v, 
         if (softcap > 0) s = softcap * tanhf(s / softcap);
         scores[t] = s;
     }
-    normalise_scores(scores, n_pos);
+    normalise_scores(isa, scores, n_pos);
     // Eight output dimensions at a time; position t goes to slot t mod 32 (or lane t mod 8).
     const int slots = single ? 32 : 8;
     for (int64_t i = 0; i < d; i += 8) {
@@ -199,46 +140,39 @@ static void attention_avx(const float *q, const uint16_t *k, const uint16_t *v, 
 }
 #endif
 
-static void attention_scalar(const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
+static void attention_scalar(int isa, const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
                              int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
                              float *scores, float *out) {
     float qh[512];
-    for (int64_t i = 0; i < head_dim; i++) qh[i] = half_to_float(float_to_half(q[i]));
+    for (int64_t i = 0; i < head_dim; i++) qh[i] = hk_fp16_to_fp32(hk_fp32_to_fp16(q[i]));
     for (int64_t t = 0; t < n_pos; t++) {
         float s = ordered_dot(k + t * stride, 1, qh, head_dim, single) * scale;
         if (softcap > 0) s = softcap * tanhf(s / softcap);
         scores[t] = s;
     }
-    normalise_scores(scores, n_pos);
+    normalise_scores(isa, scores, n_pos);
     // Over positions there are no leftovers: llama.cpp pads the cache to a multiple of 32.
     for (int64_t i = 0; i < head_dim; i++) {
         if (single) {
             float slot[32] = {0};
-            for (int64_t t = 0; t < n_pos; t++) slot[t & 31] = fmaf(half_to_float(v[t * stride + i]), scores[t], slot[t & 31]);
+            for (int64_t t = 0; t < n_pos; t++) slot[t & 31] = fmaf(hk_fp16_to_fp32(v[t * stride + i]), scores[t], slot[t & 31]);
             out[i] = reduce_slots32(slot);
         } else {
             float lane[8] = {0};
-            for (int64_t t = 0; t < n_pos; t++) lane[t & 7] = fmaf(half_to_float(v[t * stride + i]), scores[t], lane[t & 7]);
+            for (int64_t t = 0; t < n_pos; t++) lane[t & 7] = fmaf(hk_fp16_to_fp32(v[t * stride + i]), scores[t], lane[t & 7]);
             out[i] = reduce_slots8(lane);
         }
     }
 }
 
-void hk_f32_to_f16_row(const float *x, uint16_t *y, int64_t n) {
+void hk_f32_to_f16_row(int isa, const float *x, uint16_t *y, int64_t n) {
 #ifdef HK_X86
-    if (hk_has_f16c_fma()) { f32_to_f16_avx(x, y, n); return; }
+    if (isa == HK_ISA_AVX2) { f32_to_f16_avx(x, y, n); return; }
 #endif
-    for (int64_t i = 0; i < n; i++) y[i] = float_to_half(x[i]);
+    for (int64_t i = 0; i < n; i++) y[i] = hk_fp32_to_fp16(x[i]);
 }
 
-void hk_f16_to_f32_row(const uint16_t *x, float *y, int64_t n) {
-#ifdef HK_X86
-    if (hk_has_f16c_fma()) { f16_to_f32_avx(x, y, n); return; }
-#endif
-    for (int64_t i = 0; i < n; i++) y[i] = half_to_float(x[i]);
-}
-
-void hk_attention_head_f16(const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
+void hk_attention_head_f16(int isa, const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
                            int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
                            float *scores, float *out) {
     if (head_dim <= 0 || head_dim > 512) {
@@ -247,10 +181,10 @@ void hk_attention_head_f16(const float *q, const uint16_t *k, const uint16_t *v,
         return;
     }
 #ifdef HK_X86
-    if (hk_has_f16c_fma() && head_dim % 8 == 0) {
-        attention_avx(q, k, v, stride, n_pos, head_dim, scale, softcap, single, scores, out);
+    if (isa == HK_ISA_AVX2 && head_dim % 8 == 0) {
+        attention_avx(isa, q, k, v, stride, n_pos, head_dim, scale, softcap, single, scores, out);
         return;
     }
 #endif
-    attention_scalar(q, k, v, stride, n_pos, head_dim, scale, softcap, single, scores, out);
+    attention_scalar(isa, q, k, v, stride, n_pos, head_dim, scale, softcap, single, scores, out);
 }

@@ -1,4 +1,4 @@
-import CHearthKernels
+import HearthKernels
 
 extension DecoderState {
     /// Causal attention of the `n` new tokens (whose queries are in `qkv`, and whose keys and
@@ -13,7 +13,7 @@ extension DecoderState {
         let qkvWidth = c.queryWidth + 2 * c.kvWidth
         let capacity = contextLength
         // llama.cpp sums attention in a different order for a single token than for a batch.
-        let single: Int32 = n == 1 ? 1 : 0
+        let single = n == 1
         let qkv = self.qkv.pointer, output = attention.pointer, scores = self.scores.pointer
         let cache = self.cache
         pool.run { thread in
@@ -28,8 +28,9 @@ extension DecoderState {
                 let keys = cache.keys(layer: layer, position: first) + kvHead * c.headDimension
                 let values = cache.values(layer: layer, position: first) + kvHead * c.headDimension
                 let out = output + i * c.queryWidth + head * c.headDimension
-                hk_attention_head_f16(q, keys, values, Int64(c.kvWidth), Int64(end - first), Int64(c.headDimension),
-                                      scale, 0, single, scratch, out)
+                Activations.attentionHead(query: q, keys: keys, values: values, stride: c.kvWidth,
+                                          positions: end - first, headDimension: c.headDimension, scale: scale,
+                                          single: single, scratch: scratch, output: out)
             }
         }
     }

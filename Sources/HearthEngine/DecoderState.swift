@@ -1,4 +1,3 @@
-import CHearthKernels
 import HearthKernels
 
 /// Keys and values of every position seen so far, per layer, in half precision
@@ -41,8 +40,8 @@ final class KVCache: @unchecked Sendable {
     func store(layer: Int, position: Int, count: Int, keys k: UnsafePointer<Float>,
                values v: UnsafePointer<Float>, rowStride: Int) {
         for i in 0..<count {
-            hk_f32_to_f16_row(k + i * rowStride, keys(layer: layer, position: position + i), Int64(width))
-            hk_f32_to_f16_row(v + i * rowStride, values(layer: layer, position: position + i), Int64(width))
+            Activations.toHalf(k + i * rowStride, keys(layer: layer, position: position + i), count: width)
+            Activations.toHalf(v + i * rowStride, values(layer: layer, position: position + i), count: width)
         }
     }
 }

@@ -1,4 +1,3 @@
-import CHearthKernels
 import HearthFormats
 import HearthKernels
 
@@ -140,7 +139,7 @@ final class Gemma3: DecoderArchitecture {
             pool.multiply([block.gate, block.up], by: s.normedQuantized, columns: n, output: s.gateUp.pointer, outputStride: 2 * ffn)
             for i in 0..<n {
                 let row = s.gateUp.pointer + i * 2 * ffn
-                hk_geglu_f32(row, row + ffn, s.hidden.pointer + i * ffn, Int64(ffn))
+                Activations.geluMul(gate: row, up: row + ffn, output: s.hidden.pointer + i * ffn, count: ffn)
             }
             s.hiddenQuantized.quantize(s.hidden.pointer, rows: n, for: [block.down.kernel], pool: pool)
             pool.multiply([block.down], by: s.hiddenQuantized, columns: n, output: s.projected.pointer, outputStride: dim)

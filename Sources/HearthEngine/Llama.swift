@@ -1,4 +1,3 @@
-import CHearthKernels
 import HearthFormats
 import HearthKernels
 

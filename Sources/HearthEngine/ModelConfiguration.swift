@@ -1,4 +1,5 @@
 import HearthFormats
+import HearthKernels
 
 /// Hyperparameters of a decoder-only transformer, read from GGUF metadata
 /// (`<architecture>.embedding_length` and so on).
@@ -85,7 +86,7 @@ public struct ModelConfiguration: Sendable, Equatable {
     }
 
     /// Largest attention head the engine runs.
-    public static let maximumHeadDimension = 512
+    public static let maximumHeadDimension = Activations.maximumHeadDimension
 
     /// Width of the key (and value) vectors of one position: `kvHeadCount * headDimension`.
     public var kvWidth: Int { kvHeadCount * headDimension }

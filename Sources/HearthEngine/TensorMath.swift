@@ -1,5 +1,4 @@
 import Foundation
-import CHearthKernels
 import HearthKernels
 
 /// The small element-wise steps between matrix multiplications. They touch a few kilobytes
@@ -23,7 +22,7 @@ enum TensorMath {
 
     /// SwiGLU: `out = silu(gate) * up`.
     static func swiGLU(gate: UnsafePointer<Float>, up: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, count: Int) {
-        hk_silu_mul_f32(gate, up, out, Int64(count))
+        Activations.siluMul(gate: gate, up: up, output: out, count: count)
     }
 
     /// Rotary position embedding of one token, for `heads` heads of `headDimension`, rotating

@@ -5,6 +5,9 @@
 extern "C" {
 #endif
 
+/// Functions taking `isa` run the path it names (HK_ISA_PORTABLE or HK_ISA_AVX2); both give
+/// the same bits.
+
 /// e^x by range reduction to 2^n * e^b (|b| <= ln2/2) and a degree-5 polynomial, within about
 /// 1.5 ulp. It is the approximation llama.cpp's CPU backend vectorises, so activations computed
 /// with it round exactly as llama.cpp's do; scalar and AVX2 give identical bits.
@@ -12,11 +15,11 @@ float hk_exp_approx(float x);
 
 /// out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x). Runs of 8 use hk_exp_approx and the
 /// last n % 8 elements libm's expf, as llama.cpp's AVX2 build does.
-void hk_silu_mul_f32(const float *gate, const float *up, float *out, int64_t n);
+void hk_silu_mul_f32(int isa, const float *gate, const float *up, float *out, int64_t n);
 
 /// Softmax of n scores in place, e^(s - max) by hk_exp_approx, summed in runs of 8 (each run
 /// reduced pairwise, then added in double) and scaled by the float reciprocal of the sum.
-void hk_softmax_f32(float *scores, int64_t n);
+void hk_softmax_f32(int isa, float *scores, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -6,18 +6,15 @@
 extern "C" {
 #endif
 
-/// Converts n floats to IEEE half precision (round to nearest even).
-void hk_f32_to_f16_row(const float *x, uint16_t *y, int64_t n);
-
-/// Converts n half-precision values to floats.
-void hk_f16_to_f32_row(const uint16_t *x, float *y, int64_t n);
+/// Converts n floats to IEEE half precision (round to nearest even) on instruction-set path isa.
+void hk_f32_to_f16_row(int isa, const float *x, uint16_t *y, int64_t n);
 
 /// Attention for one query head over positions 0..<n_pos of a half-precision KV cache.
 /// Key and value of position t for this head start at k + t*stride and v + t*stride.
 /// The query is rounded to half precision first, as the keys are. `single` chooses the order
 /// of summation llama.cpp uses when a pass evaluates one token (1) or several (0).
 /// head_dim is at most 512; scores must hold n_pos floats; out receives head_dim floats.
-void hk_attention_head_f16(const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
+void hk_attention_head_f16(int isa, const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
                            int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
                            float *scores, float *out);
 

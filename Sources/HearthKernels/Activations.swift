@@ -1,0 +1,51 @@
+import CHearthKernels
+
+/// The float kernels between matrix products: attention over a half-precision KV cache,
+/// SiLU and GELU gating, softmax and half-precision conversion. Their sums follow the order of
+/// llama.cpp's CPU backend, so outputs round exactly as llama.cpp's do; the portable and AVX2
+/// paths give the same bits.
+public enum Activations {
+    /// Largest attention head the attention kernel takes.
+    public static let maximumHeadDimension = 512
+
+    /// Attention of one query head over `positions` cached positions: softmax of the scaled
+    /// query-key products, then the weighted sum of the values. Keys and values of position `t`
+    /// start at `keys + t * stride` and `values + t * stride` (half precision). `single` picks
+    /// the summation order llama.cpp uses when a pass evaluates one token rather than several.
+    /// `scratch` holds `positions` floats; `output` receives `headDimension` floats.
+    public static func attentionHead(
+        query: UnsafePointer<Float>, keys: UnsafePointer<UInt16>, values: UnsafePointer<UInt16>, stride: Int,
+        positions: Int, headDimension: Int, scale: Float, softcap: Float = 0, single: Bool,
+        scratch: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, path: KernelPath = .best
+    ) {
+        precondition(headDimension > 0 && headDimension <= maximumHeadDimension && positions > 0)
+        hk_attention_head_f16(path.isa, query, keys, values, Int64(stride), Int64(positions), Int64(headDimension),
+                              scale, softcap, single ? 1 : 0, scratch, output)
+    }
+
+    /// `output[i] = silu(gate[i]) * up[i]`.
+    public static func siluMul(gate: UnsafePointer<Float>, up: UnsafePointer<Float>,
+                               output: UnsafeMutablePointer<Float>, count: Int, path: KernelPath = .best) {
+        hk_silu_mul_f32(path.isa, gate, up, output, Int64(count))
+    }
+
+    /// `output[i] = gelu(gate[i]) * up[i]` (tanh GELU through a half-precision table).
+    public static func geluMul(gate: UnsafePointer<Float>, up: UnsafePointer<Float>,
+                               output: UnsafeMutablePointer<Float>, count: Int) {
+        hk_geglu_f32(gate, up, output, Int64(count))
+    }
+
+    /// Softmax of `count` scores in place.
+    public static func softmax(_ scores: UnsafeMutablePointer<Float>, count: Int, path: KernelPath = .best) {
+        hk_softmax_f32(path.isa, scores, Int64(count))
+    }
+
+    /// e^x as the vectorised approximation computes it.
+    public static func exp(_ x: Float) -> Float { hk_exp_approx(x) }
+
+    /// Floats to IEEE half precision, rounding to nearest even.
+    public static func toHalf(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<UInt16>, count: Int,
+                              path: KernelPath = .best) {
+        hk_f32_to_f16_row(path.isa, x, y, Int64(count))
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import HearthKernels
+import HearthTestSupport
+import Testing
+
+/// The float kernels: the AVX2 path gives the same bits as the portable one, and both are close
+/// to a plain double-precision reference.
+@Suite struct ActivationTests {
+    private func randomFloats(_ count: Int, _ scale: Float, using random: inout SplitMix64) -> [Float] {
+        (0..<count).map { _ in Float.random(in: -scale...scale, using: &random) }
+    }
+
+    private func halves(_ x: [Float]) -> [UInt16] { x.map { Half($0).bits } }
+
+    @Test("attention: AVX2 equals portable bit for bit, and a double-precision reference within 2e-3",
+          arguments: [16, 20, 64, 256], [1, 7, 8, 31, 33, 300])
+    func attention(headDimension d: Int, positions n: Int) {
+        var random = SplitMix64(seed: UInt64(d * 1000 + n))
+        let q = randomFloats(d, 2, using: &random)
+        let k = halves(randomFloats(n * d, 1, using: &random))
+        let v = halves(randomFloats(n * d, 1, using: &random))
+        let scale = 1 / Float(d).squareRoot()
+        for single in [false, true] {
+            var outputs: [[Float]] = []
+            for path in KernelPath.allCases {
+                var scratch = [Float](repeating: 0, count: n)
+                var out = [Float](repeating: 0, count: d)
+                Activations.attentionHead(query: q, keys: k, values: v, stride: d, positions: n, headDimension: d,
+                                          scale: scale, single: single, scratch: &scratch, output: &out, path: path)
+                outputs.append(out)
+            }
+            #expect(outputs[0] == outputs[1])
+            // Reference: the same half-precision keys and values, everything else in double.
+            let kf = k.map { Double(Half(bits: $0).float) }, vf = v.map { Double(Half(bits: $0).float) }
+            let scores = (0..<n).map { t in (0..<d).reduce(0.0) { $0 + Double(q[$1]) * kf[t * d + $1] } * Double(scale) }
+            let top = scores.max()!
+            let weights = scores.map { Foundation.exp($0 - top) }
+            let total = weights.reduce(0, +)
+            for i in 0..<d {
+                let expected = (0..<n).reduce(0.0) { $0 + weights[$1] / total * vf[$1 * d + i] }
+                // Queries and weights are rounded through half precision, as llama.cpp does.
+                #expect(abs(Double(outputs[0][i]) - expected) <= 2e-3 * max(1, abs(expected)))
+            }
+        }
+    }
+
+    @Test func siluMul() {
+        var random = SplitMix64(seed: 3)
+        for count in [1, 7, 8, 64, 1539] {
+            let gate = randomFloats(count, 12, using: &random), up = randomFloats(count, 3, using: &random)
+            var outputs: [[Float]] = []
+            for path in KernelPath.allCases {
+                var out = [Float](repeating: 0, count: count)
+                Activations.siluMul(gate: gate, up: up, output: &out, count: count, path: path)
+                outputs.append(out)
+            }
+            #expect(outputs[0] == outputs[1])
+            for i in 0..<count {
+                let x = Double(gate[i])
+                let expected = x / (1 + Foundation.exp(-x)) * Double(up[i])
+                #expect(abs(Double(outputs[0][i]) - expected) <= 1e-6 * max(1, abs(expected)))
+            }
+        }
+    }
+
+    @Test func softmax() {
+        var random = SplitMix64(seed: 5)
+        for count in [1, 5, 8, 9, 100] {
+            let scores = randomFloats(count, 20, using: &random)
+            var outputs: [[Float]] = []
+            for path in KernelPath.allCases {
+                var s = scores
+                Activations.softmax(&s, count: count, path: path)
+                outputs.append(s)
+            }
+            #expect(outputs[0] == outputs[1])
+            let top = Double(scores.max()!)
+            let total = scores.reduce(0.0) { $0 + Foundation.exp(Double($1) - top) }
+            for i in 0..<count {
+                let expected = Foundation.exp(Double(scores[i]) - top) / total
+                #expect(abs(Double(outputs[0][i]) - expected) <= 1e-6)
+            }
+        }
+    }
+
+    @Test("the exp approximation is within 2 ulp of exp, and saturates cleanly")
+    func expApproximation() {
+        var x: Float = -87
+        while x < 88 {
+            let got = Activations.exp(x), want = Float(Foundation.exp(Double(x)))
+            #expect(abs(got - want) <= 2 * want.ulp, "exp(\(x))")
+            x += 0.37
+        }
+        #expect(Activations.exp(-.infinity) == 0)
+        #expect(Activations.exp(-200) == 0)
+        #expect(Activations.exp(100) == .infinity)
+    }
+
+    @Test func geluMul() {
+        let gate: [Float] = [-12, -10, -3, -1, -0.1, 0, 0.1, 0.5, 1, 3, 9.9, 10, 15]
+        let up = [Float](repeating: 2, count: gate.count)
+        var out = [Float](repeating: 0, count: gate.count)
+        Activations.geluMul(gate: gate, up: up, output: &out, count: gate.count)
+        for (i, x) in gate.enumerated() {
+            let xd = Double(x)
+            let gelu = x <= -10 ? 0 : x >= 10 ? xd : 0.5 * xd * (1 + tanh(0.7978845608 * (xd + 0.044715 * xd * xd * xd)))
+            // The gate and its GELU go through half precision.
+            #expect(abs(Double(out[i]) - 2 * gelu) <= 2e-3 * max(1, abs(2 * gelu)), "gelu(\(x))")
+        }
+    }
+
+    @Test func halfConversion() {
+        var random = SplitMix64(seed: 9)
+        var values: [Float] = [0, -0, 1, -1, 65504, 65520, 1e-8, 6e-8, 5.96e-8, 3e-5, .infinity, -.infinity]
+        values += randomFloats(2000, 70000, using: &random) + randomFloats(2000, 1e-4, using: &random)
+        for path in KernelPath.allCases {
+            var out = [UInt16](repeating: 0, count: values.count)
+            Activations.toHalf(values, &out, count: values.count, path: path)
+            #expect(out == values.map { Half($0).bits })
+        }
+    }
+}
