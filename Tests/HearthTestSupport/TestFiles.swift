@@ -15,6 +15,9 @@ public enum TestFiles {
     /// Errors that explain how to get missing test data.
     public struct Missing: Error, CustomStringConvertible {
         public let description: String
+
+        /// An error saying what is missing and how to get it.
+        public init(description: String) { self.description = description }
     }
 
     /// The path of a model in models/, or an error naming scripts/fetch-models.

@@ -1,0 +1,100 @@
+import Foundation
+import HearthTestSupport
+import Testing
+
+/// The `hearth` binary, run as a user runs it: arguments in, text and an exit status out.
+private struct Hearth {
+    struct Result {
+        let status: Int32
+        let output: String
+        let errors: String
+    }
+
+    static var binary: URL {
+        get throws {
+            // The test bundle and the executable are built into the same directory.
+            let directory = Bundle.main.bundleURL.deletingLastPathComponent()
+            for candidate in [directory, Bundle.main.bundleURL] {
+                let url = candidate.appendingPathComponent("hearth")
+                if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+            }
+            throw TestFiles.Missing(description: "The hearth executable was not built next to the tests (\(directory.path)); run swift build first.")
+        }
+    }
+
+    static func run(_ arguments: [String]) throws -> Result {
+        let process = Process()
+        process.executableURL = try binary
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
+                      errors: String(decoding: errors, as: UTF8.self))
+    }
+}
+
+@Suite("hearth command line", .serialized)
+struct CLITests {
+    @Test func tokenizePrintsTheIds() throws {
+        let result = try Hearth.run(["tokenize", TestFiles.model(TestFiles.smolLM2), "Hello world"])
+        #expect(result.status == 0)
+        #expect(result.output.trimmingCharacters(in: .whitespacesAndNewlines) == "[19556, 905]")
+    }
+
+    @Test func inspectDescribesBothModels() throws {
+        let smol = try Hearth.run(["inspect", TestFiles.model(TestFiles.smolLM2)])
+        #expect(smol.status == 0)
+        #expect(smol.output.contains("llama"))
+        #expect(smol.output.contains("49152"))
+        let gemma = try Hearth.run(["inspect", TestFiles.model(TestFiles.gemma3), "--json"])
+        #expect(gemma.status == 0)
+        let json = try JSONSerialization.jsonObject(with: Data(gemma.output.utf8)) as? [String: Any]
+        #expect(json?["architecture"] as? String == "gemma3")
+    }
+
+    @Test("run --raw streams llama.cpp's greedy continuation and reports speeds on stderr")
+    func runRaw() throws {
+        let result = try Hearth.run(["run", TestFiles.model(TestFiles.smolLM2), "The capital of France is",
+                                     "--raw", "-n", "32", "-t", "2"])
+        #expect(result.status == 0)
+        #expect(result.output.hasPrefix(" Paris.\n\nThe United States has a population of approximately 311 million people."))
+        #expect(result.errors.contains("tok/s"))
+    }
+
+    @Test("run answers a chat prompt with the model's chat format")
+    func runChat() throws {
+        let result = try Hearth.run(["run", TestFiles.model(TestFiles.smolLM2), "What is 2+2?", "-n", "40"])
+        #expect(result.status == 0)
+        #expect(result.output.trimmingCharacters(in: .whitespacesAndNewlines) == "The answer to this classic math problem is 4.")
+    }
+
+    @Test("bad input is a one-line error and a non-zero exit, never a crash", arguments: [
+        ["run", "/nonexistent/model.gguf", "hi"],
+        ["run", "Package.swift", "hi"],
+        ["inspect", "/nonexistent.gguf"],
+        ["tokenize", "/nonexistent.gguf", "hi"],
+        ["bench", "/nonexistent.gguf"],
+        ["bench", "x.gguf", "-t", "0"],
+        ["run", "x.gguf", "hi", "--temp", "-1"],
+    ])
+    func badInput(_ arguments: [String]) throws {
+        let result = try Hearth.run(arguments)
+        #expect(result.status != 0)
+        #expect(!result.errors.isEmpty)
+        #expect(!result.errors.contains("Fatal error"))
+        #expect(!result.errors.contains("Backtrac"))
+    }
+
+    @Test func benchPrintsATable() throws {
+        let result = try Hearth.run(["bench", TestFiles.model(TestFiles.smolLM2), "-p", "16", "-n", "8", "-r", "1", "-t", "1"])
+        #expect(result.status == 0)
+        #expect(result.output.contains("pp16"))
+        #expect(result.output.contains("tg8"))
+        #expect(result.errors.contains("load to first token"))
+    }
+}
