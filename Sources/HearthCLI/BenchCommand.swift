@@ -76,9 +76,10 @@ struct BenchCommand: ParsableCommand {
                 // Load as a user sees it: map the file, build the tokenizer, evaluate one token.
                 try model.evaluate([model.tokenizer.bosToken ?? 0], state: state)
                 state.reset()
-                let loadSeconds = (ContinuousClock.now - loadStart).secondsValue
-                let name = describe(model)
-                let parameters = model.gguf.tensors.reduce(0) { $0 + $1.elementCount }
+                let loadSeconds = (ContinuousClock.now - loadStart) / .seconds(1)
+                let summary = ModelSummary(model.gguf)
+                let name = describe(summary, model.gguf)
+                let parameters = summary.parameterCount
                 var random = SystemRandomNumberGenerator()
                 let vocabulary = Int32(model.configuration.vocabularySize)
 
@@ -89,7 +90,7 @@ struct BenchCommand: ParsableCommand {
                         state.reset()
                         let start = ContinuousClock.now
                         try model.evaluate(tokens, state: state)
-                        return Double(promptTokens) / (ContinuousClock.now - start).secondsValue
+                        return Double(promptTokens) / ((ContinuousClock.now - start) / .seconds(1))
                     }))
                 }
                 if generatedTokens > 0 {
@@ -100,7 +101,7 @@ struct BenchCommand: ParsableCommand {
                         for _ in 0..<generatedTokens {
                             token = try model.evaluate([token], state: state).argmax
                         }
-                        return Double(generatedTokens) / (ContinuousClock.now - start).secondsValue
+                        return Double(generatedTokens) / ((ContinuousClock.now - start) / .seconds(1))
                     }))
                 }
                 for (test, body) in tests {
@@ -119,14 +120,14 @@ struct BenchCommand: ParsableCommand {
                     } else {
                         let speed = String(format: "%.2f ± %.2f", mean, row.standardDeviation)
                         let params = String(format: "%.2f M", Double(parameters) / 1e6)
-                        print("| \(pad(name, 30)) | \(pad(formatBytes(row.sizeBytes), 10, right: true)) | "
+                        print("| \(pad(name, 30)) | \(pad(ModelSummary.formatBytes(row.sizeBytes), 10, right: true)) | "
                               + "\(pad(params, 10, right: true)) | \(pad(String(threadCount), 7, right: true)) | "
                               + "\(pad(test, 5, right: true)) | \(pad(speed, 16, right: true)) |")
                     }
                 }
                 if !json {
                     printError(String(format: "threads %d: load to first token %.1f ms, peak RSS %@ (model file %@)", threadCount,
-                                      loadSeconds * 1000, formatBytes(peakResidentBytes()), formatBytes(model.gguf.fileSize)))
+                                      loadSeconds * 1000, ModelSummary.formatBytes(peakResidentBytes()), ModelSummary.formatBytes(model.gguf.fileSize)))
                 }
             }
         }
@@ -137,17 +138,9 @@ struct BenchCommand: ParsableCommand {
         return right ? fill + text : text + fill
     }
 
-    private func describe(_ model: TransformerModel) -> String {
-        let size = model.gguf.string("general.size_label") ?? ""
-        let types = Dictionary(grouping: model.gguf.tensors.filter { $0.dimensions.count > 1 }, by: \.type)
-        let dominant = types.max { $0.value.count < $1.value.count }?.key.name ?? "?"
-        return [model.configuration.architecture, size, dominant].filter { !$0.isEmpty }.joined(separator: " ")
-    }
-}
-
-extension Duration {
-    var secondsValue: Double {
-        let (s, attoseconds) = components
-        return Double(s) + Double(attoseconds) * 1e-18
+    /// "llama 135M Q4_1", as llama-bench names models.
+    private func describe(_ summary: ModelSummary, _ gguf: GGUFFile) -> String {
+        [summary.architecture, gguf.string("general.size_label"), summary.fileType]
+            .compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
     }
 }

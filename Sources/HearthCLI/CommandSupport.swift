@@ -41,18 +41,6 @@ func peakResidentBytes() -> Int {
     #endif
 }
 
-/// "93.8 MiB"-style sizes.
-func formatBytes(_ bytes: Int) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-    var value = Double(bytes)
-    var unit = 0
-    while value >= 1024, unit < units.count - 1 {
-        value /= 1024
-        unit += 1
-    }
-    return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
-}
-
 /// Options shared by the commands that load a model.
 struct ModelOptions: ParsableArguments {
     @Argument(help: "Path to a GGUF model file.")

@@ -66,7 +66,7 @@ extension TransformerModel {
 
         var logits = try evaluate(prompt, state: state)
         let promptDone = clock.now
-        stats.promptSeconds = (promptDone - started).seconds
+        stats.promptSeconds = (promptDone - started) / .seconds(1)
         var firstTokenAt = promptDone
         var reason = FinishReason.length
         let ends = tokenizer.endOfGenerationTokens
@@ -76,7 +76,7 @@ extension TransformerModel {
             stats.generatedTokens += 1
             if stats.generatedTokens == 1 {
                 firstTokenAt = clock.now
-                stats.timeToFirstToken = (firstTokenAt - started).seconds
+                stats.timeToFirstToken = (firstTokenAt - started) / .seconds(1)
             }
             if ends.contains(token) {
                 reason = .stop
@@ -94,16 +94,8 @@ extension TransformerModel {
             }
             logits = try evaluate([token], state: state)
         }
-        stats.generationSeconds = (clock.now - firstTokenAt).seconds
+        stats.generationSeconds = (clock.now - firstTokenAt) / .seconds(1)
         _ = try onChunk(GenerationChunk(text: text.flush(), token: nil, finishReason: reason, statistics: stats))
         return stats
-    }
-}
-
-extension Duration {
-    /// The duration in seconds.
-    var seconds: Double {
-        let (s, attoseconds) = components
-        return Double(s) + Double(attoseconds) * 1e-18
     }
 }
