@@ -21,8 +21,12 @@ import Foundation
 /// never candidates; if none is left, the argmax of the raw logits is returned.
 ///
 /// Same seed and same options give the same tokens: the draw walks the survivors in increasing
-/// token id, so the result depends only on which tokens survive and their weights, and the
-/// sampler runs on the calling thread, apart from the engine's worker pool.
+/// token id, so the result depends only on which tokens survive and their probabilities; those
+/// come from the engine's softmax, whose bits are the same on every instruction set; and the
+/// sampler runs on the calling thread, so the engine's thread count does not enter.
+///
+/// No stage sorts the vocabulary: a small top-k is a one-pass heap selection, and larger cuts
+/// find their bucket in a histogram of the logits and sort only that bucket.
 public struct Sampler: Sendable {
     /// The options the chain runs with.
     public private(set) var options: SamplingOptions
@@ -69,14 +73,17 @@ public struct Sampler: Sendable {
     }
 
     /// The distribution the draw picks from after stages 1–6: the surviving tokens in increasing
-    /// id with their probabilities, which sum to 1. At temperature 0, the greedy token with
+    /// id with their probabilities, which sum to 1 (tokens whose probability underflows to 0 are
+    /// left out, as the draw cannot pick them). At temperature 0, the greedy token with
     /// probability 1. The generator does not advance.
     public func distribution(_ logits: UnsafeBufferPointer<Float>, history: some Collection<Int32>) -> [TokenProbability] {
         var copy = self
         let result = copy.run(logits, history: history, draw: false)
-        guard let total = result.total else { return [TokenProbability(token: result.token, probability: 1)] }
-        return (0..<result.count).map { i in
-            TokenProbability(token: copy.scratch.ids[i], probability: Float(Double(copy.scratch.weights[i]) / total))
+        guard result.count > 0 else { return [TokenProbability(token: result.token, probability: 1)] }
+        let ids = copy.scratch.ids, weights = copy.scratch.weights
+        return (0..<result.count).compactMap { i in
+            let p = weights[i]
+            return p > 0 ? TokenProbability(token: result.wholeVocabulary ? Int32(i) : ids[i], probability: p) : nil
         }
     }
 
@@ -85,255 +92,183 @@ public struct Sampler: Sendable {
     public func adjustedLogits(_ logits: UnsafeBufferPointer<Float>, history: some Collection<Int32>) -> [Float] {
         var out = Array(logits)
         var window: [Int32] = []
-        out.withUnsafeMutableBufferPointer { Self.adjust($0, history: history, options: options, window: &window) }
+        out.withUnsafeMutableBufferPointer {
+            SamplingStages.adjust($0, history: history, options: options, window: &window)
+        }
         return out
     }
 
-    // MARK: - The chain
-
-    /// Reusable buffers, so that a token costs no allocation once the sizes are reached.
+    /// Reusable buffers, so that a token costs no allocation once they have grown to the vocabulary.
     private struct Scratch: Sendable {
-        /// Logits after penalties and bias (vocabulary-sized).
+        /// Logits after penalties and bias.
         var adjusted: [Float] = []
-        /// Candidate token ids.
+        /// Candidate token ids, in increasing id.
         var ids: [Int32] = []
-        /// Unnormalised probabilities of the final candidates, parallel to `ids`.
+        /// Probabilities parallel to the candidates.
         var weights: [Float] = []
+        /// The histogram bucket of each candidate, for a cut.
+        var buckets: [UInt16] = []
+        /// Positions of the candidates in the bucket a cut falls in.
+        var boundary: [Int32] = []
         /// The penalty window, sorted to count repeats.
         var window: [Int32] = []
+
+        mutating func reserve(_ n: Int) {
+            if ids.count < n { ids = [Int32](repeating: 0, count: n) }
+            if weights.count < n { weights = [Float](repeating: 0, count: n) }
+            if buckets.count < n { buckets = [UInt16](repeating: 0, count: n) }
+            if boundary.count < n { boundary = [Int32](repeating: 0, count: n) }
+        }
     }
 
     private struct Outcome {
         /// The drawn (or greedy) token.
         var token: Int32
-        /// The number of final candidates in `scratch.ids` / `scratch.weights`.
-        var count: Int
-        /// Sum of the weights; nil when the result is greedy (no distribution was formed).
-        var total: Double?
+        /// The final candidates, with their probabilities in `scratch.weights`: `scratch.ids[0..<count]`,
+        /// or the whole vocabulary when `wholeVocabulary`. None when the token is greedy.
+        var count = 0
+        var wholeVocabulary = false
     }
 
+    /// Top-k up to this size selects with a heap in one pass; larger, with a histogram.
+    private static let heapSelectionLimit = 256
+
+    /// Runs the chain; `draw` false stops before the draw, leaving the distribution in `scratch`.
     private mutating func run(_ logits: UnsafeBufferPointer<Float>, history: some Collection<Int32>, draw: Bool) -> Outcome {
         let n = logits.count
         precondition(n > 0, "Sampling needs at least one logit.")
         // Taking the buffers out of `self` keeps them uniquely referenced (no copy on write) and
-        // lets the generator be used while they are borrowed.
+        // lets the generator advance while they are borrowed.
         var s = scratch
         scratch = Scratch()
         defer { scratch = s }
-        if s.ids.count < n { s.ids = [Int32](repeating: 0, count: n) }
-        if s.weights.count < n { s.weights = [Float](repeating: 0, count: n) }
-
+        s.reserve(n)
         let options = options
-        let adjusting = !options.logitBias.isEmpty || (Self.penalties(options) != nil && !history.isEmpty)
+        let adjusting = !options.logitBias.isEmpty || (SamplingStages.penalties(options) != nil && !history.isEmpty)
         if adjusting {
             if s.adjusted.count != n { s.adjusted = [Float](repeating: 0, count: n) }
             s.adjusted.withUnsafeMutableBufferPointer { a in
                 a.baseAddress!.update(from: logits.baseAddress!, count: n)
-                Self.adjust(a, history: history, options: options, window: &s.window)
+                SamplingStages.adjust(a, history: history, options: options, window: &s.window)
             }
         }
         return s.ids.withUnsafeMutableBufferPointer { idBuffer in
             s.weights.withUnsafeMutableBufferPointer { weightBuffer in
-                s.adjusted.withUnsafeBufferPointer { adjustedBuffer in
-                    let values = adjusting ? adjustedBuffer.baseAddress! : logits.baseAddress!
-                    guard options.temperature > 0 else {
-                        return Outcome(token: Self.greedy(values, n, raw: logits), count: 0, total: nil)
+                s.buckets.withUnsafeMutableBufferPointer { bucketBuffer in
+                    s.boundary.withUnsafeMutableBufferPointer { boundaryBuffer in
+                        s.adjusted.withUnsafeBufferPointer { adjustedBuffer in
+                            let values = adjusting ? adjustedBuffer.baseAddress! : logits.baseAddress!
+                            guard options.temperature > 0 else {
+                                return Outcome(token: SamplingStages.argmax(values, n) ?? Self.rawArgmax(logits))
+                            }
+                            guard let finite = SamplingStages.finiteRange(values, n) else {
+                                return Outcome(token: Self.rawArgmax(logits))
+                            }
+                            let target = draw ? Double(generator.next() >> 11) * 0x1p-53 : nil
+                            return Self.filterAndDraw(
+                                values, n, finite: finite, options: options, ids: idBuffer.baseAddress!,
+                                weights: weightBuffer.baseAddress!, buckets: bucketBuffer.baseAddress!,
+                                boundary: boundaryBuffer.baseAddress!, target: target)
+                        }
                     }
-                    let count = Self.filter(values, n, ids: idBuffer.baseAddress!, options: options)
-                    guard count > 0 else {
-                        return Outcome(token: Self.rawArgmax(logits), count: 0, total: nil)
-                    }
-                    let ids = idBuffer.baseAddress!, weights = weightBuffer.baseAddress!
-                    var maxValue = -Float.infinity
-                    for i in 0..<count { maxValue = max(maxValue, values[Int(ids[i])]) }
-                    var total: Double = 0
-                    for i in 0..<count {
-                        let w = exp((values[Int(ids[i])] - maxValue) / options.temperature)
-                        weights[i] = w
-                        total += Double(w)
-                    }
-                    guard draw else { return Outcome(token: ids[0], count: count, total: total) }
-                    let target = Double(generator.next() >> 11) * 0x1p-53 * total
-                    var cumulative: Double = 0
-                    var chosen = ids[0]
-                    for i in 0..<count where weights[i] > 0 {
-                        chosen = ids[i]
-                        cumulative += Double(weights[i])
-                        if cumulative > target { break }
-                    }
-                    return Outcome(token: chosen, count: count, total: total)
                 }
             }
         }
     }
 
-    /// The repetition, frequency and presence penalties in effect, or nil when they change nothing.
-    private static func penalties(_ o: SamplingOptions) -> (repetition: Float, frequency: Float, presence: Float)? {
-        guard o.penaltyWindow > 0 else { return nil }
-        let r = o.repetitionPenalty.flatMap { $0.isFinite && $0 > 0 ? $0 : nil } ?? 1
-        let f = o.frequencyPenalty.flatMap { $0.isFinite ? $0 : nil } ?? 0
-        let p = o.presencePenalty.flatMap { $0.isFinite ? $0 : nil } ?? 0
-        return r == 1 && f == 0 && p == 0 ? nil : (r, f, p)
-    }
+    /// Stages 3–7, drawing at `target` in [0, 1) when given. Every filter keeps the best token,
+    /// so `finite.max` stays the survivors' maximum.
+    private static func filterAndDraw(_ values: UnsafePointer<Float>, _ n: Int, finite: (min: Float, max: Float, count: Int),
+                                      options: SamplingOptions, ids: UnsafeMutablePointer<Int32>,
+                                      weights: UnsafeMutablePointer<Float>, buckets: UnsafeMutablePointer<UInt16>,
+                                      boundary: UnsafeMutablePointer<Int32>, target: Double?) -> Outcome {
+        // The candidates: the whole vocabulary until a filter writes `ids`.
+        var list: UnsafeMutablePointer<Int32>? = nil
+        var count = n
+        var survivors = finite.count
 
-    /// Stages 1 and 2, in place. Out-of-range options and token ids are skipped, not trapped on.
-    private static func adjust(_ a: UnsafeMutableBufferPointer<Float>, history: some Collection<Int32>,
-                               options: SamplingOptions, window: inout [Int32]) {
-        let n = a.count
-        if let (r, f, p) = penalties(options) {
-            window.removeAll(keepingCapacity: true)
-            window.append(contentsOf: history.suffix(options.penaltyWindow))
-            window.sort()
-            var i = 0
-            while i < window.count {
-                let token = window[i]
-                var j = i + 1
-                while j < window.count && window[j] == token { j += 1 }
-                let count = Float(j - i)
-                i = j
-                guard token >= 0 && Int(token) < n else { continue }
-                var v = a[Int(token)]
-                v = v > 0 ? v / r : v * r
-                v -= count * f + p
-                a[Int(token)] = v
+        if let k = options.topK, k > 0, k < survivors {
+            if k <= heapSelectionLimit {
+                count = TopSelection.selectFromVocabulary(k, values: values, count: n, into: ids)
+                var selected = UnsafeMutableBufferPointer(start: ids, count: count)
+                selected.sort()
+                list = ids
+            } else if let worst = SamplingStages.cutoff(.count(k), ids: nil, count: n, values: values,
+                                                        range: (finite.min, finite.max), buckets: buckets,
+                                                        boundary: boundary) {
+                count = SamplingStages.keep(atLeast: values[Int(worst)], id: worst, from: nil, count: n,
+                                            values: values, into: ids)
+                list = ids
             }
+            if list != nil { survivors = count }
         }
-        for (token, bias) in options.logitBias where token >= 0 && Int(token) < n {
-            guard !bias.isNaN, bias != .infinity else { continue }
-            a[Int(token)] += bias
-        }
-    }
-
-    /// The first index of the highest finite value; the raw argmax when none is finite.
-    private static func greedy(_ values: UnsafePointer<Float>, _ n: Int, raw: UnsafeBufferPointer<Float>) -> Int32 {
-        var best = -1
-        var bestValue = -Float.infinity
-        for i in 0..<n {
-            let v = values[i]
-            if v > bestValue && v < .infinity {
-                best = i
-                bestValue = v
+        if let p = options.topP, p > 0, p < 1, survivors > 1 {
+            SamplingStages.softmax(values, ids: list, count: count, maxValue: finite.max, temperature: 1, into: weights)
+            let byToken = list == nil
+            if byToken {
+                // Tokens with e^(v - max) < (1 - p) / N hold less than 1 - p together, so the
+                // better tokens reach p first: only the others need a place in the histogram.
+                let floor = finite.max + log((1 - p) / Float(survivors))
+                count = SamplingStages.keep(atLeast: floor, id: .max, from: nil, count: n, values: values, into: ids)
+                list = ids
             }
+            var low = finite.max
+            for i in 0..<count { low = min(low, values[Int(ids[i])]) }
+            if let worst = SamplingStages.cutoff(.mass(p, probabilities: weights, byToken: byToken), ids: ids,
+                                                 count: count, values: values, range: (low, finite.max),
+                                                 buckets: buckets, boundary: boundary) {
+                count = SamplingStages.keep(atLeast: values[Int(worst)], id: worst, from: ids, count: count,
+                                            values: values, into: ids)
+            }
+            survivors = count
         }
-        return best >= 0 ? Int32(best) : rawArgmax(raw)
+        if let minP = options.minP, minP > 0, survivors > 1 {
+            // p ≥ minP · p_max  ⇔  logit ≥ max + log(minP): compared on logits, as llama.cpp does.
+            let threshold = finite.max + log(min(minP, 1))
+            count = SamplingStages.keep(atLeast: threshold, id: .max, from: list, count: count, values: values, into: ids)
+            list = ids
+        }
+        SamplingStages.softmax(values, ids: list, count: count, maxValue: finite.max,
+                               temperature: options.temperature, into: weights)
+        var outcome = Outcome(token: -1, count: count, wholeVocabulary: list == nil)
+        guard let target else { return outcome }
+        let chosen = SamplingStages.draw(weights, count: count, target: target)
+        outcome.token = list.map { $0[chosen] } ?? Int32(chosen)
+        return outcome
     }
 
     private static func rawArgmax(_ raw: UnsafeBufferPointer<Float>) -> Int32 {
         Int32(TensorMath.argmax(raw.baseAddress!, count: raw.count))
     }
 
-    /// Stages 3–5: leaves the survivors in `ids[0..<result]` in increasing id.
-    private static func filter(_ values: UnsafePointer<Float>, _ n: Int, ids: UnsafeMutablePointer<Int32>,
-                               options: SamplingOptions) -> Int {
-        var count: Int
-        // Whether ids[0..<count] is in increasing id; otherwise it is best first.
-        var inIdOrder: Bool
-        if let k = options.topK, k > 0, k < n {
-            count = TopSelection.selectFromVocabulary(k, values: values, count: n, into: ids)
-            inIdOrder = false
-        } else {
-            count = 0
-            for i in 0..<n where values[i].isFinite {
-                ids[count] = Int32(i)
-                count += 1
-            }
-            inIdOrder = true
-        }
-        guard count > 1 else { return count }
-
-        var maxValue = -Float.infinity
-        if inIdOrder {
-            for i in 0..<count { maxValue = max(maxValue, values[Int(ids[i])]) }
-        } else {
-            maxValue = values[Int(ids[0])]
-        }
-
-        if let p = options.topP, p > 0, p < 1 {
-            count = topP(p, values, ids: ids, count: count, maxValue: maxValue, bestFirst: !inIdOrder)
-            inIdOrder = false
-        }
-        if let minP = options.minP, minP > 0 {
-            // p_i ≥ minP · p_max  ⇔  logit_i ≥ max + log(minP); done on logits, no softmax needed.
-            let threshold = maxValue + log(min(minP, 1))
-            var kept = 0
-            for i in 0..<count where values[Int(ids[i])] >= threshold {
-                ids[kept] = ids[i]
-                kept += 1
-            }
-            count = kept
-        }
-        if !inIdOrder { restoreIdOrder(values, n, ids: ids, count: count) }
-        return count
-    }
-
-    /// Stage 4 on `ids[0..<count]`; returns how many survive, left best first. Selects the top
-    /// 64, then 512, … until their mass reaches `p`, so a peaked distribution costs no full sort.
-    private static func topP(_ p: Float, _ values: UnsafePointer<Float>, ids: UnsafeMutablePointer<Int32>,
-                             count: Int, maxValue: Float, bestFirst: Bool) -> Int {
-        var total: Double = 0
-        for i in 0..<count { total += Double(exp(values[Int(ids[i])] - maxValue)) }
-        let target = Double(p) * total
-        var m = bestFirst ? count : min(count, 64)
-        while true {
-            if !bestFirst { TopSelection.selectInPlace(m, ids: ids, count: count, values: values) }
-            var cumulative: Double = 0
-            for i in 0..<m {
-                cumulative += Double(exp(values[Int(ids[i])] - maxValue))
-                if cumulative >= target { return i + 1 }
-            }
-            if m == count { return count }
-            m = min(count, m * 8)
-        }
-    }
-
-    /// Puts best-first survivors back in increasing id: sorting when few, otherwise a scan of
-    /// the vocabulary for the tokens at least as good as the worst survivor (the survivors are
-    /// always exactly those, as every filter cuts the best-first order).
-    private static func restoreIdOrder(_ values: UnsafePointer<Float>, _ n: Int, ids: UnsafeMutablePointer<Int32>,
-                                       count: Int) {
-        if count <= 4096 {
-            var buffer = UnsafeMutableBufferPointer(start: ids, count: count)
-            buffer.sort()
-            return
-        }
-        let worst = ids[count - 1]
-        let worstValue = values[Int(worst)]
-        var kept = 0
-        for i in 0..<n {
-            let v = values[i]
-            if v.isFinite && (v > worstValue || (v == worstValue && Int32(i) <= worst)) {
-                ids[kept] = Int32(i)
-                kept += 1
-            }
-        }
-        assert(kept == count)
-    }
-
-    // MARK: - Logprobs
-
     private mutating func logprobs(of token: Int32, _ logits: UnsafeBufferPointer<Float>, top: Int) -> SampledToken {
         let n = logits.count
-        var maxValue = -Float.infinity
-        for v in logits where v.isFinite { maxValue = max(maxValue, v) }
-        var sum: Double = 0
-        for v in logits where v.isFinite { sum += Double(exp(v - maxValue)) }
-        let logSum = Double(maxValue) + log(sum)
-        func logprob(_ t: Int32) -> Float {
-            let v = logits[Int(t)]
-            return v.isFinite ? Float(Double(v) - logSum) : (v.isNaN ? .nan : -.infinity)
-        }
-        var alternatives: [TokenLogprob] = []
-        if top > 0 {
-            var s = scratch
-            scratch = Scratch()
-            defer { scratch = s }
-            if s.ids.count < n { s.ids = [Int32](repeating: 0, count: n) }
-            let found = s.ids.withUnsafeMutableBufferPointer {
-                TopSelection.selectFromVocabulary(min(top, n), values: logits.baseAddress!, count: n, into: $0.baseAddress!)
+        var s = scratch
+        scratch = Scratch()
+        defer { scratch = s }
+        s.reserve(n)
+        return s.ids.withUnsafeMutableBufferPointer { idBuffer in
+            s.weights.withUnsafeMutableBufferPointer { weightBuffer in
+                let raw = logits.baseAddress!
+                let ids = idBuffer.baseAddress!, weights = weightBuffer.baseAddress!
+                guard let finite = SamplingStages.finiteRange(raw, n) else {
+                    return SampledToken(token: token, logprob: .nan, top: [])
+                }
+                SamplingStages.softmax(raw, ids: nil, count: n, maxValue: finite.max, temperature: 1, into: weights)
+                // The best token's probability is 1 / Σ e^(v - max), so log Σ comes from it, and
+                // a token whose probability underflows still gets a finite logprob.
+                var best = 0
+                while raw[best] != finite.max { best += 1 }
+                let logSum = -log(Double(weights[best]))
+                func logprob(_ t: Int32) -> Float {
+                    let v = raw[Int(t)]
+                    return v.isFinite ? Float(Double(v - finite.max) - logSum) : (v.isNaN ? .nan : -.infinity)
+                }
+                let found = top > 0 ? TopSelection.selectFromVocabulary(min(top, n), values: raw, count: n, into: ids) : 0
+                let alternatives = (0..<found).map { TokenLogprob(token: ids[$0], logprob: logprob(ids[$0])) }
+                return SampledToken(token: token, logprob: logprob(token), top: alternatives)
             }
-            alternatives = (0..<found).map { TokenLogprob(token: s.ids[$0], logprob: logprob(s.ids[$0])) }
         }
-        return SampledToken(token: token, logprob: logprob(token), top: alternatives)
     }
 }
 

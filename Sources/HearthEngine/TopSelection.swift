@@ -1,6 +1,6 @@
-/// Partial selection of the best tokens by logit, so that top-k and top-p need not sort a
-/// 262,144-token vocabulary. "Better" is a total order: higher value first, lower token id on
-/// ties, which makes every cut deterministic.
+/// Selection of the few best tokens by logit in one pass over the vocabulary, for a small top-k
+/// and top logprobs: a heap of k whose root, the worst kept, rejects most tokens with one
+/// comparison. "Better" is a total order: higher value first, lower token id on ties.
 enum TopSelection {
     @inline(__always)
     static func isBetter(_ a: Int32, than b: Int32, _ values: UnsafePointer<Float>) -> Bool {
@@ -32,19 +32,6 @@ enum TopSelection {
         }
         sortBestFirst(ids, size, values)
         return size
-    }
-
-    /// Reorders `ids[0..<count]` so that its best `k` come first, best first.
-    static func selectInPlace(_ k: Int, ids: UnsafeMutablePointer<Int32>, count: Int,
-                              values: UnsafePointer<Float>) {
-        let k = min(k, count)
-        guard k > 0 else { return }
-        for i in stride(from: k / 2 - 1, through: 0, by: -1) { siftDown(i, k, ids, values) }
-        for i in k..<count where isBetter(ids[i], than: ids[0], values) {
-            ids.swapAt(0, i)
-            siftDown(0, k, ids, values)
-        }
-        sortBestFirst(ids, k, values)
     }
 
     /// Heapsort of a heap whose root is the worst: popping the worst to the back leaves the
