@@ -1,5 +1,6 @@
 import Foundation
 import Hearth
+import HearthTestSupport
 import Testing
 
 // Most tests use one logit vector whose softmax was computed by hand (Python, float64):
@@ -538,5 +539,49 @@ private func referenceDistribution(_ logits: [Float], history: [Int32], options 
             _ = peaked.withUnsafeBufferPointer { sampler.sampleWithLogprobs($0, history: history, top: 5) }
         }))
         print("Sampler, one token from 262,144 logits:\n" + lines.joined(separator: "\n"))
+    }
+}
+
+private let samplingModel = Result { try TransformerModel(path: TestFiles.model(TestFiles.smolLM2), threads: 2) }
+
+@Suite("Sampling SmolLM2")
+struct SamplerModelTests {
+    private func generate(_ model: TransformerModel, _ prompt: String, count: Int, options: SamplingOptions) throws -> [Int32] {
+        let tokens = model.tokenizer.encode(prompt, addSpecial: true, parseSpecial: false)
+        let state = try model.makeState(contextLength: 256)
+        var out: [Int32] = []
+        try model.generate(prompt: tokens, maxTokens: count, sampler: Sampler(options: options), state: state) {
+            if let token = $0.token { out.append(token) }
+            return true
+        }
+        return out
+    }
+
+    @Test("the full chain repeats itself for a seed, on one thread or three")
+    func seededAcrossThreadCounts() throws {
+        let two = try samplingModel.get()
+        let one = try TransformerModel(path: TestFiles.model(TestFiles.smolLM2), threads: 1)
+        let three = try TransformerModel(path: TestFiles.model(TestFiles.smolLM2), threads: 3)
+        var options = SamplingOptions(temperature: 0.9, topK: 40, topP: 0.95, minP: 0.05, repetitionPenalty: 1.1,
+                                      presencePenalty: 0.5, seed: 1234)
+        let prompt = "My favourite food is"
+        let reference = try generate(two, prompt, count: 24, options: options)
+        #expect(try generate(two, prompt, count: 24, options: options) == reference)
+        #expect(try generate(one, prompt, count: 24, options: options) == reference)
+        #expect(try generate(three, prompt, count: 24, options: options) == reference)
+        options.seed = 1235
+        #expect(try generate(two, prompt, count: 24, options: options) != reference)
+    }
+
+    @Test("generation hands the history to the penalties: a large presence penalty forbids repeats")
+    func penaltiesSeeTheHistory() throws {
+        let model = try samplingModel.get()
+        let prompt = "1, 2, 1, 2, 1, 2, 1, 2,"
+        let plain = try generate(model, prompt, count: 16, options: .greedy)
+        #expect(Set(plain).count < plain.count, "the plain continuation repeats itself: \(plain)")
+        let penalised = try generate(model, prompt, count: 16, options: SamplingOptions(presencePenalty: 100))
+        let promptTokens = Set(model.tokenizer.encode(prompt, addSpecial: true, parseSpecial: false))
+        #expect(Set(penalised).count == penalised.count, "\(penalised)")
+        #expect(promptTokens.isDisjoint(with: penalised))
     }
 }
