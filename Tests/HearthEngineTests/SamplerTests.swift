@@ -219,6 +219,72 @@ private struct TestLogits {
     }
 }
 
+/// A case of llama.cpp's `tests/test-sampling.cpp`: logits log(probs), one stage, and the
+/// probabilities llama.cpp expects after it, most likely first.
+struct LlamaCppSamplingCase: Sendable, CustomTestStringConvertible {
+    let name: String
+    let probs: [Float]
+    let history: [Int32]
+    let options: SamplingOptions
+    let expected: [Float]
+    var testDescription: String { name }
+
+    static let all: [Self] = {
+        let p: [Float] = [0.1, 0.2, 0.3, 0.4]
+        let flat: [Float] = [0.2, 0.2, 0.2, 0.2, 0.2]
+        func c(_ name: String, _ probs: [Float], _ options: SamplingOptions, _ expected: [Float],
+               history: [Int32] = []) -> Self {
+            Self(name: name, probs: probs, history: history, options: options, expected: expected)
+        }
+        func penalties(_ r: Float, _ f: Float, _ pr: Float, window: Int) -> SamplingOptions {
+            SamplingOptions(temperature: 1, repetitionPenalty: r, frequencyPenalty: f, presencePenalty: pr,
+                            penaltyWindow: window)
+        }
+        return [
+            c("temp 1", p, .init(temperature: 1), [0.4, 0.3, 0.2, 0.1]),
+            c("temp 0", p, .init(temperature: 0), [1]),
+            c("top_k 1", p, .init(temperature: 1, topK: 1), [1]),
+            c("top_k 3", p, .init(temperature: 1, topK: 3), [0.44444, 0.33333, 0.22222]),
+            c("top_k 4", p, .init(temperature: 1, topK: 4), [0.4, 0.3, 0.2, 0.1]),
+            c("top_k 0", p, .init(temperature: 1, topK: 0), [0.4, 0.3, 0.2, 0.1]),
+            c("top_p 0.7", p, .init(temperature: 1, topP: 0.7), [0.571429, 0.428571]),
+            c("top_p 0.8", p, .init(temperature: 1, topP: 0.8), [0.44444, 0.33333, 0.22222]),
+            c("top_p 1", p, .init(temperature: 1, topP: 1), [0.4, 0.3, 0.2, 0.1]),
+            c("min_p 0", p, .init(temperature: 1, minP: 0), [0.4, 0.3, 0.2, 0.1]),
+            c("min_p 0.24", p, .init(temperature: 1, minP: 0.24), [0.4, 0.3, 0.2, 0.1]),
+            c("min_p 0.26", p, .init(temperature: 1, minP: 0.26), [0.4 / 0.9, 0.3 / 0.9, 0.2 / 0.9]),
+            c("min_p 0.49", p, .init(temperature: 1, minP: 0.49), [0.4 / 0.9, 0.3 / 0.9, 0.2 / 0.9]),
+            c("min_p 0.51", p, .init(temperature: 1, minP: 0.51), [0.4 / 0.7, 0.3 / 0.7]),
+            c("min_p 0.74", p, .init(temperature: 1, minP: 0.74), [0.4 / 0.7, 0.3 / 0.7]),
+            c("min_p 0.76", p, .init(temperature: 1, minP: 0.76), [1]),
+            c("min_p 1", p, .init(temperature: 1, minP: 1), [1]),
+            c("repeat 50, [0]", flat, penalties(50, 0, 0, window: 1), [0.25, 0.25, 0.25, 0.25, 0], history: [0]),
+            c("repeat 50, [0 1 2]", flat, penalties(50, 0, 0, window: 3), [0.5, 0.5, 0, 0, 0], history: [0, 1, 2]),
+            c("repeat 50, [0 1 2 0 0]", flat, penalties(50, 0, 0, window: 5), [0.5, 0.5, 0, 0, 0],
+              history: [0, 1, 2, 0, 0]),
+            c("freq 5 presence 5, [0]", flat, penalties(1, 5, 5, window: 1),
+              [0.249997, 0.249997, 0.249997, 0.249997, 0.000011], history: [0]),
+            c("freq 5 presence 5, [0 1 2]", flat, penalties(1, 5, 5, window: 3),
+              [0.499966, 0.499966, 0.000023, 0.000023, 0.000023], history: [0, 1, 2]),
+            c("freq 5 presence 5, [0 1 2 0 0]", flat, penalties(1, 5, 5, window: 5),
+              [0.499977, 0.499977, 0.000023, 0.000023, 0], history: [0, 1, 2, 0, 0]),
+        ]
+    }()
+}
+
+@Suite struct SamplerLlamaCppTests {
+    @Test("llama.cpp's test-sampling cases give llama.cpp's probabilities", arguments: LlamaCppSamplingCase.all)
+    func llamaCppCase(_ c: LlamaCppSamplingCase) {
+        let logits = c.probs.map { log($0) }
+        let sampler = Sampler(options: c.options)
+        var got = sampler.distribution(logits, history: c.history).values.sorted(by: >)
+        #expect(got.count <= c.expected.count, "\(got)")
+        got += [Float](repeating: 0, count: max(0, c.expected.count - got.count))
+        // llama.cpp's own tolerance.
+        for (a, b) in zip(got, c.expected) { #expect(abs(a - b) < 1e-5, "\(got)") }
+    }
+}
+
 @Suite struct SamplerChainTests {
     @Test("the full chain, stage by stage, on one vector")
     func fullChain() {
