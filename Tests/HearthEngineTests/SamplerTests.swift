@@ -527,6 +527,7 @@ private func referenceDistribution(_ logits: [Float], history: [Int32], options 
         ("top-p 0.999", SamplingOptions(temperature: 1, topP: 0.999)),
         ("min-p 0.05", SamplingOptions(temperature: 1, minP: 0.05)),
         ("llama.cpp defaults", SamplingOptions(temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05)),
+        ("top-k 1000 + bias", SamplingOptions(temperature: 1, topK: 1000, logitBias: [3: 8, 5: -.infinity])),
         ("penalties + bias + top-p", SamplingOptions(temperature: 1.2, topP: 0.9, repetitionPenalty: 1.3,
                                                       frequencyPenalty: 0.4, presencePenalty: 0.2,
                                                       logitBias: [3: 5, 13: -.infinity])),
@@ -537,7 +538,9 @@ private func referenceDistribution(_ logits: [Float], history: [Int32], options 
         let (name, options) = Self.configurations[index]
         var random = TestLogits(state: 17)
         let history = (0..<200).map { _ in Int32(random.uniform() * Double(Self.vocabulary)) } + [13, 13, 3]
-        for logits in [random.peaked(count: Self.vocabulary), random.flat(count: Self.vocabulary)] {
+        var broken = random.flat(count: Self.vocabulary)
+        for (i, v) in [(100, Float.nan), (200, .infinity), (300, -.infinity)] { broken[i] = v }
+        for logits in [random.peaked(count: Self.vocabulary), random.flat(count: Self.vocabulary), broken] {
             let sampler = Sampler(options: options)
             let fast = sampler.distribution(logits, history: history)
             let slow = referenceDistribution(logits, history: history, options: options)
