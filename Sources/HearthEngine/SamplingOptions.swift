@@ -1,8 +1,9 @@
 import Foundation
 import HearthFormats
 
-/// Options of the sampling chain (all optional stages off by default). `Sampler` documents the
-/// order in which the stages run.
+/// Options of the sampling chain (all optional stages off by default). The stages run in this
+/// order: penalties → logit bias → top-k → top-p → min-p → temperature → seeded draw; `Sampler`
+/// documents each.
 public struct SamplingOptions: Sendable, Equatable {
     /// Divides the logits before the draw; 0 means greedy (the most likely token, no draw).
     public var temperature: Float

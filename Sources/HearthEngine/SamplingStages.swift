@@ -91,9 +91,10 @@ enum SamplingStages {
     }
 
     /// `out[i] = softmax((v - maxValue) / temperature)` over the candidates' values `v`
-    /// (0 for a non-candidate), through the engine's vectorised softmax, whose bits are the same
-    /// on every instruction set, so the draw is the same on every machine. Subtracting the
-    /// maximum first keeps a tiny temperature from overflowing.
+    /// (0 for a non-candidate), dividing by multiplying with 1/temperature, through the engine's
+    /// vectorised softmax, whose bits are the same on every instruction set, so the draw is the
+    /// same on every machine. Subtracting the maximum first keeps a tiny temperature from
+    /// overflowing.
     static func softmax(_ values: UnsafePointer<Float>, ids: UnsafePointer<Int32>?, count: Int, maxValue: Float,
                         temperature: Float, into out: UnsafeMutablePointer<Float>) {
         // Below the smallest normal temperature 1/T is infinite: (v - max) · ∞ is then -∞ as it
@@ -186,6 +187,7 @@ enum SamplingStages {
             boundary[m] = Int32(i)
             m += 1
         }
+        guard m > 0 else { return nil }
         var positions = UnsafeMutableBufferPointer(start: boundary, count: m)
         positions.sort { a, b in
             let x = token(ids, Int(a)), y = token(ids, Int(b))
