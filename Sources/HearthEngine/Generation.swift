@@ -71,8 +71,11 @@ extension TransformerModel {
         var reason = FinishReason.length
         let ends = tokenizer.endOfGenerationTokens
 
+        // What the sampler's penalties count: this prompt and the tokens generated after it.
+        var history = prompt
         while stats.generatedTokens < maxTokens {
-            let token = logits.withUnsafeBufferPointer { sampler.sample($0) }
+            let token = logits.withUnsafeBufferPointer { sampler.sample($0, history: history) }
+            history.append(token)
             stats.generatedTokens += 1
             if stats.generatedTokens == 1 {
                 firstTokenAt = clock.now
