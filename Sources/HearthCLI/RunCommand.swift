@@ -26,6 +26,30 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Seed for sampling, for repeatable output.")
     var seed: UInt64?
 
+    @Option(name: .customLong("top-k"), help: "Sample from the K most likely tokens only.")
+    var topK: Int?
+
+    @Option(name: .customLong("top-p"), help: "Sample from the smallest set of tokens whose probability reaches P.")
+    var topP: Float?
+
+    @Option(name: .customLong("min-p"), help: "Drop tokens less likely than P times the most likely one.")
+    var minP: Float?
+
+    @Option(name: .customLong("repeat-penalty"), help: "Penalise tokens seen in the last 64 (1 = off).")
+    var repeatPenalty: Float?
+
+    @Option(name: .customLong("frequency-penalty"), help: "Subtract this times each token's count so far.")
+    var frequencyPenalty: Float?
+
+    @Option(name: .customLong("presence-penalty"), help: "Subtract this from every token seen so far.")
+    var presencePenalty: Float?
+
+    var samplingOptions: SamplingOptions {
+        SamplingOptions(temperature: temperature, topK: topK, topP: topP, minP: minP,
+                        repetitionPenalty: repeatPenalty, frequencyPenalty: frequencyPenalty,
+                        presencePenalty: presencePenalty, seed: seed)
+    }
+
     @Flag(help: "Continue the prompt as plain text instead of applying the chat format.")
     var raw = false
 
@@ -37,7 +61,11 @@ struct RunCommand: ParsableCommand {
 
     func validate() throws {
         guard maxTokens >= 0 else { throw ValidationError("--max-tokens must not be negative.") }
-        guard temperature >= 0, temperature.isFinite else { throw ValidationError("--temp must be 0 or more.") }
+        do {
+            try samplingOptions.validate()
+        } catch let error as HearthError {
+            throw ValidationError(error.message)
+        }
         if raw, system != nil { throw ValidationError("--system needs the chat format; drop --raw.") }
     }
 
@@ -59,7 +87,7 @@ struct RunCommand: ParsableCommand {
             }
             let budget = min(maxTokens, state.contextLength - tokens.count)
             let stats = try model.generate(prompt: tokens, maxTokens: budget,
-                                           sampler: Sampler(temperature: temperature, seed: seed),
+                                           sampler: Sampler(options: samplingOptions),
                                            state: state) { chunk in
                 writeNow(chunk.text)
                 return true

@@ -81,6 +81,7 @@ struct CLITests {
         ["bench", "/nonexistent.gguf"],
         ["bench", "x.gguf", "-t", "0"],
         ["run", "x.gguf", "hi", "--temp", "-1"],
+        ["run", "x.gguf", "hi", "--top-p", "1.5"],
     ])
     func badInput(_ arguments: [String]) throws {
         let result = try Hearth.run(arguments)
@@ -88,6 +89,16 @@ struct CLITests {
         #expect(!result.errors.isEmpty)
         #expect(!result.errors.contains("Fatal error"))
         #expect(!result.errors.contains("Backtrac"))
+    }
+
+    @Test("a seeded, filtered sample repeats itself")
+    func seededSamplingRepeats() throws {
+        let arguments = ["run", try TestFiles.model(TestFiles.smolLM2), "Tell me a story.", "-n", "24",
+                         "--temp", "0.8", "--top-k", "40", "--top-p", "0.95", "--repeat-penalty", "1.1", "--seed", "7"]
+        let first = try Hearth.run(arguments), second = try Hearth.run(arguments)
+        #expect(first.status == 0)
+        #expect(!first.output.isEmpty)
+        #expect(first.output == second.output)
     }
 
     @Test func benchPrintsATable() throws {
