@@ -16,8 +16,10 @@ extension Interpreter {
             }
         case .name(let name):
             return scope.lookup(name) ?? .undefined("'\(name)' is undefined")
-        case .list(let items), .tuple(let items):
+        case .list(let items):
             return .list(try items.map { try evaluate($0, in: scope) })
+        case .tuple(let items):
+            return .tuple(try items.map { try evaluate($0, in: scope) })
         case .dict(let entries):
             var dict = Dict()
             for entry in entries {
@@ -157,7 +159,7 @@ extension Interpreter {
                 return .undefined("'\(value.typeName) object' has no attribute \(key.repr)")
             }
             switch value {
-            case .list(let items):
+            case .list(let items), .tuple(let items):
                 let i = index < 0 ? index + items.count : index
                 return items.indices.contains(i) ? items[i] : .undefined("list object has no element \(index)")
             case .string(let s):
@@ -231,6 +233,8 @@ extension Interpreter {
         switch value {
         case .list(let items):
             return .list(indices(count: items.count).map { items[$0] })
+        case .tuple(let items):
+            return .tuple(indices(count: items.count).map { items[$0] })
         case .string(let s):
             let scalars = PythonText.scalars(s)
             return .string(PythonText.string(indices(count: scalars.count).map { scalars[$0] }))
@@ -266,6 +270,9 @@ extension Interpreter {
             case (.list(let x), .list(let y)):
                 try checkSize(x.count + y.count, at: location)
                 return .list(x + y)
+            case (.tuple(let x), .tuple(let y)):
+                try checkSize(x.count + y.count, at: location)
+                return .tuple(x + y)
             default:
                 return try arithmetic(a, b, unsupported(), { $0.addingReportingOverflow($1) }, { $0 + $1 }, at: location)
             }
@@ -360,7 +367,7 @@ extension Interpreter {
                 throw TemplateFailure("'in <string>' requires string as left operand, not \(item.typeName)", at: location)
             }
             return needle.isEmpty || PythonText.find(s, needle) >= 0
-        case .list(let items):
+        case .list(let items), .tuple(let items):
             return items.contains { Value.equal($0, item) }
         case .dict(let dict):
             guard case .string(let key) = item else { return false }

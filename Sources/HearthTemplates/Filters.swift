@@ -28,7 +28,11 @@ extension Interpreter {
             guard case .string(let attributeName) = try bind([("name", nil)])[0] else {
                 throw TemplateFailure("attr() needs a string", at: location)
             }
-            return try attribute(attributeName, of: value, at: location)
+            // Python attributes only: unlike `obj.name`, `attr` never falls back to a dict key.
+            if case .undefined(let message) = value { throw TemplateFailure(message, at: location) }
+            if case .namespace = value { return try attribute(attributeName, of: value, at: location) }
+            if case .loop = value { return try attribute(attributeName, of: value, at: location) }
+            return Methods.method(attributeName, of: value) ?? .undefined("'\(value.typeName) object' has no attribute '\(attributeName)'")
         case "batch":
             let bound = try bind([("linecount", nil), ("fill_with", Value.none)])
             guard let size = bound[0].integer, size > 0 else { throw TemplateFailure("batch size must be positive", at: location) }
@@ -55,7 +59,7 @@ extension Interpreter {
             switch value {
             case .undefined: return .int(0)
             case .string(let s): return .int(PythonText.length(s))
-            case .list(let list): return .int(list.count)
+            case .list(let list), .tuple(let list): return .int(list.count)
             case .dict(let dict): return .int(dict.count)
             case .range(_, _, let count): return .int(count)
             default: throw TemplateFailure("object of type '\(value.typeName)' has no len()", at: location)
@@ -74,9 +78,9 @@ extension Interpreter {
             default: throw TemplateFailure("You can only sort by either \"key\" or \"value\"", at: location)
             }
             let pairs = dict.entries.map { [Value.string($0.key), $0.value] }
-            let sorted = try sortValues(pairs.map { Value.list($0) }, caseSensitive: bound[0].truthy, reverse: bound[2].truthy,
+            let sorted = try sortValues(pairs.map { Value.tuple($0) }, caseSensitive: bound[0].truthy, reverse: bound[2].truthy,
                                         at: location) { pair in
-                guard case .list(let p) = pair else { return pair }
+                guard case .tuple(let p) = pair else { return pair }
                 return p[byValue ? 1 : 0]
             }
             return .list(sorted)
@@ -95,7 +99,7 @@ extension Interpreter {
                 for (key, item) in arguments.keywords { dict[key] = item }
                 return .string(try Formatting.percent(text(value), .dict(dict), at: location))
             }
-            return .string(try Formatting.percent(text(value), .list(arguments.positional), at: location))
+            return .string(try Formatting.percent(text(value), .tuple(arguments.positional), at: location))
         case "indent":
             let bound = try bind([("width", .int(4)), ("first", .bool(false)), ("blank", .bool(false))])
             let indentation: String
@@ -118,7 +122,7 @@ extension Interpreter {
         case "items":
             switch value {
             case .undefined: return .list([])
-            case .dict(let dict): return .list(dict.entries.map { .list([.string($0.key), $0.value]) })
+            case .dict(let dict): return .list(dict.entries.map { .tuple([.string($0.key), $0.value]) })
             default: throw TemplateFailure("Can only get item pairs from a mapping.", at: location)
             }
         case "join":
@@ -191,7 +195,10 @@ extension Interpreter {
             guard let number = value.number else { throw TemplateFailure("round needs a number", at: location) }
             let scale = Foundation.pow(10, Double(bound[0].integer ?? 0))
             switch bound[1] {
-            case .string("common"): return .double((number * scale).rounded(.toNearestOrEven) / scale)
+            case .string("common"):
+                // Python's round() keeps an int an int.
+                if case .int = value { return value }
+                return .double((number * scale).rounded(.toNearestOrEven) / scale)
             case .string("ceil"): return .double((number * scale).rounded(.up) / scale)
             case .string("floor"): return .double((number * scale).rounded(.down) / scale)
             default: throw TemplateFailure("method must be common, ceil or floor", at: location)
@@ -242,7 +249,10 @@ extension Interpreter {
             }
             var options = PythonJSON.Options(indent: indent, itemSeparator: indent == nil ? ", " : ",", keySeparator: ": ",
                                              sortKeys: bound[3].truthy, ensureASCII: bound[0].truthy)
-            if case .list(let separators) = bound[2], separators.count == 2 {
+            if case .tuple(let separators) = bound[2], separators.count == 2 {
+                options.itemSeparator = text(separators[0])
+                options.keySeparator = text(separators[1])
+            } else if case .list(let separators) = bound[2], separators.count == 2 {
                 options.itemSeparator = text(separators[0])
                 options.keySeparator = text(separators[1])
             }

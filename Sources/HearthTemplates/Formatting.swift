@@ -8,7 +8,7 @@ enum Formatting {
         var arguments: [Value]
         var mapping: Dict?
         switch values {
-        case .list(let items): arguments = items
+        case .tuple(let items): arguments = items
         case .dict(let dict): arguments = []; mapping = dict
         default: arguments = [values]
         }
@@ -80,7 +80,7 @@ enum Formatting {
             }
             result += text
         }
-        if mapping == nil, used < arguments.count, case .list = values {
+        if mapping == nil, used < arguments.count, case .tuple = values {
             throw TemplateFailure("not all arguments converted during string formatting", at: location)
         }
         return result

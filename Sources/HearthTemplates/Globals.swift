@@ -64,7 +64,7 @@ enum Globals {
                 for (key, value) in namespace.attributes.entries { result[key] = value }
             default:
                 for pair in try first.iterationItems(at: location, limit: Interpreter.maxRange) {
-                    guard case .list(let items) = pair, items.count == 2, case .string(let key) = items[0] else {
+                    guard case .list(let items) = pair.tupleAsList, items.count == 2, case .string(let key) = items[0] else {
                         throw TemplateFailure("\(name)() needs a mapping or key/value pairs", at: location)
                     }
                     result[key] = items[1]

@@ -210,8 +210,10 @@ final class Interpreter {
             for (index, item) in items.enumerated() {
                 try step(location)
                 state.index0 = index
-                try assign(item, to: loop.target, in: loopScope, at: location)
-                if try execute(loop.body, in: loopScope) == .breakLoop { break }
+                // Each pass starts from the enclosing values again: what one pass sets, the next cannot see.
+                let passScope = Scope(parent: loopScope)
+                try assign(item, to: loop.target, in: passScope, at: location)
+                if try execute(loop.body, in: passScope) == .breakLoop { break }
             }
         }
     }
@@ -239,7 +241,7 @@ final class Interpreter {
                     }
                 }
                 positional = Array(positional.dropFirst(macro.parameters.count))
-                scope.variables["varargs"] = .list(positional)
+                scope.variables["varargs"] = .tuple(positional)
                 var extra = Dict()
                 for (name, value) in keywords { extra[name] = value }
                 scope.variables["kwargs"] = .dict(extra)

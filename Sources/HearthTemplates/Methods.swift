@@ -10,7 +10,7 @@ enum Methods {
         switch value {
         case .string(let s): body = stringMethod(name, s)
         case .dict(let dict): body = dictMethod(name, dict)
-        case .list(let items): body = listMethod(name, items)
+        case .list(let items), .tuple(let items): body = listMethod(name, items)
         default: body = nil
         }
         if let body {
@@ -44,7 +44,7 @@ enum Methods {
     }
 
     private static func prefixes(_ value: Value, at location: SourceLocation) throws -> [String] {
-        if case .list(let items) = value { return try items.map { try string($0, "a tuple item", at: location) } }
+        if case .tuple(let items) = value.tupleAsList.asTuple { return try items.map { try string($0, "a tuple item", at: location) } }
         return [try string(value, "the prefix", at: location)]
     }
 
@@ -171,10 +171,10 @@ enum Methods {
                 let position = PythonText.find(s, separator, reverse: name == "rpartition")
                 let scalars = PythonText.scalars(s)
                 guard position >= 0 else {
-                    return name == "partition" ? .list([.string(s), .string(""), .string("")]) : .list([.string(""), .string(""), .string(s)])
+                    return name == "partition" ? .tuple([.string(s), .string(""), .string("")]) : .tuple([.string(""), .string(""), .string(s)])
                 }
                 let end = position + PythonText.length(separator)
-                return .list([.string(PythonText.string(scalars[..<position])), .string(separator),
+                return .tuple([.string(PythonText.string(scalars[..<position])), .string(separator),
                               .string(PythonText.string(scalars[end...]))])
             }
         default:
@@ -184,7 +184,7 @@ enum Methods {
 
     private static func dictMethod(_ name: String, _ dict: Dict) -> ((Arguments, SourceLocation) throws -> Value)? {
         switch name {
-        case "items": return { _, _ in .list(dict.entries.map { .list([.string($0.key), $0.value]) }) }
+        case "items": return { _, _ in .list(dict.entries.map { .tuple([.string($0.key), $0.value]) }) }
         case "keys": return { _, _ in .list(dict.keys.map { .string($0) }) }
         case "values": return { _, _ in .list(dict.values) }
         case "copy": return { _, _ in .dict(dict) }

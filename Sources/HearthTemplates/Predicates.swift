@@ -47,7 +47,7 @@ extension Interpreter {
             return value.isIterable
         case "sequence":
             switch value {
-            case .string, .list, .dict, .range: return true
+            case .string, .list, .tuple, .dict, .range: return true
             default: return false
             }
         case "escaped":

@@ -26,7 +26,7 @@ enum PythonJSON {
         case .double(let d):
             output += d.isNaN ? "NaN" : d.isInfinite ? (d < 0 ? "-Infinity" : "Infinity") : PythonText.floatRepr(d)
         case .string(let s): output += quote(s, ensureASCII: options.ensureASCII)
-        case .list(let items):
+        case .list(let items), .tuple(let items):
             try container("[", "]", items.map { (nil, $0) }, options, level: level, into: &output, at: location)
         case .dict(let dict):
             var entries = dict.entries

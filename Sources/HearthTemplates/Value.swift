@@ -10,6 +10,8 @@ enum Value {
     case double(Double)
     case string(String)
     case list([Value])
+    /// Python's tuple: a list that prints as `(a, b)` and never equals a list.
+    case tuple([Value])
     case dict(Dict)
     case namespace(Namespace)
     case loop(LoopState)
@@ -113,6 +115,7 @@ extension Value {
         case .double: return "float"
         case .string: return "str"
         case .list: return "list"
+        case .tuple: return "tuple"
         case .dict: return "dict"
         case .namespace: return "Namespace"
         case .loop: return "LoopContext"
@@ -129,7 +132,7 @@ extension Value {
         case .int(let i): return i != 0
         case .double(let d): return d != 0
         case .string(let s): return !s.isEmpty
-        case .list(let items): return !items.isEmpty
+        case .list(let items), .tuple(let items): return !items.isEmpty
         case .dict(let dict): return dict.count > 0
         case .range(_, _, let count): return count > 0
         case .namespace, .loop, .function: return true
@@ -174,6 +177,8 @@ extension Value {
         case .double(let d): return PythonText.floatRepr(d)
         case .string(let s): return PythonText.stringRepr(s)
         case .list(let items): return "[" + items.map(\.repr).joined(separator: ", ") + "]"
+        case .tuple(let items):
+            return "(" + items.map(\.repr).joined(separator: ", ") + (items.count == 1 ? ",)" : ")")
         case .dict(let dict):
             return "{" + dict.entries.map { PythonText.stringRepr($0.key) + ": " + $0.value.repr }.joined(separator: ", ") + "}"
         case .namespace(let namespace):
@@ -191,7 +196,7 @@ extension Value {
         switch (a, b) {
         case (.undefined, .undefined), (.none, .none): return true
         case (.string(let x), .string(let y)): return PythonText.equal(x, y)
-        case (.list(let x), .list(let y)):
+        case (.list(let x), .list(let y)), (.tuple(let x), .tuple(let y)):
             return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
         case (.dict(let x), .dict(let y)):
             return x.count == y.count && x.entries.allSatisfy { entry in y[entry.key].map { equal(entry.value, $0) } ?? false }
@@ -211,7 +216,7 @@ extension Value {
     func iterationItems(at location: SourceLocation, limit: Int) throws -> [Value] {
         switch self {
         case .undefined: return []
-        case .list(let items): return items
+        case .list(let items), .tuple(let items): return items
         case .dict(let dict): return dict.keys.map { .string($0) }
         case .namespace(let namespace): return namespace.attributes.keys.map { .string($0) }
         case .string(let s): return s.unicodeScalars.map { .string(String($0)) }
@@ -227,7 +232,7 @@ extension Value {
 
     var isIterable: Bool {
         switch self {
-        case .undefined, .list, .dict, .string, .range, .namespace: return true
+        case .undefined, .list, .tuple, .dict, .string, .range, .namespace: return true
         default: return false
         }
     }
@@ -237,7 +242,7 @@ extension Value {
 func pythonLess(_ a: Value, _ b: Value, at location: SourceLocation, operatorName: String = "<") throws -> Bool {
     switch (a, b) {
     case (.string(let x), .string(let y)): return PythonText.less(x, y)
-    case (.list(let x), .list(let y)):
+    case (.list(let x), .list(let y)), (.tuple(let x), .tuple(let y)):
         for (p, q) in zip(x, y) where !Value.equal(p, q) {
             return try pythonLess(p, q, at: location, operatorName: operatorName)
         }
@@ -248,5 +253,19 @@ func pythonLess(_ a: Value, _ b: Value, at location: SourceLocation, operatorNam
         if let x = a.integer, let y = b.integer { return x < y }
         if let x = a.number, let y = b.number { return x < y }
         throw TemplateFailure("'\(operatorName)' not supported between instances of '\(a.typeName)' and '\(b.typeName)'", at: location)
+    }
+}
+
+extension Value {
+    /// A tuple seen as a list, for code that accepts either.
+    var tupleAsList: Value {
+        if case .tuple(let items) = self { return .list(items) }
+        return self
+    }
+
+    /// A list seen as a tuple, for code that accepts either.
+    var asTuple: Value {
+        if case .list(let items) = self { return .tuple(items) }
+        return self
     }
 }
