@@ -11,6 +11,9 @@ template's special tokens and the conversation's extra variables, as apply_chat_
 `strftime_now` reads the fixed time "now" from conversations.json so the output never changes.
 A render that raises writes <conversation>.error instead: the exception's class and message.
 
+It also renders the small templates of constructs.json, one per language feature, with their own
+variables, into constructs-expected.json: {name: {"output": text} or {"error": "Class: message"}}.
+
     pip install jinja2==3.1.6
     scripts/make-template-fixtures.py
 """
@@ -89,6 +92,19 @@ def main():
             with open(os.path.join(out_dir, path), "w", encoding="utf-8", newline="") as f:
                 f.write(content)
             print(f"{name}/{path}")
+
+    with open(os.path.join(fixtures, "constructs.json"), encoding="utf-8") as f:
+        constructs = json.load(f)
+    results = {}
+    for construct in constructs:
+        try:
+            results[construct["name"]] = {"output": env.from_string(construct["template"]).render(**construct["context"])}
+        except Exception as error:  # the expected outcome is the failure itself
+            results[construct["name"]] = {"error": f"{type(error).__name__}: {error}"}
+    with open(os.path.join(fixtures, "constructs-expected.json"), "w", encoding="utf-8", newline="") as f:
+        json.dump(results, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(f"constructs-expected.json: {len(results)} templates")
 
 
 if __name__ == "__main__":
