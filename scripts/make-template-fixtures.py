@@ -12,7 +12,8 @@ template's special tokens and the conversation's extra variables, as apply_chat_
 A render that raises writes <conversation>.error instead: the exception's class and message.
 
 It also renders the small templates of constructs.json, one per language feature, with their own
-variables, into constructs-expected.json: {name: {"output": text} or {"error": "Class: message"}}.
+variables, into constructs-expected.json: {name: {"output": text} or {"error": "Class: message"}},
+with "line" added when jinja2 names the line of a syntax error.
 
     pip install jinja2==3.1.6
     scripts/make-template-fixtures.py
@@ -101,6 +102,8 @@ def main():
             results[construct["name"]] = {"output": env.from_string(construct["template"]).render(**construct["context"])}
         except Exception as error:  # the expected outcome is the failure itself
             results[construct["name"]] = {"error": f"{type(error).__name__}: {error}"}
+            if isinstance(error, jinja2.TemplateSyntaxError):
+                results[construct["name"]]["line"] = error.lineno
     with open(os.path.join(fixtures, "constructs-expected.json"), "w", encoding="utf-8", newline="") as f:
         json.dump(results, f, ensure_ascii=False, indent=1)
         f.write("\n")

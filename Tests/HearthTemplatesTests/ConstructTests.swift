@@ -54,6 +54,9 @@ struct Construct: Sendable, CustomTestStringConvertible {
                 Issue.record("expected HearthError.invalidTemplate, got \(error)")
                 return
             }
+            if case .int(let line) = construct.expected["line"], case .invalidTemplate(let reported, _, _) = error as? HearthError {
+                #expect(reported == line, "jinja2 reports line \(line)")
+            }
             // raise_exception's message is the template's own words and must come through as written.
             if case .string(let message) = construct.expected["error"], message.hasPrefix("TemplateError: "),
                 case .invalidTemplate(_, _, let reason) = error as? HearthError
