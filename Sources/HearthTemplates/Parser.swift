@@ -486,7 +486,7 @@ struct Parser {
             if isSymbol(".") || isSymbol("[") {
                 node = try subscriptExpression(node)
             } else if isSymbol("(") {
-                node = Expression(kind: .call(node, try callArguments()), location: current.location)
+                node = Expression(kind: .call(node, try callArguments()), location: node.location)
             } else {
                 return node
             }
@@ -514,7 +514,7 @@ struct Parser {
                 }
                 node = Expression(kind: .test(node, name: name, arguments, negated: negated), location: location)
             } else if isSymbol("(") {
-                node = Expression(kind: .call(node, try callArguments()), location: current.location)
+                node = Expression(kind: .call(node, try callArguments()), location: node.location)
             } else {
                 return node
             }
