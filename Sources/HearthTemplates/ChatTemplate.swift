@@ -66,9 +66,10 @@ public struct ChatTemplate: Sendable {
         return try render(context, options: options)
     }
 
-    /// Unknown filters are errors when the template is read, as in jinja2, not only when a
-    /// render reaches them.
-    private static func checkNames(in statements: [Statement]) throws {
+    /// Unknown filters are errors when the template is read, as jinja2's compiler makes them,
+    /// except inside an `if` (jinja2's "soft" frames), where a template may first check
+    /// `'name' is filter`; there they fail only if a render reaches them.
+    private static func checkNames(in statements: [Statement], soft: Bool = false) throws {
         func check(_ expression: Expression?) throws {
             guard let expression else { return }
             switch expression.kind {
@@ -81,9 +82,7 @@ public struct ChatTemplate: Sendable {
                 try check(object); try check(start); try check(stop); try check(step)
             case .call(let callee, let arguments): try check(callee); try arguments.forEach { try check($0.value) }
             case .filter(let operand, let name, let arguments):
-                guard Interpreter.filterNames.contains(name) else {
-                    throw TemplateFailure("no filter named '\(name)'", at: expression.location)
-                }
+                try checkFilter(name, at: expression.location)
                 try check(operand); try arguments.forEach { try check($0.value) }
             case .test(let operand, _, let arguments, _):
                 // jinja2 looks tests up only when one runs, so an unknown test in a branch never taken is fine.
@@ -91,14 +90,21 @@ public struct ChatTemplate: Sendable {
             case .negate(let operand), .plus(let operand), .not(let operand): try check(operand)
             case .and(let a, let b), .or(let a, let b), .binary(_, let a, let b): try check(a); try check(b)
             case .compare(let first, let operations): try check(first); try operations.forEach { try check($0.operand) }
-            case .conditional(let condition, let then, let otherwise): try check(condition); try check(then); try check(otherwise)
+            case .conditional(let condition, let then, let otherwise):
+                // An inline if is a soft frame too.
+                for part in [condition, then, otherwise].compactMap({ $0 }) {
+                    try checkNames(in: [Statement(kind: .output(part), location: part.location)], soft: true)
+                }
+            }
+        }
+        func checkFilter(_ name: String, at location: SourceLocation) throws {
+            if !soft, !Interpreter.filterNames.contains(name) {
+                throw TemplateFailure("No filter named '\(name)'.", at: location)
             }
         }
         func checkFilters(_ filters: [(name: String, arguments: [Argument])], at location: SourceLocation) throws {
             for filter in filters {
-                guard Interpreter.filterNames.contains(filter.name) else {
-                    throw TemplateFailure("no filter named '\(filter.name)'", at: location)
-                }
+                try checkFilter(filter.name, at: location)
                 try filter.arguments.forEach { try check($0.value) }
             }
         }
@@ -107,8 +113,11 @@ public struct ChatTemplate: Sendable {
             case .text, .breakLoop, .continueLoop: break
             case .output(let expression), .set(_, let expression): try check(expression)
             case .ifChain(let branches, let elseBody):
-                for branch in branches { try check(branch.condition); try checkNames(in: branch.body) }
-                try checkNames(in: elseBody)
+                for branch in branches {
+                    try checkNames(in: [Statement(kind: .output(branch.condition), location: statement.location)], soft: true)
+                    try checkNames(in: branch.body, soft: true)
+                }
+                try checkNames(in: elseBody, soft: true)
             case .forLoop(let loop):
                 try check(loop.iterable); try check(loop.condition)
                 try checkNames(in: loop.body); try checkNames(in: loop.elseBody)

@@ -23,10 +23,11 @@ extension Interpreter {
         case .dict(let entries):
             var dict = Dict()
             for entry in entries {
-                guard case .string(let key) = try evaluate(entry.key, in: scope) else {
-                    throw TemplateFailure("only string keys are supported in dict literals", at: entry.key.location)
+                let key = try evaluate(entry.key, in: scope)
+                guard let dictKey = DictKey(key) else {
+                    throw TemplateFailure("unhashable type: '\(key.typeName)'", at: entry.key.location)
                 }
-                dict[key] = try evaluate(entry.value, in: scope)
+                dict[dictKey] = try evaluate(entry.value, in: scope)
             }
             return .dict(dict)
         case .attribute(let object, let name):
@@ -116,7 +117,7 @@ extension Interpreter {
                 guard case .dict(let dict) = value else {
                     throw TemplateFailure("argument after ** must be a mapping, not \(value.typeName)", at: argument.value.location)
                 }
-                result.keywords += dict.entries.map { ($0.key, $0.value) }
+                result.keywords += dict.entries.map { ($0.key.value.text, $0.value) }
             }
         }
         return result
@@ -149,8 +150,8 @@ extension Interpreter {
         case (.dict(let dict), .string(let name)):
             if let found = dict[name] { return found }
             return Methods.method(name, of: value) ?? .undefined("'dict object' has no attribute '\(name)'")
-        case (.dict, _):
-            return .undefined("'dict object' has no attribute \(key.repr)")
+        case (.dict(let dict), _):
+            return DictKey(key).flatMap { dict[$0] } ?? .undefined("'dict object' has no attribute \(key.repr)")
         case (_, .string(let name)):
             return try attribute(name, of: value, at: location)
         default:
@@ -370,8 +371,7 @@ extension Interpreter {
         case .list(let items), .tuple(let items):
             return items.contains { Value.equal($0, item) }
         case .dict(let dict):
-            guard case .string(let key) = item else { return false }
-            return dict[key] != nil
+            return DictKey(item).map { dict[$0] != nil } ?? false
         case .range(let start, let step, let count):
             guard let n = item.integer else { return false }
             let offset = n - start

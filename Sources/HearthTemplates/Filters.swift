@@ -77,7 +77,7 @@ extension Interpreter {
             case .string("value"): byValue = true
             default: throw TemplateFailure("You can only sort by either \"key\" or \"value\"", at: location)
             }
-            let pairs = dict.entries.map { [Value.string($0.key), $0.value] }
+            let pairs = dict.entries.map { [$0.key.value, $0.value] }
             let sorted = try sortValues(pairs.map { Value.tuple($0) }, caseSensitive: bound[0].truthy, reverse: bound[2].truthy,
                                         at: location) { pair in
                 guard case .tuple(let p) = pair else { return pair }
@@ -122,7 +122,7 @@ extension Interpreter {
         case "items":
             switch value {
             case .undefined: return .list([])
-            case .dict(let dict): return .list(dict.entries.map { .tuple([.string($0.key), $0.value]) })
+            case .dict(let dict): return .list(dict.entries.map { .tuple([$0.key.value, $0.value]) })
             default: throw TemplateFailure("Can only get item pairs from a mapping.", at: location)
             }
         case "join":
@@ -139,7 +139,8 @@ extension Interpreter {
         case "title":
             return .string(PythonText.jinjaTitle(text(value)))
         case "map":
-            let list = try items(value)
+            // jinja2 maps and selects only over a truthy value: None, undefined or empty give nothing.
+            let list = value.truthy ? try items(value) : []
             if let attributeArgument = arguments.keywords.first(where: { $0.name == "attribute" })?.value {
                 let fallback = arguments.keywords.first(where: { $0.name == "default" })?.value
                 return .list(try list.map { item in
@@ -179,7 +180,7 @@ extension Interpreter {
             }
             let testArguments = Arguments(positional: positional, keywords: arguments.keywords)
             let keep = name.hasPrefix("select")
-            return .list(try items(value).filter { item in
+            return .list(try (value.truthy ? items(value) : []).filter { item in
                 let subject = try attributeName.map { try attributePath($0, of: item, at: location) } ?? item
                 let passed = try testName.map { try applyTest($0, to: subject, arguments: testArguments, at: location) } ?? subject.truthy
                 return passed == keep
@@ -290,7 +291,7 @@ extension Interpreter {
         case "wordcount":
             return .int(text(value).split { !($0.isLetter || $0.isNumber || $0 == "_") }.count)
         default:
-            throw TemplateFailure("no filter named '\(name)'", at: location)
+            throw TemplateFailure("No filter named '\(name)' found.", at: location)
         }
     }
 

@@ -184,15 +184,14 @@ enum Methods {
 
     private static func dictMethod(_ name: String, _ dict: Dict) -> ((Arguments, SourceLocation) throws -> Value)? {
         switch name {
-        case "items": return { _, _ in .list(dict.entries.map { .tuple([.string($0.key), $0.value]) }) }
-        case "keys": return { _, _ in .list(dict.keys.map { .string($0) }) }
+        case "items": return { _, _ in .list(dict.entries.map { .tuple([$0.key.value, $0.value]) }) }
+        case "keys": return { _, _ in .list(dict.keys.map(\.value)) }
         case "values": return { _, _ in .list(dict.values) }
         case "copy": return { _, _ in .dict(dict) }
         case "get":
             return { arguments, location in
                 let bound = try arguments.bind(name, [("key", nil), ("default", Value.none)], at: location)
-                guard case .string(let key) = bound[0] else { return bound[1] }
-                return dict[key] ?? bound[1]
+                return DictKey(bound[0]).flatMap { dict[$0] } ?? bound[1]
             }
         default: return nil
         }

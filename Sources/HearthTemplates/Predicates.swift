@@ -87,7 +87,7 @@ extension Interpreter {
             guard case .string(let s) = value else { return false }
             return Interpreter.testNames.contains(s)
         default:
-            throw TemplateFailure("no test named '\(name)'", at: location)
+            throw TemplateFailure("No test named '\(name)' found.", at: location)
         }
     }
 }

@@ -30,8 +30,14 @@ enum PythonJSON {
             try container("[", "]", items.map { (nil, $0) }, options, level: level, into: &output, at: location)
         case .dict(let dict):
             var entries = dict.entries
-            if options.sortKeys { entries.sort { PythonText.less($0.key, $1.key) } }
-            try container("{", "}", entries.map { ($0.key, $0.value) }, options, level: level, into: &output, at: location)
+            if options.sortKeys {
+                entries = try entries.sorted { try pythonLess($0.key.value, $1.key.value, at: location) }
+            }
+            // json.dumps writes non-string keys as their JSON text, quoted.
+            try container("{", "}", try entries.map { entry in
+                if case .string(let key) = entry.key { return (key, entry.value) }
+                return (try dumps(entry.key.value, options, at: location), entry.value)
+            }, options, level: level, into: &output, at: location)
         default:
             throw TemplateFailure("Object of type \(value.typeName) is not JSON serializable", at: location)
         }

@@ -20,14 +20,48 @@ enum Value {
     case range(start: Int, step: Int, count: Int)
 }
 
-/// An insertion-ordered dict with string keys.
+/// A dict key: Python dicts take any hashable value; templates use strings and, rarely, numbers.
+/// `True` and `1` are the same key, as in Python.
+enum DictKey: Hashable {
+    case string(String)
+    case int(Int)
+    case double(Double)
+    case none
+
+    init?(_ value: Value) {
+        switch value {
+        case .string(let s): self = .string(s)
+        case .int(let i): self = .int(i)
+        case .bool(let b): self = .int(b ? 1 : 0)
+        case .double(let d): self = d.rounded() == d && abs(d) < 9e18 ? .int(Int(d)) : .double(d)
+        case .none: self = .none
+        default: return nil
+        }
+    }
+
+    var value: Value {
+        switch self {
+        case .string(let s): return .string(s)
+        case .int(let i): return .int(i)
+        case .double(let d): return .double(d)
+        case .none: return .none
+        }
+    }
+}
+
+/// An insertion-ordered dict.
 struct Dict {
-    private(set) var keys: [String] = []
-    private var storage: [String: Value] = [:]
+    private(set) var keys: [DictKey] = []
+    private var storage: [DictKey: Value] = [:]
 
     init() {}
 
     subscript(key: String) -> Value? {
+        get { storage[.string(key)] }
+        set { self[DictKey.string(key)] = newValue }
+    }
+
+    subscript(key: DictKey) -> Value? {
         get { storage[key] }
         set {
             if let newValue {
@@ -39,7 +73,8 @@ struct Dict {
     }
 
     var count: Int { keys.count }
-    var entries: [(key: String, value: Value)] { keys.map { ($0, storage[$0]!) } }
+    var entries: [(key: DictKey, value: Value)] { keys.map { ($0, storage[$0]!) } }
+    var stringKeys: [String] { keys.compactMap { if case .string(let s) = $0 { return s } else { return nil } } }
     var values: [Value] { keys.map { storage[$0]! } }
 }
 
@@ -180,7 +215,7 @@ extension Value {
         case .tuple(let items):
             return "(" + items.map(\.repr).joined(separator: ", ") + (items.count == 1 ? ",)" : ")")
         case .dict(let dict):
-            return "{" + dict.entries.map { PythonText.stringRepr($0.key) + ": " + $0.value.repr }.joined(separator: ", ") + "}"
+            return "{" + dict.entries.map { $0.key.value.repr + ": " + $0.value.repr }.joined(separator: ", ") + "}"
         case .namespace(let namespace):
             return "<Namespace " + Value.dict(namespace.attributes).repr + ">"
         case .loop: return "<LoopContext>"
@@ -217,8 +252,8 @@ extension Value {
         switch self {
         case .undefined: return []
         case .list(let items), .tuple(let items): return items
-        case .dict(let dict): return dict.keys.map { .string($0) }
-        case .namespace(let namespace): return namespace.attributes.keys.map { .string($0) }
+        case .dict(let dict): return dict.keys.map(\.value)
+        case .namespace(let namespace): return namespace.attributes.keys.map(\.value)
         case .string(let s): return s.unicodeScalars.map { .string(String($0)) }
         case .range(let start, let step, let count):
             guard count <= limit else {

@@ -34,10 +34,10 @@ import Testing
 
     @Test func unknownTagAndFilterAreFoundWhenParsing() {
         #expect(failure { _ = try ChatTemplate(source: "ok\n{% include 'x' %}") }?.reason == "unknown tag 'include'")
-        let filter = failure { _ = try ChatTemplate(source: "{% if false %}\n{{ x | shout }}{% endif %}") }
+        let filter = failure { _ = try ChatTemplate(source: "{% for x in y %}\n{{ x | shout }}{% endfor %}") }
         #expect(filter?.line == 2)
         #expect(filter?.column == 6)
-        #expect(filter?.reason == "no filter named 'shout'")
+        #expect(filter?.reason == "No filter named 'shout'.")
     }
 
     @Test func unclosedBlockPointsAtTheEnd() {
