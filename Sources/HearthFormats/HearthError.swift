@@ -21,6 +21,9 @@ public enum HearthError: Error, Sendable, Equatable {
     case resourceUnavailable(String)
     /// Generation failed part way.
     case generationFailed(String)
+    /// A chat template is malformed, or refused to render (its own `raise_exception`, a value it
+    /// cannot use, or a render that ran past its step, output or depth budget).
+    case invalidTemplate(line: Int, column: Int, reason: String)
 
     /// What went wrong, and what to do.
     public var message: String {
@@ -39,13 +42,15 @@ public enum HearthError: Error, Sendable, Equatable {
             return "\(text). Free some memory or use a smaller model."
         case .generationFailed(let text):
             return "Generation failed: \(text)."
+        case .invalidTemplate(let line, let column, let reason):
+            return "chat template line \(line), column \(column): \(reason)"
         }
     }
 
     /// The part of the system the error comes from.
     public var category: Category {
         switch self {
-        case .fileNotFound, .invalidArgument: return .input
+        case .fileNotFound, .invalidArgument, .invalidTemplate: return .input
         case .invalidModelFile, .unsupportedModel: return .model
         case .contextOverflow, .generationFailed: return .generation
         case .resourceUnavailable: return .resource

@@ -1,0 +1,383 @@
+import Foundation
+
+/// jinja2's built-in filters (3.1), with transformers' `tojson`.
+extension Interpreter {
+    static let filterNames: Set<String> = [
+        "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape", "first",
+        "float", "forceescape", "format", "indent", "int", "items", "join", "last", "length", "list", "lower", "map",
+        "max", "min", "pprint", "reject", "rejectattr", "replace", "reverse", "round", "safe", "select", "selectattr",
+        "slice", "sort", "string", "sum", "title", "tojson", "trim", "truncate", "unique", "upper", "wordcount",
+    ]
+
+    func applyFilter(_ name: String, to value: Value, arguments: Arguments, at location: SourceLocation) throws -> Value {
+        func bind(_ parameters: [(name: String, defaultValue: Value?)]) throws -> [Value] {
+            try arguments.bind(name, parameters, at: location)
+        }
+        func items(_ v: Value) throws -> [Value] { try v.iterationItems(at: location, limit: Interpreter.maxRange) }
+        func text(_ v: Value) -> String { v.text }
+
+        switch name {
+        case "abs":
+            switch value {
+            case .int(let i): return .int(abs(i))
+            case .bool(let b): return .int(b ? 1 : 0)
+            case .double(let d): return .double(abs(d))
+            default: throw TemplateFailure("bad operand type for abs(): '\(value.typeName)'", at: location)
+            }
+        case "attr":
+            guard case .string(let attributeName) = try bind([("name", nil)])[0] else {
+                throw TemplateFailure("attr() needs a string", at: location)
+            }
+            // Python attributes only: unlike `obj.name`, `attr` never falls back to a dict key.
+            if case .undefined(let message) = value { throw TemplateFailure(message, at: location) }
+            if case .namespace = value { return try attribute(attributeName, of: value, at: location) }
+            if case .loop = value { return try attribute(attributeName, of: value, at: location) }
+            return Methods.method(attributeName, of: value) ?? .undefined("'\(value.typeName) object' has no attribute '\(attributeName)'")
+        case "batch":
+            let bound = try bind([("linecount", nil), ("fill_with", Value.none)])
+            guard let size = bound[0].integer, size > 0 else { throw TemplateFailure("batch size must be positive", at: location) }
+            var batches: [Value] = []
+            var current: [Value] = []
+            for item in try items(value) {
+                current.append(item)
+                if current.count == size { batches.append(.list(current)); current = [] }
+            }
+            if !current.isEmpty {
+                if case .none = bound[1] {} else { current += Array(repeating: bound[1], count: size - current.count) }
+                batches.append(.list(current))
+            }
+            return .list(batches)
+        case "capitalize":
+            return .string(PythonText.capitalize(text(value)))
+        case "center":
+            let width = try bind([("width", .int(80))])[0].integer ?? 80
+            let s = text(value)
+            let padding = max(0, width - PythonText.length(s))
+            let left = padding / 2 + (padding & width & 1)
+            return .string(String(repeating: " ", count: left) + s + String(repeating: " ", count: padding - left))
+        case "count", "length":
+            switch value {
+            case .undefined: return .int(0)
+            case .string(let s): return .int(PythonText.length(s))
+            case .list(let list), .tuple(let list): return .int(list.count)
+            case .dict(let dict): return .int(dict.count)
+            case .range(_, _, let count): return .int(count)
+            default: throw TemplateFailure("object of type '\(value.typeName)' has no len()", at: location)
+            }
+        case "d", "default":
+            let bound = try bind([("default_value", .string("")), ("boolean", .bool(false))])
+            if value.isUndefined || (bound[1].truthy && !value.truthy) { return bound[0] }
+            return value
+        case "dictsort":
+            let bound = try bind([("case_sensitive", .bool(false)), ("by", .string("key")), ("reverse", .bool(false))])
+            guard case .dict(let dict) = value else { throw TemplateFailure("dictsort needs a mapping", at: location) }
+            let byValue: Bool
+            switch bound[1] {
+            case .string("key"): byValue = false
+            case .string("value"): byValue = true
+            default: throw TemplateFailure("You can only sort by either \"key\" or \"value\"", at: location)
+            }
+            let pairs = dict.entries.map { [$0.key.value, $0.value] }
+            let sorted = try sortValues(pairs.map { Value.tuple($0) }, caseSensitive: bound[0].truthy, reverse: bound[2].truthy,
+                                        at: location) { pair in
+                guard case .tuple(let p) = pair else { return pair }
+                return p[byValue ? 1 : 0]
+            }
+            return .list(sorted)
+        case "e", "escape", "forceescape":
+            return .string(htmlEscape(text(value)))
+        case "first":
+            return try items(value).first ?? .undefined("No first item, sequence was empty.")
+        case "last":
+            return try items(value).last ?? .undefined("No last item, sequence was empty.")
+        case "float":
+            let fallback = try bind([("default", .double(0))])[0]
+            return pythonFloat(value).map { .double($0) } ?? fallback
+        case "format":
+            if !arguments.keywords.isEmpty {
+                var dict = Dict()
+                for (key, item) in arguments.keywords { dict[key] = item }
+                return .string(try Formatting.percent(text(value), .dict(dict), at: location))
+            }
+            return .string(try Formatting.percent(text(value), .tuple(arguments.positional), at: location))
+        case "indent":
+            let bound = try bind([("width", .int(4)), ("first", .bool(false)), ("blank", .bool(false))])
+            let indentation: String
+            if case .string(let s) = bound[0] { indentation = s } else { indentation = String(repeating: " ", count: bound[0].integer ?? 4) }
+            let lines = PythonText.splitLines(text(value) + "\n")
+            var result: String
+            if bound[2].truthy {
+                result = lines.joined(separator: "\n" + indentation)
+            } else {
+                result = lines.first ?? ""
+                let rest = lines.dropFirst()
+                if !rest.isEmpty {
+                    result += "\n" + rest.map { $0.isEmpty ? $0 : indentation + $0 }.joined(separator: "\n")
+                }
+            }
+            return .string(bound[1].truthy ? indentation + result : result)
+        case "int":
+            let bound = try bind([("default", .int(0)), ("base", .int(10))])
+            return pythonInt(value, base: bound[1].integer ?? 10).map { .int($0) } ?? bound[0]
+        case "items":
+            switch value {
+            case .undefined: return .list([])
+            case .dict(let dict): return .list(dict.entries.map { .tuple([$0.key.value, $0.value]) })
+            default: throw TemplateFailure("Can only get item pairs from a mapping.", at: location)
+            }
+        case "join":
+            let bound = try bind([("d", .string("")), ("attribute", Value.none)])
+            var parts = try items(value)
+            if case .none = bound[1] {} else { parts = try parts.map { try attributePath(bound[1], of: $0, at: location) } }
+            return .string(parts.map(\.text).joined(separator: text(bound[0])))
+        case "list":
+            return .list(try items(value))
+        case "lower":
+            return .string(PythonText.lower(text(value)))
+        case "upper":
+            return .string(PythonText.upper(text(value)))
+        case "title":
+            return .string(PythonText.jinjaTitle(text(value)))
+        case "map":
+            // jinja2 maps and selects only over a truthy value: None, undefined or empty give nothing.
+            let list = value.truthy ? try items(value) : []
+            if let attributeArgument = arguments.keywords.first(where: { $0.name == "attribute" })?.value {
+                let fallback = arguments.keywords.first(where: { $0.name == "default" })?.value
+                return .list(try list.map { item in
+                    let found = try attributePath(attributeArgument, of: item, at: location)
+                    if found.isUndefined, let fallback { return fallback }
+                    return found
+                })
+            }
+            guard case .string(let filterName) = arguments.positional.first ?? .none else {
+                throw TemplateFailure("map requires a filter argument", at: location)
+            }
+            let rest = Arguments(positional: Array(arguments.positional.dropFirst()), keywords: arguments.keywords)
+            return .list(try list.map { try applyFilter(filterName, to: $0, arguments: rest, at: location) })
+        case "max", "min":
+            let bound = try bind([("case_sensitive", .bool(false)), ("attribute", Value.none)])
+            let sorted = try sortValues(try items(value), caseSensitive: bound[0].truthy, reverse: false, at: location) { item in
+                if case .none = bound[1] { return item }
+                return (try? self.attributePath(bound[1], of: item, at: location)) ?? .undefined("")
+            }
+            return (name == "min" ? sorted.first : sorted.last) ?? .undefined("No aggregated item, sequence was empty.")
+        case "pprint":
+            return .string(value.repr)
+        case "select", "reject", "selectattr", "rejectattr":
+            let byAttribute = name.hasSuffix("attr")
+            var positional = arguments.positional
+            var attributeName: Value?
+            if byAttribute {
+                guard !positional.isEmpty else { throw TemplateFailure("Missing parameter for attribute name", at: location) }
+                attributeName = positional.removeFirst()
+            }
+            let testName: String?
+            if positional.isEmpty {
+                testName = nil
+            } else {
+                guard case .string(let s) = positional.removeFirst() else { throw TemplateFailure("the test name must be a string", at: location) }
+                testName = s
+            }
+            let testArguments = Arguments(positional: positional, keywords: arguments.keywords)
+            let keep = name.hasPrefix("select")
+            return .list(try (value.truthy ? items(value) : []).filter { item in
+                let subject = try attributeName.map { try attributePath($0, of: item, at: location) } ?? item
+                let passed = try testName.map { try applyTest($0, to: subject, arguments: testArguments, at: location) } ?? subject.truthy
+                return passed == keep
+            })
+        case "replace":
+            let bound = try bind([("old", nil), ("new", nil), ("count", Value.none)])
+            return .string(PythonText.replace(text(value), text(bound[0]), text(bound[1]), count: bound[2].integer ?? -1))
+        case "reverse":
+            if case .string(let s) = value { return .string(PythonText.string(PythonText.scalars(s).reversed())) }
+            return .list(try items(value).reversed())
+        case "round":
+            let bound = try bind([("precision", .int(0)), ("method", .string("common"))])
+            guard let number = value.number else { throw TemplateFailure("round needs a number", at: location) }
+            let scale = Foundation.pow(10, Double(bound[0].integer ?? 0))
+            switch bound[1] {
+            case .string("common"):
+                // Python's round() keeps an int an int.
+                if case .int = value { return value }
+                return .double((number * scale).rounded(.toNearestOrEven) / scale)
+            case .string("ceil"): return .double((number * scale).rounded(.up) / scale)
+            case .string("floor"): return .double((number * scale).rounded(.down) / scale)
+            default: throw TemplateFailure("method must be common, ceil or floor", at: location)
+            }
+        case "safe", "string":
+            if case .string = value { return value }
+            return .string(text(value))
+        case "slice":
+            let bound = try bind([("slices", nil), ("fill_with", Value.none)])
+            guard let count = bound[0].integer, count > 0 else { throw TemplateFailure("slices must be positive", at: location) }
+            let list = try items(value)
+            let perSlice = list.count / count
+            let withExtra = list.count % count
+            var offset = 0
+            var result: [Value] = []
+            for index in 0..<count {
+                let start = offset + index * perSlice
+                if index < withExtra { offset += 1 }
+                let end = offset + (index + 1) * perSlice
+                var part = Array(list[min(start, list.count)..<min(max(start, end), list.count)])
+                if case .none = bound[1] {} else if index >= withExtra { part.append(bound[1]) }
+                result.append(.list(part))
+            }
+            return .list(result)
+        case "sort":
+            let bound = try bind([("reverse", .bool(false)), ("case_sensitive", .bool(false)), ("attribute", Value.none)])
+            return .list(try sortValues(try items(value), caseSensitive: bound[1].truthy, reverse: bound[0].truthy, at: location) { item in
+                if case .none = bound[2] { return item }
+                return (try? self.attributePath(bound[2], of: item, at: location)) ?? .undefined("")
+            })
+        case "sum":
+            let bound = try bind([("attribute", Value.none), ("start", .int(0))])
+            var total = bound[1]
+            for item in try items(value) {
+                let addend: Value
+                if case .none = bound[0] { addend = item } else { addend = try attributePath(bound[0], of: item, at: location) }
+                total = try binary("+", total, addend, at: location)
+            }
+            return total
+        case "tojson":
+            let bound = try bind([("ensure_ascii", .bool(false)), ("indent", Value.none), ("separators", Value.none),
+                                  ("sort_keys", .bool(false))])
+            var indent: String?
+            switch bound[1] {
+            case .none: indent = nil
+            case .string(let s): indent = s
+            default: indent = String(repeating: " ", count: max(0, bound[1].integer ?? 0))
+            }
+            var options = PythonJSON.Options(indent: indent, itemSeparator: indent == nil ? ", " : ",", keySeparator: ": ",
+                                             sortKeys: bound[3].truthy, ensureASCII: bound[0].truthy)
+            if case .tuple(let separators) = bound[2], separators.count == 2 {
+                options.itemSeparator = text(separators[0])
+                options.keySeparator = text(separators[1])
+            } else if case .list(let separators) = bound[2], separators.count == 2 {
+                options.itemSeparator = text(separators[0])
+                options.keySeparator = text(separators[1])
+            }
+            return .string(try PythonJSON.dumps(value, options, at: location))
+        case "trim":
+            let chars = try bind([("chars", Value.none)])[0]
+            if case .none = chars { return .string(PythonText.strip(text(value))) }
+            return .string(PythonText.strip(text(value), text(chars)))
+        case "truncate":
+            let bound = try bind([("length", .int(255)), ("killwords", .bool(false)), ("end", .string("...")), ("leeway", Value.none)])
+            let s = PythonText.scalars(text(value))
+            let length = bound[0].integer ?? 255
+            let end = text(bound[2])
+            let leeway = bound[3].integer ?? 5
+            if s.count <= length + leeway { return .string(text(value)) }
+            let cut = max(0, length - PythonText.length(end))
+            if bound[1].truthy { return .string(PythonText.string(s[..<cut]) + end) }
+            var head = PythonText.string(s[..<cut])
+            if let space = head.unicodeScalars.lastIndex(of: " ") { head = String(head.unicodeScalars[..<space]) }
+            return .string(head + end)
+        case "unique":
+            let bound = try bind([("case_sensitive", .bool(false)), ("attribute", Value.none)])
+            var seen: [Value] = []
+            var result: [Value] = []
+            for item in try items(value) {
+                var key = item
+                if case .none = bound[1] {} else { key = try attributePath(bound[1], of: item, at: location) }
+                if !bound[0].truthy, case .string(let s) = key { key = .string(s.lowercased()) }
+                if !seen.contains(where: { Value.equal($0, key) }) {
+                    seen.append(key)
+                    result.append(item)
+                }
+            }
+            return .list(result)
+        case "wordcount":
+            return .int(text(value).split { !($0.isLetter || $0.isNumber || $0 == "_") }.count)
+        default:
+            throw TemplateFailure("No filter named '\(name)' found.", at: location)
+        }
+    }
+
+    /// An attribute path as `selectattr`, `map` and `sort` take it: `"a.b"`, or an integer index.
+    func attributePath(_ path: Value, of value: Value, at location: SourceLocation) throws -> Value {
+        if let index = path.integer { return try item(.int(index), of: value, at: location) }
+        var current = value
+        for part in path.text.split(separator: ".", omittingEmptySubsequences: false).map(String.init) {
+            if current.isUndefined { return current }
+            current = try item(Int(part).map { .int($0) } ?? .string(part), of: current, at: location)
+        }
+        return current
+    }
+
+    /// Sorts as jinja2's `sort`/`dictsort` do: Python ordering, strings case-folded unless case-sensitive.
+    private func sortValues(_ values: [Value], caseSensitive: Bool, reverse: Bool, at location: SourceLocation,
+                            key: (Value) throws -> Value) throws -> [Value]
+    {
+        func normalized(_ v: Value) -> Value {
+            if !caseSensitive, case .string(let s) = v { return .string(s.lowercased()) }
+            return v
+        }
+        let keyed = try values.map { (key: normalized(try key($0)), value: $0) }
+        var failure: Error?
+        // Python's sort is stable, and so is this merge-based ordering of indices.
+        let order = keyed.indices.sorted { a, b in
+            do {
+                if try pythonLess(keyed[a].key, keyed[b].key, at: location) { return !reverse }
+                if try pythonLess(keyed[b].key, keyed[a].key, at: location) { return reverse }
+                return a < b
+            } catch {
+                failure = error
+                return a < b
+            }
+        }
+        if let failure { throw failure }
+        return order.map { keyed[$0].value }
+    }
+
+    private func htmlEscape(_ s: String) -> String {
+        var result = ""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "&": result += "&amp;"
+            case "<": result += "&lt;"
+            case ">": result += "&gt;"
+            case "\"": result += "&#34;"
+            case "'": result += "&#39;"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    /// Python's `int(x)`, then `int(float(x))`, as jinja2's `int` filter tries them.
+    private func pythonInt(_ value: Value, base: Int) -> Int? {
+        switch value {
+        case .int(let i): return i
+        case .bool(let b): return b ? 1 : 0
+        case .double(let d): return d.isFinite ? Int(d.rounded(.towardZero)) : nil
+        case .string(let s):
+            var digits = PythonText.strip(s).replacingOccurrences(of: "_", with: "")
+            var negative = false
+            if digits.hasPrefix("-") || digits.hasPrefix("+") {
+                negative = digits.hasPrefix("-")
+                digits.removeFirst()
+            }
+            if base == 16, digits.lowercased().hasPrefix("0x") { digits.removeFirst(2) }
+            if let i = Int(digits, radix: base) { return negative ? -i : i }
+            return pythonFloat(value).flatMap { $0.isFinite ? Int($0.rounded(.towardZero)) : nil }
+        default: return nil
+        }
+    }
+
+    private func pythonFloat(_ value: Value) -> Double? {
+        switch value {
+        case .int, .bool, .double: return value.number
+        case .string(let s):
+            let trimmed = PythonText.strip(s).lowercased()
+            switch trimmed {
+            case "inf", "+inf", "infinity", "+infinity": return .infinity
+            case "-inf", "-infinity": return -.infinity
+            case "nan", "+nan", "-nan": return .nan
+            default: return Double(trimmed.replacingOccurrences(of: "_", with: ""))
+            }
+        default: return nil
+        }
+    }
+}

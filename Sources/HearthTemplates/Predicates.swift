@@ -1,0 +1,93 @@
+/// jinja2's built-in tests (`x is defined`, `x is string`, …), with Python's notion of each type.
+extension Interpreter {
+    static let testNames: Set<String> = [
+        "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "==", "escaped", "even", "false", "filter",
+        "float", "ge", ">=", "gt", "greaterthan", ">", "in", "integer", "iterable", "le", "<=", "lower", "lt", "lessthan",
+        "<", "mapping", "ne", "!=", "none", "number", "odd", "sameas", "sequence", "string", "test", "true",
+        "undefined", "upper",
+    ]
+
+    func applyTest(_ name: String, to value: Value, arguments: Arguments, at location: SourceLocation) throws -> Bool {
+        func argument() throws -> Value { try arguments.bind(name, [("other", nil)], at: location)[0] }
+        switch name {
+        case "boolean":
+            if case .bool = value { return true }
+            return false
+        case "callable":
+            switch value {
+            case .function, .loop: return true
+            default: return false
+            }
+        case "defined": return !value.isUndefined
+        case "undefined": return value.isUndefined
+        case "none":
+            if case .none = value { return true }
+            return false
+        case "true":
+            if case .bool(true) = value { return true }
+            return false
+        case "false":
+            if case .bool(false) = value { return true }
+            return false
+        case "string":
+            if case .string = value { return true }
+            return false
+        case "mapping":
+            if case .dict = value { return true }
+            return false
+        case "number":
+            return value.number != nil
+        case "integer":
+            if case .int = value { return true }
+            return false
+        case "float":
+            if case .double = value { return true }
+            return false
+        case "iterable":
+            return value.isIterable
+        case "sequence":
+            switch value {
+            case .string, .list, .tuple, .dict, .range: return true
+            default: return false
+            }
+        case "escaped":
+            return false
+        case "lower", "upper":
+            // str.islower / str.isupper: some cased character, and no cased character of the other kind.
+            let s = value.text
+            guard s.unicodeScalars.contains(where: { $0.properties.isCased }) else { return false }
+            return name == "lower" ? s == s.lowercased() : s == s.uppercased()
+        case "even", "odd":
+            guard let n = value.integer else { throw TemplateFailure("\(name) needs an integer, not \(value.typeName)", at: location) }
+            return (n % 2 == 0) == (name == "even")
+        case "divisibleby":
+            guard let n = value.integer, let d = try argument().integer, d != 0 else {
+                throw TemplateFailure("divisibleby needs non-zero integers", at: location)
+            }
+            return n % d == 0
+        case "eq", "equalto", "==": return Value.equal(value, try argument())
+        case "ne", "!=": return !Value.equal(value, try argument())
+        case "lt", "lessthan", "<": return try pythonLess(value, try argument(), at: location)
+        case "gt", "greaterthan", ">": return try pythonLess(try argument(), value, at: location)
+        case "le", "<=": return try !pythonLess(try argument(), value, at: location)
+        case "ge", ">=": return try !pythonLess(value, try argument(), at: location)
+        case "in": return try contains(try argument(), value, at: location)
+        case "sameas":
+            let other = try argument()
+            switch (value, other) {
+            case (.none, .none): return true
+            case (.bool(let a), .bool(let b)): return a == b
+            case (.namespace(let a), .namespace(let b)): return a === b
+            default: return false
+            }
+        case "filter":
+            guard case .string(let s) = value else { return false }
+            return Interpreter.filterNames.contains(s)
+        case "test":
+            guard case .string(let s) = value else { return false }
+            return Interpreter.testNames.contains(s)
+        default:
+            throw TemplateFailure("No test named '\(name)' found.", at: location)
+        }
+    }
+}

@@ -1,0 +1,306 @@
+/// A value while a template renders: the data of ``TemplateValue`` plus what only exists inside
+/// a render (jinja2's `Undefined`, namespaces, the `loop` object, functions, lazy ranges).
+enum Value {
+    /// jinja2's default `Undefined`: renders empty, is falsy, fails when used as a value. It
+    /// remembers what was missing so the failure can say so.
+    case undefined(String)
+    case none
+    case bool(Bool)
+    case int(Int)
+    case double(Double)
+    case string(String)
+    case list([Value])
+    /// Python's tuple: a list that prints as `(a, b)` and never equals a list.
+    case tuple([Value])
+    case dict(Dict)
+    case namespace(Namespace)
+    case loop(LoopState)
+    case function(Function)
+    /// Python's `range`: computed on demand so `range(n)` costs nothing until iterated.
+    case range(start: Int, step: Int, count: Int)
+}
+
+/// A dict key: Python dicts take any hashable value; templates use strings and, rarely, numbers.
+/// `True` and `1` are the same key, as in Python.
+enum DictKey: Hashable {
+    case string(String)
+    case int(Int)
+    case double(Double)
+    case none
+
+    init?(_ value: Value) {
+        switch value {
+        case .string(let s): self = .string(s)
+        case .int(let i): self = .int(i)
+        case .bool(let b): self = .int(b ? 1 : 0)
+        case .double(let d): self = d.rounded() == d && abs(d) < 9e18 ? .int(Int(d)) : .double(d)
+        case .none: self = .none
+        default: return nil
+        }
+    }
+
+    var value: Value {
+        switch self {
+        case .string(let s): return .string(s)
+        case .int(let i): return .int(i)
+        case .double(let d): return .double(d)
+        case .none: return .none
+        }
+    }
+}
+
+/// An insertion-ordered dict.
+struct Dict {
+    private(set) var keys: [DictKey] = []
+    private var storage: [DictKey: Value] = [:]
+
+    init() {}
+
+    subscript(key: String) -> Value? {
+        get { storage[.string(key)] }
+        set { self[DictKey.string(key)] = newValue }
+    }
+
+    subscript(key: DictKey) -> Value? {
+        get { storage[key] }
+        set {
+            if let newValue {
+                if storage.updateValue(newValue, forKey: key) == nil { keys.append(key) }
+            } else if storage.removeValue(forKey: key) != nil {
+                keys.removeAll { $0 == key }
+            }
+        }
+    }
+
+    var count: Int { keys.count }
+    var entries: [(key: DictKey, value: Value)] { keys.map { ($0, storage[$0]!) } }
+    var stringKeys: [String] { keys.compactMap { if case .string(let s) = $0 { return s } else { return nil } } }
+    var values: [Value] { keys.map { storage[$0]! } }
+}
+
+/// The object `namespace()` returns; `{% set ns.x = … %}` changes it in place, across scopes.
+final class Namespace {
+    var attributes = Dict()
+}
+
+/// A callable: a builtin, a macro or a bound method.
+struct Function {
+    var name: String
+    var body: (Interpreter, Arguments, SourceLocation) throws -> Value
+}
+
+/// Evaluated call arguments.
+struct Arguments {
+    var positional: [Value] = []
+    var keywords: [(name: String, value: Value)] = []
+
+    /// Binds arguments to Python-style parameters: each by position or by name, else its default.
+    func bind(_ function: String, _ parameters: [(name: String, defaultValue: Value?)], at location: SourceLocation) throws
+        -> [Value]
+    {
+        guard positional.count <= parameters.count else {
+            throw TemplateFailure("\(function)() takes at most \(parameters.count) arguments (\(positional.count) given)", at: location)
+        }
+        var bound: [Value?] = positional.map { $0 }
+        bound += Array(repeating: nil, count: parameters.count - positional.count)
+        for (name, value) in keywords {
+            guard let position = parameters.firstIndex(where: { $0.name == name }) else {
+                throw TemplateFailure("\(function)() got an unexpected keyword argument '\(name)'", at: location)
+            }
+            guard bound[position] == nil else {
+                throw TemplateFailure("\(function)() got multiple values for argument '\(name)'", at: location)
+            }
+            bound[position] = value
+        }
+        return try parameters.indices.map { i in
+            if let value = bound[i] ?? parameters[i].defaultValue { return value }
+            throw TemplateFailure("\(function)() missing required argument '\(parameters[i].name)'", at: location)
+        }
+    }
+}
+
+extension Value {
+    init(_ value: TemplateValue) {
+        switch value {
+        case .none: self = .none
+        case .bool(let b): self = .bool(b)
+        case .int(let i): self = .int(i)
+        case .double(let d): self = .double(d)
+        case .string(let s): self = .string(s)
+        case .array(let items): self = .list(items.map(Value.init))
+        case .object(let object):
+            var dict = Dict()
+            for (key, item) in object.entries { dict[key] = Value(item) }
+            self = .dict(dict)
+        }
+    }
+
+    var isUndefined: Bool {
+        if case .undefined = self { return true }
+        return false
+    }
+
+    /// Python's `type(x).__name__`, for messages.
+    var typeName: String {
+        switch self {
+        case .undefined: return "Undefined"
+        case .none: return "NoneType"
+        case .bool: return "bool"
+        case .int: return "int"
+        case .double: return "float"
+        case .string: return "str"
+        case .list: return "list"
+        case .tuple: return "tuple"
+        case .dict: return "dict"
+        case .namespace: return "Namespace"
+        case .loop: return "LoopContext"
+        case .function: return "function"
+        case .range: return "range"
+        }
+    }
+
+    /// Python truthiness.
+    var truthy: Bool {
+        switch self {
+        case .undefined, .none: return false
+        case .bool(let b): return b
+        case .int(let i): return i != 0
+        case .double(let d): return d != 0
+        case .string(let s): return !s.isEmpty
+        case .list(let items), .tuple(let items): return !items.isEmpty
+        case .dict(let dict): return dict.count > 0
+        case .range(_, _, let count): return count > 0
+        case .namespace, .loop, .function: return true
+        }
+    }
+
+    /// The number, when this is one (`bool` counts, as in Python).
+    var number: Double? {
+        switch self {
+        case .bool(let b): return b ? 1 : 0
+        case .int(let i): return Double(i)
+        case .double(let d): return d
+        default: return nil
+        }
+    }
+
+    /// The integer, for `int` and `bool`.
+    var integer: Int? {
+        switch self {
+        case .bool(let b): return b ? 1 : 0
+        case .int(let i): return i
+        default: return nil
+        }
+    }
+
+    /// Python's `str(x)`, as `{{ x }}` prints it.
+    var text: String {
+        switch self {
+        case .undefined: return ""
+        case .string(let s): return s
+        default: return repr
+        }
+    }
+
+    /// Python's `repr(x)`, as lists and dicts print their items.
+    var repr: String {
+        switch self {
+        case .undefined: return ""
+        case .none: return "None"
+        case .bool(let b): return b ? "True" : "False"
+        case .int(let i): return String(i)
+        case .double(let d): return PythonText.floatRepr(d)
+        case .string(let s): return PythonText.stringRepr(s)
+        case .list(let items): return "[" + items.map(\.repr).joined(separator: ", ") + "]"
+        case .tuple(let items):
+            return "(" + items.map(\.repr).joined(separator: ", ") + (items.count == 1 ? ",)" : ")")
+        case .dict(let dict):
+            return "{" + dict.entries.map { $0.key.value.repr + ": " + $0.value.repr }.joined(separator: ", ") + "}"
+        case .namespace(let namespace):
+            return "<Namespace " + Value.dict(namespace.attributes).repr + ">"
+        case .loop: return "<LoopContext>"
+        case .function(let function): return "<function \(function.name)>"
+        case .range(let start, let step, let count):
+            let stop = start + step * count
+            return step == 1 ? "range(\(start), \(stop))" : "range(\(start), \(stop), \(step))"
+        }
+    }
+
+    /// Python's `==`.
+    static func equal(_ a: Value, _ b: Value) -> Bool {
+        switch (a, b) {
+        case (.undefined, .undefined), (.none, .none): return true
+        case (.string(let x), .string(let y)): return PythonText.equal(x, y)
+        case (.list(let x), .list(let y)), (.tuple(let x), .tuple(let y)):
+            return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
+        case (.dict(let x), .dict(let y)):
+            return x.count == y.count && x.entries.allSatisfy { entry in y[entry.key].map { equal(entry.value, $0) } ?? false }
+        case (.namespace(let x), .namespace(let y)): return x === y
+        case (.loop(let x), .loop(let y)): return x === y
+        case (.range, .range): return a.repr == b.repr
+        default:
+            if let x = a.integer, let y = b.integer { return x == y }
+            if let x = a.number, let y = b.number { return x == y }
+            return false
+        }
+    }
+}
+
+extension Value {
+    /// The items a `for` loop visits: list items, dict keys, string characters, range numbers.
+    func iterationItems(at location: SourceLocation, limit: Int) throws -> [Value] {
+        switch self {
+        case .undefined: return []
+        case .list(let items), .tuple(let items): return items
+        case .dict(let dict): return dict.keys.map(\.value)
+        case .namespace(let namespace): return namespace.attributes.keys.map(\.value)
+        case .string(let s): return s.unicodeScalars.map { .string(String($0)) }
+        case .range(let start, let step, let count):
+            guard count <= limit else {
+                throw TemplateFailure("a range of \(count) items is larger than the render allows", at: location)
+            }
+            return (0..<count).map { .int(start + $0 * step) }
+        default:
+            throw TemplateFailure("'\(typeName)' object is not iterable", at: location)
+        }
+    }
+
+    var isIterable: Bool {
+        switch self {
+        case .undefined, .list, .tuple, .dict, .string, .range, .namespace: return true
+        default: return false
+        }
+    }
+}
+
+/// Python's ordering (`<`), which only numbers, strings and lists have with each other.
+func pythonLess(_ a: Value, _ b: Value, at location: SourceLocation, operatorName: String = "<") throws -> Bool {
+    switch (a, b) {
+    case (.string(let x), .string(let y)): return PythonText.less(x, y)
+    case (.list(let x), .list(let y)), (.tuple(let x), .tuple(let y)):
+        for (p, q) in zip(x, y) where !Value.equal(p, q) {
+            return try pythonLess(p, q, at: location, operatorName: operatorName)
+        }
+        return x.count < y.count
+    case (.undefined(let name), _), (_, .undefined(let name)):
+        throw TemplateFailure("'\(name)' is undefined", at: location)
+    default:
+        if let x = a.integer, let y = b.integer { return x < y }
+        if let x = a.number, let y = b.number { return x < y }
+        throw TemplateFailure("'\(operatorName)' not supported between instances of '\(a.typeName)' and '\(b.typeName)'", at: location)
+    }
+}
+
+extension Value {
+    /// A tuple seen as a list, for code that accepts either.
+    var tupleAsList: Value {
+        if case .tuple(let items) = self { return .list(items) }
+        return self
+    }
+
+    /// A list seen as a tuple, for code that accepts either.
+    var asTuple: Value {
+        if case .list(let items) = self { return .tuple(items) }
+        return self
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import HearthFormats
+import HearthTemplates
+import HearthTestSupport
+import Testing
+
+/// Values going in: JSON as Python reads it, Swift literals, and the conversation helper.
+@Suite struct ValueTests {
+    @Test func jsonKeepsKeyOrderAndNumberKinds() throws {
+        let value = try TemplateValue(json: #"{"z": 1, "a": 1.0, "m": [true, null, "é\u00e9\ud83e\udd16\n"], "e": 1e3}"#)
+        guard case .object(let object) = value else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(object.keys == ["z", "a", "m", "e"])
+        #expect(object["z"] == .int(1))
+        #expect(object["a"] == .double(1))
+        #expect(object["e"] == .double(1000))
+        #expect(object["m"] == [true, nil, "éé🤖\n"])
+        let template = try ChatTemplate(source: "{{ v|tojson }} {{ v.a }} {{ v.z }}")
+        #expect(try template.render(["v": value]) == #"{"z": 1, "a": 1.0, "m": [true, null, "éé🤖\n"], "e": 1000.0} 1.0 1"#)
+    }
+
+    @Test func malformedJSONIsAnInputError() {
+        for text in ["{", "[1,]", "{\"a\" 1}", "nul", "\"\\x\"", "1 2"] {
+            #expect(throws: HearthError.self) { try TemplateValue(json: text) }
+        }
+    }
+
+    @Test func objectLiteralsKeepTheirOrder() throws {
+        let tool: TemplateValue = ["name": "get", "description": "Gets.", "parameters": ["type": "object"]]
+        let template = try ChatTemplate(source: "{{ t|tojson }}")
+        #expect(try template.render(["t": tool]) == #"{"name": "get", "description": "Gets.", "parameters": {"type": "object"}}"#)
+        var object = TemplateObject()
+        object["b"] = 1
+        object["a"] = 2
+        object["b"] = 3
+        #expect(object.keys == ["b", "a"])
+        object["b"] = nil
+        #expect(object.keys == ["a"])
+    }
+
+    @Test func conversationHelperMatchesTheFixture() throws {
+        let directory = Fixtures.directory
+        let source = try String(contentsOf: directory.appendingPathComponent("smollm2.jinja"), encoding: .utf8)
+        let expected = try String(contentsOf: directory.appendingPathComponent("expected/smollm2/system-single-turn.txt"), encoding: .utf8)
+        let prompt = try ChatTemplate(source: source).render(
+            messages: [["role": "system", "content": "You are a concise assistant."],
+                       ["role": "user", "content": "What is the capital of France?"]],
+            addGenerationPrompt: true, bosToken: "<|im_start|>", eosToken: "<|im_end|>")
+        #expect(prompt == expected)
+    }
+
+    @Test func conversationHelperPassesToolsAndExtras() throws {
+        let template = try ChatTemplate(source: """
+            {{- tools is none }} {{ documents is none }} {{ add_generation_prompt }} {{ bos_token }}{{ eos_token }} {{ enable_thinking }}
+            {%- if tools %} {{ tools|map(attribute='function.name')|join(',') }}{% endif %}
+            """)
+        #expect(try template.render(messages: [], addGenerationPrompt: false, bosToken: "<s>", eosToken: "</s>",
+                                    extra: ["enable_thinking": false]) == "True True False <s></s> False")
+        let tools: [TemplateValue] = [["type": "function", "function": ["name": "a"]], ["type": "function", "function": ["name": "b"]]]
+        #expect(try template.render(messages: [], addGenerationPrompt: true, bosToken: "", eosToken: "", tools: tools)
+            == "False True True   a,b")
+    }
+
+    @Test func strftimeUsesTheGivenClock() throws {
+        var options = TemplateRenderOptions()
+        options.now = Date(timeIntervalSince1970: 1_700_000_000)
+        options.timeZone = TimeZone(identifier: "UTC")!
+        let template = try ChatTemplate(source: "{{ strftime_now('%d %b %Y %H:%M') }}")
+        #expect(try template.render([:], options: options) == "14 Nov 2023 22:13")
+    }
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Writes Tests/Fixtures/templates/expected/<template>/<conversation>.txt: every chat template in
+Tests/Fixtures/templates rendered for every conversation in conversations.json by Python jinja2,
+in the environment Hugging Face transformers' apply_chat_template builds (utils/chat_template_utils.py):
+ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True) with the loopcontrols extension
+and a pass-through {% generation %} tag, its own `tojson` filter (json.dumps, no HTML escaping,
+ensure_ascii=False), and the globals `raise_exception` and `strftime_now`. The template receives
+messages, tools (None when a conversation has none), documents=None, add_generation_prompt, the
+template's special tokens and the conversation's extra variables, as apply_chat_template passes them.
+
+`strftime_now` reads the fixed time "now" from conversations.json so the output never changes.
+A render that raises writes <conversation>.error instead: the exception's class and message.
+
+It also renders the small templates of constructs.json, one per language feature, with their own
+variables, into constructs-expected.json: {name: {"output": text} or {"error": "Class: message"}},
+with "line" added when jinja2 names the line of a syntax error.
+
+    pip install jinja2==3.1.6
+    scripts/make-template-fixtures.py
+"""
+import datetime
+import json
+import os
+import shutil
+
+import jinja2
+import jinja2.ext
+import jinja2.nodes
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+fixtures = os.path.join(root, "Tests", "Fixtures", "templates")
+
+
+class GenerationTag(jinja2.ext.Extension):
+    """transformers' AssistantTracker as far as the output is concerned: renders its body."""
+
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method("_render"), [], [], body).set_lineno(lineno)
+
+    def _render(self, caller):
+        return caller()
+
+
+def environment(now):
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def strftime_now(format):
+        return now.strftime(format)
+
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[GenerationTag, jinja2.ext.loopcontrols]
+    )
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    return env
+
+
+def main():
+    with open(os.path.join(fixtures, "conversations.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    env = environment(datetime.datetime.fromisoformat(doc["now"]))
+    expected = os.path.join(fixtures, "expected")
+    shutil.rmtree(expected, ignore_errors=True)
+    for name, tokens in doc["templates"].items():
+        with open(os.path.join(fixtures, name + ".jinja"), encoding="utf-8", newline="") as f:
+            template = env.from_string(f.read())
+        out_dir = os.path.join(expected, name)
+        os.makedirs(out_dir)
+        for conversation in doc["conversations"]:
+            context = dict(tokens)
+            context.update(conversation.get("extra", {}))
+            try:
+                text = template.render(
+                    messages=conversation["messages"],
+                    tools=conversation.get("tools"),
+                    documents=None,
+                    add_generation_prompt=conversation["add_generation_prompt"],
+                    **context,
+                )
+                path, content = conversation["name"] + ".txt", text
+            except Exception as error:  # the expected outcome is the failure itself
+                path, content = conversation["name"] + ".error", f"{type(error).__name__}: {error}\n"
+            with open(os.path.join(out_dir, path), "w", encoding="utf-8", newline="") as f:
+                f.write(content)
+            print(f"{name}/{path}")
+
+    with open(os.path.join(fixtures, "constructs.json"), encoding="utf-8") as f:
+        constructs = json.load(f)
+    results = {}
+    for construct in constructs:
+        try:
+            results[construct["name"]] = {"output": env.from_string(construct["template"]).render(**construct["context"])}
+        except Exception as error:  # the expected outcome is the failure itself
+            results[construct["name"]] = {"error": f"{type(error).__name__}: {error}"}
+            if isinstance(error, jinja2.TemplateSyntaxError):
+                results[construct["name"]]["line"] = error.lineno
+    with open(os.path.join(fixtures, "constructs-expected.json"), "w", encoding="utf-8", newline="") as f:
+        json.dump(results, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(f"constructs-expected.json: {len(results)} templates")
+
+
+if __name__ == "__main__":
+    main()
