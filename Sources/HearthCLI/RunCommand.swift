@@ -78,7 +78,7 @@ struct RunCommand: ParsableCommand {
                 tokens = tokenizer.encode(prompt, addSpecial: true, parseSpecial: false)
             } else {
                 let format = try ChatFormat(gguf: model.gguf)
-                let text = format.render([ChatMessage(role: .user, content: prompt)], system: system)
+                let text = try format.render([ChatMessage(role: .user, content: prompt)], system: system)
                 tokens = tokenizer.encode(text, addSpecial: true, parseSpecial: true)
             }
             let state = try model.makeState(contextLength: contextLength)

@@ -48,6 +48,19 @@ struct Gemma3Tests {
         #expect(ids.prefix(8) == reference.ids.prefix(8))
     }
 
+    @Test("a Gemma file without a template gets Gemma 3's, with BOS once")
+    func chatFormat() throws {
+        let model = try sharedGemma3.get()
+        let format = try ChatFormat(gguf: model.gguf)
+        #expect(!format.isModelTemplate)
+        let text = try format.render([ChatMessage(role: .user, content: "What is the capital of France?")], system: "Be brief.")
+        #expect(text == "<start_of_turn>user\nBe brief.\n\nWhat is the capital of France?<end_of_turn>\n<start_of_turn>model\n")
+        let prompt = model.tokenizer.encode(text, addSpecial: true, parseSpecial: true)
+        #expect(prompt.first == 2)
+        #expect(prompt.dropFirst().first != 2)
+        #expect(prompt.filter { $0 == 2 }.count == 1)
+    }
+
     @Test("sliding-window layers see only their window")
     func slidingWindowLimitsAttention() throws {
         let model = try sharedGemma3.get()

@@ -11,7 +11,7 @@ import Testing
     let model = try TransformerModel(path: path)
     let format = try ChatFormat(gguf: model.gguf)
     let prompt = model.tokenizer.encode(
-        format.render([ChatMessage(role: .user, content: "Why is the sky blue?")]),
+        try format.render([ChatMessage(role: .user, content: "Why is the sky blue?")]),
         addSpecial: true, parseSpecial: true)
     let state = try model.makeState()
     try model.generate(prompt: prompt, maxTokens: 200, sampler: Sampler(temperature: 0), state: state) { chunk in
