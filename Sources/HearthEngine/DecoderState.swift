@@ -100,3 +100,35 @@ public final class DecoderState {
     public func reset() { position = 0 }
 
 }
+
+extension DecoderState {
+    /// `output = W · x` for each matrix, outputs side by side (see `WorkerPool.multiply`), after
+    /// converting the `rows` float rows at `x` to the activation formats the matrices need.
+    /// Converting and multiplying in one call keeps the converted formats and the kernels that
+    /// read them from drifting apart.
+    func project(_ x: UnsafePointer<Float>, rows: Int, through matrices: [WeightMatrix],
+                 scratch: QuantizedActivations, output: UnsafeMutablePointer<Float>, outputStride: Int, pool: WorkerPool) {
+        scratch.quantize(x, rows: rows, for: matrices.map(\.kernel), pool: pool)
+        pool.multiply(matrices, by: scratch, columns: rows, output: output, outputStride: outputStride)
+    }
+
+    /// Rows of the token embedding for `tokens` into `residual`, each multiplied by `scale`.
+    func embed(_ tokens: UnsafeBufferPointer<Int32>, from table: WeightMatrix, scale: Float? = nil) throws {
+        let dim = configuration.embeddingLength
+        for (i, token) in tokens.enumerated() {
+            let row = residual.pointer + i * dim
+            try dequantizeRow(table.kernel.weightType, table.row(Int(token)), into: row, count: dim)
+            if let scale { for j in 0..<dim { row[j] *= scale } }
+        }
+    }
+
+    /// The logits of the last of `n` rows of `residual`: final norm, then the output projection.
+    /// Generation never needs the other rows'.
+    func computeLogits(rows n: Int, norm: FloatBuffer, output: WeightMatrix, pool: WorkerPool) {
+        let c = configuration
+        TensorMath.rmsNorm(residual.pointer + (n - 1) * c.embeddingLength, weight: norm.pointer,
+                           epsilon: c.normEpsilon, count: c.embeddingLength, into: normed.pointer)
+        project(normed.pointer, rows: 1, through: [output], scratch: normedQuantized,
+                output: logits.pointer, outputStride: c.vocabularySize, pool: pool)
+    }
+}

@@ -85,12 +85,7 @@ final class Gemma3: DecoderArchitecture {
         let eps = c.normEpsilon
         let embeddingScale = Float(dim).squareRoot()
 
-        // Token embeddings, scaled by √width: (n, dim)
-        for (i, token) in tokens.enumerated() {
-            let row = s.residual.pointer + i * dim
-            try dequantizeRow(tokenEmbedding.kernel.weightType, tokenEmbedding.row(Int(token)), into: row, count: dim)
-            for j in 0..<dim { row[j] *= embeddingScale }
-        }
+        try s.embed(tokens, from: tokenEmbedding, scale: embeddingScale)   // scaled by √width: (n, dim)
 
         for (layer, block) in blocks.enumerated() {
             // Attention
@@ -98,9 +93,8 @@ final class Gemma3: DecoderArchitecture {
                 TensorMath.rmsNorm(s.residual.pointer + i * dim, weight: block.attentionNorm.pointer,
                                    epsilon: eps, count: dim, into: s.normed.pointer + i * dim)
             }
-            let qkvMatrices = [block.query, block.key, block.value]
-            s.normedQuantized.quantize(s.normed.pointer, rows: n, for: qkvMatrices.map(\.kernel), pool: pool)
-            pool.multiply(qkvMatrices, by: s.normedQuantized, columns: n, output: s.qkv.pointer, outputStride: qkvWidth)
+            s.project(s.normed.pointer, rows: n, through: [block.query, block.key, block.value], scratch: s.normedQuantized,
+                      output: s.qkv.pointer, outputStride: qkvWidth, pool: pool)
             for i in 0..<n {
                 let q = s.qkv.pointer + i * qkvWidth
                 let k = q + c.queryWidth
@@ -122,8 +116,8 @@ final class Gemma3: DecoderArchitecture {
                           values: s.qkv.pointer + c.queryWidth + c.kvWidth, rowStride: qkvWidth)
             s.attend(layer: layer, tokens: n, pool: pool, scale: 1, window: block.window)
 
-            s.attentionQuantized.quantize(s.attention.pointer, rows: n, for: [block.output.kernel], pool: pool)
-            pool.multiply([block.output], by: s.attentionQuantized, columns: n, output: s.projected.pointer, outputStride: dim)
+            s.project(s.attention.pointer, rows: n, through: [block.output], scratch: s.attentionQuantized,
+                      output: s.projected.pointer, outputStride: dim, pool: pool)
             for i in 0..<n {
                 let row = s.projected.pointer + i * dim
                 TensorMath.rmsNorm(row, weight: block.postAttentionNorm.pointer, epsilon: eps, count: dim, into: row)
@@ -135,14 +129,14 @@ final class Gemma3: DecoderArchitecture {
                 TensorMath.rmsNorm(s.residual.pointer + i * dim, weight: block.feedForwardNorm.pointer,
                                    epsilon: eps, count: dim, into: s.normed.pointer + i * dim)
             }
-            s.normedQuantized.quantize(s.normed.pointer, rows: n, for: [block.gate.kernel, block.up.kernel], pool: pool)
-            pool.multiply([block.gate, block.up], by: s.normedQuantized, columns: n, output: s.gateUp.pointer, outputStride: 2 * ffn)
+            s.project(s.normed.pointer, rows: n, through: [block.gate, block.up], scratch: s.normedQuantized,
+                      output: s.gateUp.pointer, outputStride: 2 * ffn, pool: pool)
             for i in 0..<n {
                 let row = s.gateUp.pointer + i * 2 * ffn
                 Activations.geluMul(gate: row, up: row + ffn, output: s.hidden.pointer + i * ffn, count: ffn)
             }
-            s.hiddenQuantized.quantize(s.hidden.pointer, rows: n, for: [block.down.kernel], pool: pool)
-            pool.multiply([block.down], by: s.hiddenQuantized, columns: n, output: s.projected.pointer, outputStride: dim)
+            s.project(s.hidden.pointer, rows: n, through: [block.down], scratch: s.hiddenQuantized,
+                      output: s.projected.pointer, outputStride: dim, pool: pool)
             for i in 0..<n {
                 let row = s.projected.pointer + i * dim
                 TensorMath.rmsNorm(row, weight: block.postFeedForwardNorm.pointer, epsilon: eps, count: dim, into: row)
@@ -150,11 +144,7 @@ final class Gemma3: DecoderArchitecture {
             TensorMath.add(s.projected.pointer, to: s.residual.pointer, count: n * dim)
         }
 
-        // Logits of the last token only.
-        TensorMath.rmsNorm(s.residual.pointer + (n - 1) * dim, weight: outputNorm.pointer,
-                           epsilon: eps, count: dim, into: s.normed.pointer)
-        s.normedQuantized.quantize(s.normed.pointer, rows: 1, for: [output.kernel], pool: pool)
-        pool.multiply([output], by: s.normedQuantized, columns: 1, output: s.logits.pointer, outputStride: c.vocabularySize)
+        s.computeLogits(rows: n, norm: outputNorm, output: output, pool: pool)
         s.position = start + n
     }
 }
