@@ -244,6 +244,7 @@ extension Interpreter {
         case .undefined(let message):
             throw TemplateFailure(message, at: location)
         default:
+            // jinja2 compiles slices to plain Python subscripts, so this is Python's TypeError.
             throw TemplateFailure("'\(value.typeName)' object is not subscriptable", at: location)
         }
     }
@@ -378,6 +379,8 @@ extension Interpreter {
             return offset % step == 0 && (0..<count).contains(offset / step)
         case .undefined:
             return false
+        case .iterator(let box):
+            return box.drain().contains { Value.equal($0, item) }
         default:
             throw TemplateFailure("argument of type '\(container.typeName)' is not iterable", at: location)
         }

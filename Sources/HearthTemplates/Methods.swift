@@ -184,9 +184,9 @@ enum Methods {
 
     private static func dictMethod(_ name: String, _ dict: Dict) -> ((Arguments, SourceLocation) throws -> Value)? {
         switch name {
-        case "items": return { _, _ in .list(dict.entries.map { .tuple([$0.key.value, $0.value]) }) }
-        case "keys": return { _, _ in .list(dict.keys.map(\.value)) }
-        case "values": return { _, _ in .list(dict.values) }
+        case "items": return { _, _ in .iterator(IteratorBox(.dictItems, dict.entries.map { .tuple([$0.key.value, $0.value]) })) }
+        case "keys": return { _, _ in .iterator(IteratorBox(.dictKeys, dict.keys.map(\.value))) }
+        case "values": return { _, _ in .iterator(IteratorBox(.dictValues, dict.values)) }
         case "copy": return { _, _ in .dict(dict) }
         case "get":
             return { arguments, location in

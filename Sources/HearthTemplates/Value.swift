@@ -18,6 +18,42 @@ enum Value {
     case function(Function)
     /// Python's `range`: computed on demand so `range(n)` costs nothing until iterated.
     case range(start: Int, step: Int, count: Int)
+    /// What jinja2's `map`/`select`/`items`… filters return (generators, used up by one pass) and
+    /// `dict.items()`/`keys()`/`values()` return (views): iterable, but not lists.
+    case iterator(IteratorBox)
+}
+
+/// A generator, reverse iterator or dict view, with Python's single-pass behaviour for the first two.
+final class IteratorBox {
+    enum Kind: String {
+        case generator, listReverseIterator = "list_reverseiterator", dictItems = "dict_items", dictKeys = "dict_keys",
+            dictValues = "dict_values"
+    }
+
+    let kind: Kind
+    let items: [Value]
+    private var position = 0
+
+    init(_ kind: Kind, _ items: [Value]) {
+        self.kind = kind
+        self.items = items
+    }
+
+    var isView: Bool { kind != .generator && kind != .listReverseIterator }
+
+    /// Everything not yet consumed; a generator is empty afterwards, a view can be read again.
+    func drain() -> [Value] {
+        if isView { return items }
+        defer { position = items.count }
+        return Array(items[position...])
+    }
+
+    func next() -> Value? {
+        if isView { return items.first }
+        guard position < items.count else { return nil }
+        defer { position += 1 }
+        return items[position]
+    }
 }
 
 /// A dict key: Python dicts take any hashable value; templates use strings and, rarely, numbers.
@@ -156,6 +192,7 @@ extension Value {
         case .loop: return "LoopContext"
         case .function: return "function"
         case .range: return "range"
+        case .iterator(let box): return box.kind.rawValue
         }
     }
 
@@ -171,6 +208,7 @@ extension Value {
         case .dict(let dict): return dict.count > 0
         case .range(_, _, let count): return count > 0
         case .namespace, .loop, .function: return true
+        case .iterator(let box): return box.isView ? !box.items.isEmpty : true
         }
     }
 
@@ -223,6 +261,10 @@ extension Value {
         case .range(let start, let step, let count):
             let stop = start + step * count
             return step == 1 ? "range(\(start), \(stop))" : "range(\(start), \(stop), \(step))"
+        case .iterator(let box):
+            // A generator prints its address in Python, which no render can reproduce.
+            guard box.isView else { return "<\(box.kind.rawValue) object>" }
+            return box.kind.rawValue + "(" + Value.list(box.items).repr + ")"
         }
     }
 
@@ -238,6 +280,8 @@ extension Value {
         case (.namespace(let x), .namespace(let y)): return x === y
         case (.loop(let x), .loop(let y)): return x === y
         case (.range, .range): return a.repr == b.repr
+        case (.iterator(let x), .iterator(let y)):
+            return x === y || (x.isView && x.kind == y.kind && equal(.list(x.items), .list(y.items)))
         default:
             if let x = a.integer, let y = b.integer { return x == y }
             if let x = a.number, let y = b.number { return x == y }
@@ -255,6 +299,7 @@ extension Value {
         case .dict(let dict): return dict.keys.map(\.value)
         case .namespace(let namespace): return namespace.attributes.keys.map(\.value)
         case .string(let s): return s.unicodeScalars.map { .string(String($0)) }
+        case .iterator(let box): return box.drain()
         case .range(let start, let step, let count):
             guard count <= limit else {
                 throw TemplateFailure("a range of \(count) items is larger than the render allows", at: location)
@@ -267,7 +312,7 @@ extension Value {
 
     var isIterable: Bool {
         switch self {
-        case .undefined, .list, .tuple, .dict, .string, .range, .namespace: return true
+        case .undefined, .list, .tuple, .dict, .string, .range, .namespace, .iterator: return true
         default: return false
         }
     }
