@@ -9,7 +9,21 @@ extension Interpreter {
         "slice", "sort", "string", "sum", "title", "tojson", "trim", "truncate", "unique", "upper", "wordcount",
     ]
 
-    func applyFilter(_ name: String, to value: Value, arguments: Arguments, at location: SourceLocation) throws -> Value {
+    func applyFilter(_ name: String, to original: Value, arguments: Arguments, at location: SourceLocation) throws -> Value {
+        switch name {
+        case "safe": return .markup(original.text)
+        case "e", "escape": return original.escaped
+        case "forceescape": return .markup(Value.htmlEscape(original.text))
+        case "string" where { if case .markup = original { return true } else { return false } }():
+            return original
+        case "d", "default":
+            let bound = try arguments.bind(name, [("default_value", .string("")), ("boolean", .bool(false))], at: location)
+            if original.isUndefined || (bound[1].truthy && !original.truthy) { return bound[0] }
+            return original
+        default:
+            break
+        }
+        let value = original.plain
         func bind(_ parameters: [(name: String, defaultValue: Value?)]) throws -> [Value] {
             try arguments.bind(name, parameters, at: location)
         }
@@ -65,10 +79,6 @@ extension Interpreter {
             case .iterator(let box) where box.isView: return .int(box.items.count)
             default: throw TemplateFailure("object of type '\(value.typeName)' has no len()", at: location)
             }
-        case "d", "default":
-            let bound = try bind([("default_value", .string("")), ("boolean", .bool(false))])
-            if value.isUndefined || (bound[1].truthy && !value.truthy) { return bound[0] }
-            return value
         case "dictsort":
             let bound = try bind([("case_sensitive", .bool(false)), ("by", .string("key")), ("reverse", .bool(false))])
             guard case .dict(let dict) = value else { throw TemplateFailure("dictsort needs a mapping", at: location) }
@@ -85,8 +95,6 @@ extension Interpreter {
                 return p[byValue ? 1 : 0]
             }
             return .list(sorted)
-        case "e", "escape", "forceescape":
-            return .string(htmlEscape(text(value)))
         case "first":
             if case .iterator(let box) = value { return box.next() ?? .undefined("No first item, sequence was empty.") }
             return try items(value).first ?? .undefined("No first item, sequence was empty.")
@@ -212,7 +220,7 @@ extension Interpreter {
             case .string("floor"): return .double((number * scale).rounded(.down) / scale)
             default: throw TemplateFailure("method must be common, ceil or floor", at: location)
             }
-        case "safe", "string":
+        case "string":
             if case .string = value { return value }
             return .string(text(value))
         case "slice":
@@ -337,21 +345,6 @@ extension Interpreter {
         }
         if let failure { throw failure }
         return order.map { keyed[$0].value }
-    }
-
-    private func htmlEscape(_ s: String) -> String {
-        var result = ""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "&": result += "&amp;"
-            case "<": result += "&lt;"
-            case ">": result += "&gt;"
-            case "\"": result += "&#34;"
-            case "'": result += "&#39;"
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result
     }
 
     /// Python's `int(x)`, then `int(float(x))`, as jinja2's `int` filter tries them.
