@@ -127,7 +127,7 @@ extension Interpreter {
 
     /// `obj.name`: Python attributes (methods) first, then dict keys, as jinja2's `getattr` does.
     func attribute(_ name: String, of value: Value, at location: SourceLocation) throws -> Value {
-        switch value {
+        switch value.plain {
         case .undefined(let message):
             throw TemplateFailure(message, at: location)
         case .dict(let dict):
@@ -144,6 +144,8 @@ extension Interpreter {
 
     /// `obj[key]`: items first, then attributes, as jinja2's `getitem` does.
     func item(_ key: Value, of value: Value, at location: SourceLocation) throws -> Value {
+        let key = key.plain
+        let value = value.plain
         switch (value, key) {
         case (.undefined(let message), _):
             throw TemplateFailure(message, at: location)
@@ -214,6 +216,7 @@ extension Interpreter {
 
     /// Python slicing of lists, strings and ranges.
     func slice(_ value: Value, start: Int?, stop: Int?, step: Int?, at location: SourceLocation) throws -> Value {
+        let value = value.plain
         let step = step ?? 1
         guard step != 0 else { throw TemplateFailure("slice step cannot be zero", at: location) }
         func indices(count: Int) -> [Int] {
@@ -244,6 +247,7 @@ extension Interpreter {
         case .undefined(let message):
             throw TemplateFailure(message, at: location)
         default:
+            // jinja2 compiles slices to plain Python subscripts, so this is Python's TypeError.
             throw TemplateFailure("'\(value.typeName)' object is not subscriptable", at: location)
         }
     }
@@ -253,6 +257,9 @@ extension Interpreter {
     func binary(_ op: String, _ a: Value, _ b: Value, at location: SourceLocation) throws -> Value {
         if case .undefined(let message) = a { throw TemplateFailure(message, at: location) }
         if case .undefined(let message) = b { throw TemplateFailure(message, at: location) }
+        if let result = try markupOperation(op, a, b, at: location) { return result }
+        let a = a.plain
+        let b = b.plain
         func unsupported() -> TemplateFailure {
             if op == "+", case .string = a {
                 return TemplateFailure("can only concatenate str (not \"\(b.typeName)\") to str", at: location)
@@ -347,6 +354,8 @@ extension Interpreter {
     }
 
     func compare(_ op: String, _ a: Value, _ b: Value, at location: SourceLocation) throws -> Bool {
+        let a = a.plain
+        let b = b.plain
         switch op {
         case "==": return Value.equal(a, b)
         case "!=": return !Value.equal(a, b)
@@ -362,7 +371,8 @@ extension Interpreter {
 
     /// Python's `item in container`.
     func contains(_ container: Value, _ item: Value, at location: SourceLocation) throws -> Bool {
-        switch container {
+        let item = item.plain
+        switch container.plain {
         case .string(let s):
             guard case .string(let needle) = item else {
                 throw TemplateFailure("'in <string>' requires string as left operand, not \(item.typeName)", at: location)
@@ -378,8 +388,49 @@ extension Interpreter {
             return offset % step == 0 && (0..<count).contains(offset / step)
         case .undefined:
             return false
+        case .iterator(let box):
+            return box.drain().contains { Value.equal($0, item) }
         default:
             throw TemplateFailure("argument of type '\(container.typeName)' is not iterable", at: location)
+        }
+    }
+}
+
+extension Interpreter {
+    /// `Markup + x`, `x + Markup`, `Markup * n` and `Markup % args`: the other strings are escaped
+    /// and the result stays `Markup`, as markupsafe does. Nil when neither operand is `Markup`.
+    fileprivate func markupOperation(_ op: String, _ a: Value, _ b: Value, at location: SourceLocation) throws -> Value? {
+        switch (op, a, b) {
+        case ("+", .markup(let x), .string), ("+", .markup(let x), .markup):
+            guard case .markup(let y) = b.escaped else { return nil }
+            return .markup(x + y)
+        case ("+", .string, .markup(let y)):
+            guard case .markup(let x) = a.escaped else { return nil }
+            return .markup(x + y)
+        case ("+", .markup, _), ("+", _, .markup):
+            throw TemplateFailure("unsupported operand type(s) for +: '\(a.typeName)' and '\(b.typeName)'", at: location)
+        case ("*", .markup(let x), _):
+            guard let times = b.integer else { return nil }
+            try checkSize(x.utf8.count * max(0, times), at: location)
+            return .markup(String(repeating: x, count: max(0, times)))
+        case ("%", .markup(let format), _):
+            let escape: (Value) -> Value = { value in
+                switch value {
+                case .string, .markup: return value.escaped
+                default: return value
+                }
+            }
+            let arguments: Value
+            switch b {
+            case .tuple(let items): arguments = .tuple(items.map(escape))
+            case .dict(var dict):
+                for key in dict.keys { dict[key] = dict[key].map(escape) }
+                arguments = .dict(dict)
+            default: arguments = escape(b)
+            }
+            return .markup(try Formatting.percent(format, arguments, at: location))
+        default:
+            return nil
         }
     }
 }

@@ -9,7 +9,21 @@ extension Interpreter {
         "slice", "sort", "string", "sum", "title", "tojson", "trim", "truncate", "unique", "upper", "wordcount",
     ]
 
-    func applyFilter(_ name: String, to value: Value, arguments: Arguments, at location: SourceLocation) throws -> Value {
+    func applyFilter(_ name: String, to original: Value, arguments: Arguments, at location: SourceLocation) throws -> Value {
+        switch name {
+        case "safe": return .markup(original.text)
+        case "e", "escape": return original.escaped
+        case "forceescape": return .markup(Value.htmlEscape(original.text))
+        case "string" where { if case .markup = original { return true } else { return false } }():
+            return original
+        case "d", "default":
+            let bound = try arguments.bind(name, [("default_value", .string("")), ("boolean", .bool(false))], at: location)
+            if original.isUndefined || (bound[1].truthy && !original.truthy) { return bound[0] }
+            return original
+        default:
+            break
+        }
+        let value = original.plain
         func bind(_ parameters: [(name: String, defaultValue: Value?)]) throws -> [Value] {
             try arguments.bind(name, parameters, at: location)
         }
@@ -46,7 +60,7 @@ extension Interpreter {
                 if case .none = bound[1] {} else { current += Array(repeating: bound[1], count: size - current.count) }
                 batches.append(.list(current))
             }
-            return .list(batches)
+            return .iterator(IteratorBox(.generator, batches))
         case "capitalize":
             return .string(PythonText.capitalize(text(value)))
         case "center":
@@ -62,12 +76,9 @@ extension Interpreter {
             case .list(let list), .tuple(let list): return .int(list.count)
             case .dict(let dict): return .int(dict.count)
             case .range(_, _, let count): return .int(count)
+            case .iterator(let box) where box.isView: return .int(box.items.count)
             default: throw TemplateFailure("object of type '\(value.typeName)' has no len()", at: location)
             }
-        case "d", "default":
-            let bound = try bind([("default_value", .string("")), ("boolean", .bool(false))])
-            if value.isUndefined || (bound[1].truthy && !value.truthy) { return bound[0] }
-            return value
         case "dictsort":
             let bound = try bind([("case_sensitive", .bool(false)), ("by", .string("key")), ("reverse", .bool(false))])
             guard case .dict(let dict) = value else { throw TemplateFailure("dictsort needs a mapping", at: location) }
@@ -84,11 +95,13 @@ extension Interpreter {
                 return p[byValue ? 1 : 0]
             }
             return .list(sorted)
-        case "e", "escape", "forceescape":
-            return .string(htmlEscape(text(value)))
         case "first":
+            if case .iterator(let box) = value { return box.next() ?? .undefined("No first item, sequence was empty.") }
             return try items(value).first ?? .undefined("No first item, sequence was empty.")
         case "last":
+            if case .iterator(let box) = value, !box.isView {
+                throw TemplateFailure("'\(box.kind.rawValue)' object is not reversible", at: location)
+            }
             return try items(value).last ?? .undefined("No last item, sequence was empty.")
         case "float":
             let fallback = try bind([("default", .double(0))])[0]
@@ -122,7 +135,7 @@ extension Interpreter {
         case "items":
             switch value {
             case .undefined: return .list([])
-            case .dict(let dict): return .list(dict.entries.map { .tuple([$0.key.value, $0.value]) })
+            case .dict(let dict): return .iterator(IteratorBox(.generator, dict.entries.map { .tuple([$0.key.value, $0.value]) }))
             default: throw TemplateFailure("Can only get item pairs from a mapping.", at: location)
             }
         case "join":
@@ -143,17 +156,17 @@ extension Interpreter {
             let list = value.truthy ? try items(value) : []
             if let attributeArgument = arguments.keywords.first(where: { $0.name == "attribute" })?.value {
                 let fallback = arguments.keywords.first(where: { $0.name == "default" })?.value
-                return .list(try list.map { item in
+                return .iterator(IteratorBox(.generator, try list.map { item in
                     let found = try attributePath(attributeArgument, of: item, at: location)
                     if found.isUndefined, let fallback { return fallback }
                     return found
-                })
+                }))
             }
             guard case .string(let filterName) = arguments.positional.first ?? .none else {
                 throw TemplateFailure("map requires a filter argument", at: location)
             }
             let rest = Arguments(positional: Array(arguments.positional.dropFirst()), keywords: arguments.keywords)
-            return .list(try list.map { try applyFilter(filterName, to: $0, arguments: rest, at: location) })
+            return .iterator(IteratorBox(.generator, try list.map { try applyFilter(filterName, to: $0, arguments: rest, at: location) }))
         case "max", "min":
             let bound = try bind([("case_sensitive", .bool(false)), ("attribute", Value.none)])
             let sorted = try sortValues(try items(value), caseSensitive: bound[0].truthy, reverse: false, at: location) { item in
@@ -180,16 +193,19 @@ extension Interpreter {
             }
             let testArguments = Arguments(positional: positional, keywords: arguments.keywords)
             let keep = name.hasPrefix("select")
-            return .list(try (value.truthy ? items(value) : []).filter { item in
+            return .iterator(IteratorBox(.generator, try (value.truthy ? items(value) : []).filter { item in
                 let subject = try attributeName.map { try attributePath($0, of: item, at: location) } ?? item
                 let passed = try testName.map { try applyTest($0, to: subject, arguments: testArguments, at: location) } ?? subject.truthy
                 return passed == keep
-            })
+            }))
         case "replace":
             let bound = try bind([("old", nil), ("new", nil), ("count", Value.none)])
             return .string(PythonText.replace(text(value), text(bound[0]), text(bound[1]), count: bound[2].integer ?? -1))
         case "reverse":
             if case .string(let s) = value { return .string(PythonText.string(PythonText.scalars(s).reversed())) }
+            // reversed() gives a list an iterator; what cannot be reversed becomes a reversed list.
+            if case .list(let list) = value { return .iterator(IteratorBox(.listReverseIterator, list.reversed())) }
+            if case .iterator(let box) = value, box.isView { return .iterator(IteratorBox(.listReverseIterator, box.items.reversed())) }
             return .list(try items(value).reversed())
         case "round":
             let bound = try bind([("precision", .int(0)), ("method", .string("common"))])
@@ -204,7 +220,7 @@ extension Interpreter {
             case .string("floor"): return .double((number * scale).rounded(.down) / scale)
             default: throw TemplateFailure("method must be common, ceil or floor", at: location)
             }
-        case "safe", "string":
+        case "string":
             if case .string = value { return value }
             return .string(text(value))
         case "slice":
@@ -223,7 +239,7 @@ extension Interpreter {
                 if case .none = bound[1] {} else if index >= withExtra { part.append(bound[1]) }
                 result.append(.list(part))
             }
-            return .list(result)
+            return .iterator(IteratorBox(.generator, result))
         case "sort":
             let bound = try bind([("reverse", .bool(false)), ("case_sensitive", .bool(false)), ("attribute", Value.none)])
             return .list(try sortValues(try items(value), caseSensitive: bound[1].truthy, reverse: bound[0].truthy, at: location) { item in
@@ -287,7 +303,7 @@ extension Interpreter {
                     result.append(item)
                 }
             }
-            return .list(result)
+            return .iterator(IteratorBox(.generator, result))
         case "wordcount":
             return .int(text(value).split { !($0.isLetter || $0.isNumber || $0 == "_") }.count)
         default:
@@ -329,21 +345,6 @@ extension Interpreter {
         }
         if let failure { throw failure }
         return order.map { keyed[$0].value }
-    }
-
-    private func htmlEscape(_ s: String) -> String {
-        var result = ""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "&": result += "&amp;"
-            case "<": result += "&lt;"
-            case ">": result += "&gt;"
-            case "\"": result += "&#34;"
-            case "'": result += "&#39;"
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result
     }
 
     /// Python's `int(x)`, then `int(float(x))`, as jinja2's `int` filter tries them.

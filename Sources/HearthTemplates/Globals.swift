@@ -11,7 +11,7 @@ enum Globals {
             throw TemplateFailure(arguments.positional.first?.text ?? "raise_exception() called", at: location)
         })
         scope.variables["strftime_now"] = .function(Function(name: "strftime_now") { interpreter, arguments, location in
-            let format = try arguments.bind("strftime_now", [("format", nil)], at: location)[0]
+            let format = try arguments.bind("strftime_now", [("format", nil)], at: location)[0].plain
             guard case .string(let pattern) = format else {
                 throw TemplateFailure("strftime_now() argument must be str, not \(format.typeName)", at: location)
             }

@@ -5,7 +5,8 @@ enum Methods {
         "append", "extend", "insert", "pop", "remove", "reverse", "sort", "clear", "update", "setdefault", "popitem",
     ]
 
-    static func method(_ name: String, of value: Value) -> Value? {
+    static func method(_ name: String, of original: Value) -> Value? {
+        let value = original.plain
         let body: ((Arguments, SourceLocation) throws -> Value)?
         switch value {
         case .string(let s): body = stringMethod(name, s)
@@ -32,7 +33,7 @@ enum Methods {
     }
 
     private static func string(_ value: Value, _ what: String, at location: SourceLocation) throws -> String {
-        guard case .string(let s) = value else {
+        guard case .string(let s) = value.plain else {
             throw TemplateFailure("\(what) must be str, not \(value.typeName)", at: location)
         }
         return s
@@ -184,9 +185,9 @@ enum Methods {
 
     private static func dictMethod(_ name: String, _ dict: Dict) -> ((Arguments, SourceLocation) throws -> Value)? {
         switch name {
-        case "items": return { _, _ in .list(dict.entries.map { .tuple([$0.key.value, $0.value]) }) }
-        case "keys": return { _, _ in .list(dict.keys.map(\.value)) }
-        case "values": return { _, _ in .list(dict.values) }
+        case "items": return { _, _ in .iterator(IteratorBox(.dictItems, dict.entries.map { .tuple([$0.key.value, $0.value]) })) }
+        case "keys": return { _, _ in .iterator(IteratorBox(.dictKeys, dict.keys.map(\.value))) }
+        case "values": return { _, _ in .iterator(IteratorBox(.dictValues, dict.values)) }
         case "copy": return { _, _ in .dict(dict) }
         case "get":
             return { arguments, location in

@@ -7,7 +7,8 @@ extension Interpreter {
         "undefined", "upper",
     ]
 
-    func applyTest(_ name: String, to value: Value, arguments: Arguments, at location: SourceLocation) throws -> Bool {
+    func applyTest(_ name: String, to original: Value, arguments: Arguments, at location: SourceLocation) throws -> Bool {
+        let value = original.plain
         func argument() throws -> Value { try arguments.bind(name, [("other", nil)], at: location)[0] }
         switch name {
         case "boolean":
@@ -51,6 +52,7 @@ extension Interpreter {
             default: return false
             }
         case "escaped":
+            if case .markup = original { return true }
             return false
         case "lower", "upper":
             // str.islower / str.isupper: some cased character, and no cased character of the other kind.

@@ -25,7 +25,7 @@ enum PythonJSON {
         case .int(let i): output += String(i)
         case .double(let d):
             output += d.isNaN ? "NaN" : d.isInfinite ? (d < 0 ? "-Infinity" : "Infinity") : PythonText.floatRepr(d)
-        case .string(let s): output += quote(s, ensureASCII: options.ensureASCII)
+        case .string(let s), .markup(let s): output += quote(s, ensureASCII: options.ensureASCII)
         case .list(let items), .tuple(let items):
             try container("[", "]", items.map { (nil, $0) }, options, level: level, into: &output, at: location)
         case .dict(let dict):

@@ -9,6 +9,9 @@ enum Value {
     case int(Int)
     case double(Double)
     case string(String)
+    /// markupsafe's `Markup`, what `|safe` and `|escape` return: a string that escapes what is
+    /// added to it with `+` or `%`. Everywhere else it behaves as the string it holds.
+    case markup(String)
     case list([Value])
     /// Python's tuple: a list that prints as `(a, b)` and never equals a list.
     case tuple([Value])
@@ -18,6 +21,42 @@ enum Value {
     case function(Function)
     /// Python's `range`: computed on demand so `range(n)` costs nothing until iterated.
     case range(start: Int, step: Int, count: Int)
+    /// What jinja2's `map`/`select`/`items`… filters return (generators, used up by one pass) and
+    /// `dict.items()`/`keys()`/`values()` return (views): iterable, but not lists.
+    case iterator(IteratorBox)
+}
+
+/// A generator, reverse iterator or dict view, with Python's single-pass behaviour for the first two.
+final class IteratorBox {
+    enum Kind: String {
+        case generator, listReverseIterator = "list_reverseiterator", dictItems = "dict_items", dictKeys = "dict_keys",
+            dictValues = "dict_values"
+    }
+
+    let kind: Kind
+    let items: [Value]
+    private var position = 0
+
+    init(_ kind: Kind, _ items: [Value]) {
+        self.kind = kind
+        self.items = items
+    }
+
+    var isView: Bool { kind != .generator && kind != .listReverseIterator }
+
+    /// Everything not yet consumed; a generator is empty afterwards, a view can be read again.
+    func drain() -> [Value] {
+        if isView { return items }
+        defer { position = items.count }
+        return Array(items[position...])
+    }
+
+    func next() -> Value? {
+        if isView { return items.first }
+        guard position < items.count else { return nil }
+        defer { position += 1 }
+        return items[position]
+    }
 }
 
 /// A dict key: Python dicts take any hashable value; templates use strings and, rarely, numbers.
@@ -30,7 +69,7 @@ enum DictKey: Hashable {
 
     init?(_ value: Value) {
         switch value {
-        case .string(let s): self = .string(s)
+        case .string(let s), .markup(let s): self = .string(s)
         case .int(let i): self = .int(i)
         case .bool(let b): self = .int(b ? 1 : 0)
         case .double(let d): self = d.rounded() == d && abs(d) < 9e18 ? .int(Int(d)) : .double(d)
@@ -149,6 +188,7 @@ extension Value {
         case .int: return "int"
         case .double: return "float"
         case .string: return "str"
+        case .markup: return "Markup"
         case .list: return "list"
         case .tuple: return "tuple"
         case .dict: return "dict"
@@ -156,6 +196,7 @@ extension Value {
         case .loop: return "LoopContext"
         case .function: return "function"
         case .range: return "range"
+        case .iterator(let box): return box.kind.rawValue
         }
     }
 
@@ -166,11 +207,12 @@ extension Value {
         case .bool(let b): return b
         case .int(let i): return i != 0
         case .double(let d): return d != 0
-        case .string(let s): return !s.isEmpty
+        case .string(let s), .markup(let s): return !s.isEmpty
         case .list(let items), .tuple(let items): return !items.isEmpty
         case .dict(let dict): return dict.count > 0
         case .range(_, _, let count): return count > 0
         case .namespace, .loop, .function: return true
+        case .iterator(let box): return box.isView ? !box.items.isEmpty : true
         }
     }
 
@@ -197,7 +239,7 @@ extension Value {
     var text: String {
         switch self {
         case .undefined: return ""
-        case .string(let s): return s
+        case .string(let s), .markup(let s): return s
         default: return repr
         }
     }
@@ -211,6 +253,7 @@ extension Value {
         case .int(let i): return String(i)
         case .double(let d): return PythonText.floatRepr(d)
         case .string(let s): return PythonText.stringRepr(s)
+        case .markup(let s): return "Markup(" + PythonText.stringRepr(s) + ")"
         case .list(let items): return "[" + items.map(\.repr).joined(separator: ", ") + "]"
         case .tuple(let items):
             return "(" + items.map(\.repr).joined(separator: ", ") + (items.count == 1 ? ",)" : ")")
@@ -223,6 +266,10 @@ extension Value {
         case .range(let start, let step, let count):
             let stop = start + step * count
             return step == 1 ? "range(\(start), \(stop))" : "range(\(start), \(stop), \(step))"
+        case .iterator(let box):
+            // A generator prints its address in Python, which no render can reproduce.
+            guard box.isView else { return "<\(box.kind.rawValue) object>" }
+            return box.kind.rawValue + "(" + Value.list(box.items).repr + ")"
         }
     }
 
@@ -230,7 +277,9 @@ extension Value {
     static func equal(_ a: Value, _ b: Value) -> Bool {
         switch (a, b) {
         case (.undefined, .undefined), (.none, .none): return true
-        case (.string(let x), .string(let y)): return PythonText.equal(x, y)
+        case (.string(let x), .string(let y)), (.markup(let x), .markup(let y)), (.string(let x), .markup(let y)),
+            (.markup(let x), .string(let y)):
+            return PythonText.equal(x, y)
         case (.list(let x), .list(let y)), (.tuple(let x), .tuple(let y)):
             return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
         case (.dict(let x), .dict(let y)):
@@ -238,6 +287,8 @@ extension Value {
         case (.namespace(let x), .namespace(let y)): return x === y
         case (.loop(let x), .loop(let y)): return x === y
         case (.range, .range): return a.repr == b.repr
+        case (.iterator(let x), .iterator(let y)):
+            return x === y || (x.isView && x.kind == y.kind && equal(.list(x.items), .list(y.items)))
         default:
             if let x = a.integer, let y = b.integer { return x == y }
             if let x = a.number, let y = b.number { return x == y }
@@ -254,7 +305,8 @@ extension Value {
         case .list(let items), .tuple(let items): return items
         case .dict(let dict): return dict.keys.map(\.value)
         case .namespace(let namespace): return namespace.attributes.keys.map(\.value)
-        case .string(let s): return s.unicodeScalars.map { .string(String($0)) }
+        case .string(let s), .markup(let s): return s.unicodeScalars.map { .string(String($0)) }
+        case .iterator(let box): return box.drain()
         case .range(let start, let step, let count):
             guard count <= limit else {
                 throw TemplateFailure("a range of \(count) items is larger than the render allows", at: location)
@@ -267,7 +319,7 @@ extension Value {
 
     var isIterable: Bool {
         switch self {
-        case .undefined, .list, .tuple, .dict, .string, .range, .namespace: return true
+        case .undefined, .list, .tuple, .dict, .string, .markup, .range, .namespace, .iterator: return true
         default: return false
         }
     }
@@ -275,6 +327,8 @@ extension Value {
 
 /// Python's ordering (`<`), which only numbers, strings and lists have with each other.
 func pythonLess(_ a: Value, _ b: Value, at location: SourceLocation, operatorName: String = "<") throws -> Bool {
+    let a = a.plain
+    let b = b.plain
     switch (a, b) {
     case (.string(let x), .string(let y)): return PythonText.less(x, y)
     case (.list(let x), .list(let y)), (.tuple(let x), .tuple(let y)):
@@ -302,5 +356,36 @@ extension Value {
     var asTuple: Value {
         if case .list(let items) = self { return .tuple(items) }
         return self
+    }
+}
+
+extension Value {
+    /// A `Markup` as the plain string it holds; other values unchanged.
+    var plain: Value {
+        if case .markup(let s) = self { return .string(s) }
+        return self
+    }
+
+    /// markupsafe's `escape`: a string with `& < > " '` escaped, as `Markup`; a `Markup` unchanged.
+    var escaped: Value {
+        switch self {
+        case .markup: return self
+        default: return .markup(Value.htmlEscape(text))
+        }
+    }
+
+    static func htmlEscape(_ s: String) -> String {
+        var result = ""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "&": result += "&amp;"
+            case "<": result += "&lt;"
+            case ">": result += "&gt;"
+            case "\"": result += "&#34;"
+            case "'": result += "&#39;"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 }
