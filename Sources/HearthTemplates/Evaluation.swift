@@ -59,7 +59,9 @@ extension Interpreter {
         case .negate(let operand):
             let value = try evaluate(operand, in: scope)
             switch value {
-            case .int(let i): return .int(-i)
+            case .int(let i):
+                let (negated, overflow) = 0.subtractingReportingOverflow(i)
+                return overflow ? .double(-Double(i)) : .int(negated)
             case .bool(let b): return .int(b ? -1 : 0)
             case .double(let d): return .double(-d)
             case .undefined(let message): throw TemplateFailure(message, at: location)
@@ -290,11 +292,13 @@ extension Interpreter {
             switch (a, b) {
             case (.string(let s), _) where b.integer != nil, (_, .string(let s)) where a.integer != nil:
                 let times = max(0, b.integer ?? a.integer!)
-                try checkSize(s.utf8.count * times, at: location)
+                try checkSize(times == 0 ? 0 : s.utf8.count.multipliedReportingOverflow(by: times).overflow ? .max : s.utf8.count * times,
+                              at: location)
                 return .string(String(repeating: s, count: times))
             case (.list(let items), _) where b.integer != nil, (_, .list(let items)) where a.integer != nil:
                 let times = max(0, b.integer ?? a.integer!)
-                try checkSize(items.count * times, at: location)
+                try checkSize(times == 0 ? 0 : items.count.multipliedReportingOverflow(by: times).overflow ? .max : items.count * times,
+                              at: location)
                 return .list(Array([[Value]](repeating: items, count: times).joined()))
             default:
                 return try arithmetic(a, b, unsupported(), { $0.multipliedReportingOverflow(by: $1) }, { $0 * $1 }, at: location)
@@ -325,12 +329,22 @@ extension Interpreter {
             return .double(r != 0 && (r < 0) != (y < 0) ? r + y : r)
         case "**":
             if let x = a.integer, let y = b.integer, y >= 0 {
+                // Square-and-multiply; on overflow Python would keep a big int, we fall back to a float.
                 var result = 1
-                for _ in 0..<y {
-                    let (product, overflow) = result.multipliedReportingOverflow(by: x)
-                    if overflow { return .double(Foundation.pow(Double(x), Double(y))) }
-                    result = product
-                    if result == 0 || result == 1 { break }
+                var base = x
+                var exponent = y
+                while exponent > 0 {
+                    if exponent & 1 == 1 {
+                        let (product, overflow) = result.multipliedReportingOverflow(by: base)
+                        if overflow { return .double(Foundation.pow(Double(x), Double(y))) }
+                        result = product
+                    }
+                    exponent >>= 1
+                    if exponent > 0 {
+                        let (square, overflow) = base.multipliedReportingOverflow(by: base)
+                        if overflow { return .double(Foundation.pow(Double(x), Double(y))) }
+                        base = square
+                    }
                 }
                 return .int(result)
             }
@@ -411,7 +425,8 @@ extension Interpreter {
             throw TemplateFailure("unsupported operand type(s) for +: '\(a.typeName)' and '\(b.typeName)'", at: location)
         case ("*", .markup(let x), _):
             guard let times = b.integer else { return nil }
-            try checkSize(x.utf8.count * max(0, times), at: location)
+            try checkSize(times <= 0 ? 0 : x.utf8.count.multipliedReportingOverflow(by: times).overflow ? .max : x.utf8.count * times,
+                          at: location)
             return .markup(String(repeating: x, count: max(0, times)))
         case ("%", .markup(let format), _):
             let escape: (Value) -> Value = { value in

@@ -33,7 +33,7 @@ extension Interpreter {
         switch name {
         case "abs":
             switch value {
-            case .int(let i): return .int(abs(i))
+            case .int(let i): return i == .min ? .double(-Double(i)) : .int(abs(i))
             case .bool(let b): return .int(b ? 1 : 0)
             case .double(let d): return .double(abs(d))
             default: throw TemplateFailure("bad operand type for abs(): '\(value.typeName)'", at: location)
@@ -65,6 +65,7 @@ extension Interpreter {
             return .string(PythonText.capitalize(text(value)))
         case "center":
             let width = try bind([("width", .int(80))])[0].integer ?? 80
+            try checkSize(width, at: location)
             let s = text(value)
             let padding = max(0, width - PythonText.length(s))
             let left = padding / 2 + (padding & width & 1)
@@ -116,7 +117,13 @@ extension Interpreter {
         case "indent":
             let bound = try bind([("width", .int(4)), ("first", .bool(false)), ("blank", .bool(false))])
             let indentation: String
-            if case .string(let s) = bound[0] { indentation = s } else { indentation = String(repeating: " ", count: bound[0].integer ?? 4) }
+            if case .string(let s) = bound[0] {
+                indentation = s
+            } else {
+                let width = bound[0].integer ?? 4
+                try checkSize(width, at: location)
+                indentation = String(repeating: " ", count: max(0, width))
+            }
             let lines = PythonText.splitLines(text(value) + "\n")
             var result: String
             if bound[2].truthy {
@@ -352,7 +359,7 @@ extension Interpreter {
         switch value {
         case .int(let i): return i
         case .bool(let b): return b ? 1 : 0
-        case .double(let d): return d.isFinite ? Int(d.rounded(.towardZero)) : nil
+        case .double(let d): return d.isFinite && abs(d) < 9.2e18 ? Int(d.rounded(.towardZero)) : nil
         case .string(let s):
             var digits = PythonText.strip(s).replacingOccurrences(of: "_", with: "")
             var negative = false
@@ -362,7 +369,7 @@ extension Interpreter {
             }
             if base == 16, digits.lowercased().hasPrefix("0x") { digits.removeFirst(2) }
             if let i = Int(digits, radix: base) { return negative ? -i : i }
-            return pythonFloat(value).flatMap { $0.isFinite ? Int($0.rounded(.towardZero)) : nil }
+            return pythonFloat(value).flatMap { $0.isFinite && abs($0) < 9.2e18 ? Int($0.rounded(.towardZero)) : nil }
         default: return nil
         }
     }

@@ -48,6 +48,9 @@ enum Formatting {
                 precision = Int(digits) ?? 0
             }
             guard let conversion = scalars.popFirst() else { throw TemplateFailure("incomplete format", at: location) }
+            guard (Int(width) ?? 0) <= PythonText.maxPadding, (precision ?? 0) <= 1000 else {
+                throw TemplateFailure("the format's width or precision is too large", at: location)
+            }
             if conversion == "%" {
                 result += "%"
                 continue
@@ -59,7 +62,10 @@ enum Formatting {
             case "r", "a": text = argument.repr
             case "d", "i", "u":
                 guard let n = argument.number else { throw TemplateFailure("%d format: a number is required, not \(argument.typeName)", at: location) }
-                text = String(argument.integer ?? Int(n.rounded(.towardZero)))
+                guard let integer = argument.integer ?? (abs(n) < 9.2e18 ? Int(n.rounded(.towardZero)) : nil) else {
+                    throw TemplateFailure("%d format: the number is out of range", at: location)
+                }
+                text = String(integer)
                 if flags.contains("+"), !text.hasPrefix("-") { text = "+" + text }
             case "f", "F", "e", "E", "g", "G":
                 guard let n = argument.number else { throw TemplateFailure("must be real number, not \(argument.typeName)", at: location) }
@@ -133,7 +139,9 @@ enum Formatting {
             }
             var text = conversion == "r" ? value.repr : value.text
             if !spec.isEmpty {
-                if let width = Int(spec.trimmingCharacters(in: CharacterSet(charactersIn: "<>^"))), PythonText.length(text) < width {
+                if let width = Int(spec.trimmingCharacters(in: CharacterSet(charactersIn: "<>^"))), PythonText.length(text) < width,
+                    width <= PythonText.maxPadding
+                {
                     let padding = String(repeating: " ", count: width - PythonText.length(text))
                     let rightAligned = spec.hasPrefix(">") || (!spec.hasPrefix("<") && value.number != nil && value.integer != nil)
                     text = rightAligned ? padding + text : text + padding

@@ -45,9 +45,12 @@ enum Globals {
         default: throw TemplateFailure("range expected 1 to 3 arguments, got \(numbers.count)", at: location)
         }
         guard step != 0 else { throw TemplateFailure("range() arg 3 must not be zero", at: location) }
-        let span = step > 0 ? stop - start : start - stop
-        let count = span > 0 ? (span - 1) / abs(step) + 1 : 0
-        guard count <= Interpreter.maxRange else {
+        let (span, spanOverflow) = step > 0 ? stop.subtractingReportingOverflow(start) : start.subtractingReportingOverflow(stop)
+        let count = spanOverflow ? Int.max : span > 0 ? (span - 1) / step.magnitude.clampedToInt + 1 : 0
+        let (_, lastOverflow) = step.multipliedReportingOverflow(by: max(0, count - 1))
+        guard count <= Interpreter.maxRange, !lastOverflow,
+            !start.addingReportingOverflow(step * max(0, count - 1)).overflow
+        else {
             throw TemplateFailure("Range too big. The sandbox blocks ranges larger than MAX_RANGE (\(Interpreter.maxRange)).", at: location)
         }
         return .range(start: start, step: step, count: count)
@@ -84,4 +87,9 @@ enum Globals {
     private static func dict(_ interpreter: Interpreter, _ arguments: Arguments, _ location: SourceLocation) throws -> Value {
         .dict(try mapping("dict", arguments, at: location))
     }
+}
+
+extension UInt {
+    /// The value as an Int, saturating (`abs(Int.min)` would trap).
+    var clampedToInt: Int { self > UInt(Int.max) ? .max : Int(self) }
 }

@@ -149,6 +149,7 @@ enum Methods {
             return { arguments, location in
                 let bound = try arguments.bind(name, [("width", nil), ("fillchar", .string(name == "zfill" ? "0" : " "))], at: location)
                 guard let width = bound[0].integer else { throw TemplateFailure("width must be an integer", at: location) }
+                guard width <= PythonText.maxPadding else { throw TemplateFailure("width \(width) is too large", at: location) }
                 let fill = try string(bound[1], "the fill character", at: location)
                 let length = PythonText.length(s)
                 guard width > length else { return .string(s) }

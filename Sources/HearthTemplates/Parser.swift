@@ -4,6 +4,9 @@
 struct Parser {
     private var tokens: [Token]
     private var index = 0
+    private var depth = 0
+    /// Nesting beyond this is refused rather than risking the stack on a hostile template.
+    static let maxNesting = 256
 
     init(tokens: [Token]) { self.tokens = tokens }
 
@@ -87,6 +90,13 @@ struct Parser {
         _ = advance()
     }
 
+    private mutating func enter() throws {
+        depth += 1
+        if depth > Parser.maxNesting {
+            throw TemplateFailure("the template nests blocks or expressions more than \(Parser.maxNesting) deep", at: current.location)
+        }
+    }
+
     // MARK: Statements
 
     /// Statements up to a block tag whose first word is in `endNames`; that word is left current.
@@ -121,6 +131,8 @@ struct Parser {
     }
 
     private mutating func statement(at location: SourceLocation) throws -> Statement {
+        try enter()
+        defer { depth -= 1 }
         guard case .name(let keyword) = current.kind else { throw failure(expected: "a statement name") }
         let keywordLocation = current.location
         _ = advance()
@@ -354,6 +366,8 @@ struct Parser {
     }
 
     private mutating func not() throws -> Expression {
+        try enter()
+        defer { depth -= 1 }
         if isName("not") {
             let location = advance().location
             return Expression(kind: .not(try not()), location: location)
@@ -412,6 +426,8 @@ struct Parser {
     }
 
     private mutating func unary(withFilters: Bool) throws -> Expression {
+        try enter()
+        defer { depth -= 1 }
         let location = current.location
         var node: Expression
         if skipSymbol("-") {

@@ -4,6 +4,9 @@ import Foundation
 /// scalars (not Swift's grapheme clusters), equality is scalar by scalar (no canonical
 /// equivalence), and "whitespace" is `str.isspace`.
 enum PythonText {
+    /// The widest padding `zfill`, `center`, `%10s`… may produce, so a template cannot ask for terabytes.
+    static let maxPadding = 16 << 20
+
     /// `str.isspace` for one character.
     static func isWhitespace(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {

@@ -245,7 +245,13 @@ extension Value {
     }
 
     /// Python's `repr(x)`, as lists and dicts print their items.
-    var repr: String {
+    var repr: String { repr(depth: 0) }
+
+    /// Nesting this deep is printed as `...` (Python gives up with RecursionError near 1000 levels).
+    private static let maxReprDepth = 500
+
+    private func repr(depth: Int) -> String {
+        if depth > Value.maxReprDepth { return "..." }
         switch self {
         case .undefined: return ""
         case .none: return "None"
@@ -254,13 +260,13 @@ extension Value {
         case .double(let d): return PythonText.floatRepr(d)
         case .string(let s): return PythonText.stringRepr(s)
         case .markup(let s): return "Markup(" + PythonText.stringRepr(s) + ")"
-        case .list(let items): return "[" + items.map(\.repr).joined(separator: ", ") + "]"
+        case .list(let items): return "[" + items.map { $0.repr(depth: depth + 1) }.joined(separator: ", ") + "]"
         case .tuple(let items):
-            return "(" + items.map(\.repr).joined(separator: ", ") + (items.count == 1 ? ",)" : ")")
+            return "(" + items.map { $0.repr(depth: depth + 1) }.joined(separator: ", ") + (items.count == 1 ? ",)" : ")")
         case .dict(let dict):
-            return "{" + dict.entries.map { $0.key.value.repr + ": " + $0.value.repr }.joined(separator: ", ") + "}"
+            return "{" + dict.entries.map { $0.key.value.repr + ": " + $0.value.repr(depth: depth + 1) }.joined(separator: ", ") + "}"
         case .namespace(let namespace):
-            return "<Namespace " + Value.dict(namespace.attributes).repr + ">"
+            return "<Namespace " + Value.dict(namespace.attributes).repr(depth: depth + 1) + ">"
         case .loop: return "<LoopContext>"
         case .function(let function): return "<function \(function.name)>"
         case .range(let start, let step, let count):
@@ -269,21 +275,23 @@ extension Value {
         case .iterator(let box):
             // A generator prints its address in Python, which no render can reproduce.
             guard box.isView else { return "<\(box.kind.rawValue) object>" }
-            return box.kind.rawValue + "(" + Value.list(box.items).repr + ")"
+            return box.kind.rawValue + "(" + Value.list(box.items).repr(depth: depth + 1) + ")"
         }
     }
 
     /// Python's `==`.
-    static func equal(_ a: Value, _ b: Value) -> Bool {
+    static func equal(_ a: Value, _ b: Value, depth: Int = 0) -> Bool {
+        guard depth <= maxReprDepth else { return false }
         switch (a, b) {
         case (.undefined, .undefined), (.none, .none): return true
         case (.string(let x), .string(let y)), (.markup(let x), .markup(let y)), (.string(let x), .markup(let y)),
             (.markup(let x), .string(let y)):
             return PythonText.equal(x, y)
         case (.list(let x), .list(let y)), (.tuple(let x), .tuple(let y)):
-            return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
+            return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1, depth: depth + 1) }
         case (.dict(let x), .dict(let y)):
-            return x.count == y.count && x.entries.allSatisfy { entry in y[entry.key].map { equal(entry.value, $0) } ?? false }
+            return x.count == y.count
+                && x.entries.allSatisfy { entry in y[entry.key].map { equal(entry.value, $0, depth: depth + 1) } ?? false }
         case (.namespace(let x), .namespace(let y)): return x === y
         case (.loop(let x), .loop(let y)): return x === y
         case (.range, .range): return a.repr == b.repr
@@ -326,14 +334,15 @@ extension Value {
 }
 
 /// Python's ordering (`<`), which only numbers, strings and lists have with each other.
-func pythonLess(_ a: Value, _ b: Value, at location: SourceLocation, operatorName: String = "<") throws -> Bool {
+func pythonLess(_ a: Value, _ b: Value, at location: SourceLocation, operatorName: String = "<", depth: Int = 0) throws -> Bool {
+    guard depth < 500 else { throw TemplateFailure("maximum recursion depth exceeded in comparison", at: location) }
     let a = a.plain
     let b = b.plain
     switch (a, b) {
     case (.string(let x), .string(let y)): return PythonText.less(x, y)
     case (.list(let x), .list(let y)), (.tuple(let x), .tuple(let y)):
         for (p, q) in zip(x, y) where !Value.equal(p, q) {
-            return try pythonLess(p, q, at: location, operatorName: operatorName)
+            return try pythonLess(p, q, at: location, operatorName: operatorName, depth: depth + 1)
         }
         return x.count < y.count
     case (.undefined(let name), _), (_, .undefined(let name)):

@@ -114,3 +114,51 @@ import Testing
         #expect(Set(results).count == 8)
     }
 }
+
+/// Templates come from downloaded model files: hostile ones must fail cleanly, never trap or
+/// exhaust the stack or memory.
+@Suite struct HostileTemplateTests {
+    private func refuses(_ source: String, context: [String: TemplateValue] = [:]) -> Bool {
+        do {
+            _ = try ChatTemplate(source: source).render(context)
+            return false
+        } catch is HearthError {
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    @Test func deepNestingIsRefused() {
+        #expect(refuses("{{ " + String(repeating: "(", count: 20_000) + "1" + String(repeating: ")", count: 20_000) + " }}"))
+        #expect(refuses("{{ " + String(repeating: "not ", count: 20_000) + "x }}"))
+        #expect(refuses("{{ " + String(repeating: "-", count: 20_000) + "1 }}"))
+        #expect(refuses("{{ " + String(repeating: "[", count: 20_000) + String(repeating: "]", count: 20_000) + " }}"))
+        #expect(refuses(String(repeating: "{% if true %}", count: 20_000) + String(repeating: "{% endif %}", count: 20_000)))
+    }
+
+    @Test func deeplyNestedValuesPrintWithoutOverflowingTheStack() throws {
+        let template = try ChatTemplate(source: """
+            {%- set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x|length }} {{ (ns.x|string)|length > 0 }} {{ ns.x == ns.x }}
+            """)
+        #expect(try template.render([:]).hasPrefix("1 True"))
+    }
+
+    @Test func integerEdgesDoNotTrap() throws {
+        let template = try ChatTemplate(source: """
+            {{ -(-9223372036854775807 - 1) }} {{ (-1) ** 3 }} {{ 2 ** 64 }} {{ 9223372036854775807 + 1 }} {{ (-9223372036854775807 - 1)|abs }} {{ 9e300|int }} {{ '9e300'|int }}
+            """)
+        #expect(try template.render([:]) == "9.223372036854776e+18 -1 1.8446744073709552e+19 9.223372036854776e+18 9.223372036854776e+18 0 0")
+    }
+
+    @Test func hugeSizesAreRefused() {
+        #expect(refuses("{{ 'x' * 2 ** 62 }}"))
+        #expect(refuses("{{ [1, 2] * 2 ** 62 }}"))
+        #expect(refuses("{{ '7'.zfill(10 ** 12) }}"))
+        #expect(refuses("{{ '%99999999999s' % 1 }}"))
+        #expect(refuses("{{ 'x'|center(10 ** 12) }}"))
+        #expect(refuses("{{ 'x'|indent(10 ** 12) }}"))
+        #expect(refuses("{{ range(-9223372036854775807 - 1, 9223372036854775807)|length }}"))
+        #expect(refuses("{{ range(0, 9223372036854775807, 4611686018427387904)|list }}") == false)
+    }
+}
