@@ -168,7 +168,7 @@ final class Interpreter {
         case .name(let name):
             scope.variables[name] = value
         case .attribute(let object, let attribute):
-            guard case .namespace(let namespace) = scope.lookup(object) ?? globals.lookup(object) ?? .undefined("") else {
+            guard case .namespace(let namespace)? = scope.lookup(object) else {
                 throw TemplateFailure("cannot assign attribute on non-namespace object", at: location)
             }
             namespace.attributes[attribute] = value

@@ -45,7 +45,7 @@ enum Methods {
     }
 
     private static func prefixes(_ value: Value, at location: SourceLocation) throws -> [String] {
-        if case .tuple(let items) = value.tupleAsList.asTuple { return try items.map { try string($0, "a tuple item", at: location) } }
+        if case .tuple(let items) = value { return try items.map { try string($0, "a tuple item", at: location) } }
         return [try string(value, "the prefix", at: location)]
     }
 

@@ -360,12 +360,6 @@ extension Value {
         if case .tuple(let items) = self { return .list(items) }
         return self
     }
-
-    /// A list seen as a tuple, for code that accepts either.
-    var asTuple: Value {
-        if case .list(let items) = self { return .tuple(items) }
-        return self
-    }
 }
 
 extension Value {

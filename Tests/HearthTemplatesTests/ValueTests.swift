@@ -71,3 +71,13 @@ import Testing
         #expect(try template.render([:], options: options) == "14 Nov 2023 22:13")
     }
 }
+
+@Suite struct DocumentationTests {
+    /// The example in ChatTemplate's documentation, as written there.
+    @Test func chatTemplateExampleRenders() throws {
+        let template = try ChatTemplate(source: "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}")
+        let prompt = try template.render(messages: [["role": "user", "content": "Hi"]],
+                                         addGenerationPrompt: true, bosToken: "<s>", eosToken: "</s>")
+        #expect(prompt == "user: Hi\n")
+    }
+}
