@@ -89,10 +89,8 @@ final class Gemma3: DecoderArchitecture {
 
         for (layer, block) in blocks.enumerated() {
             // Attention
-            for i in 0..<n {
-                TensorMath.rmsNorm(s.residual.pointer + i * dim, weight: block.attentionNorm.pointer,
-                                   epsilon: eps, count: dim, into: s.normed.pointer + i * dim)
-            }
+            TensorMath.rmsNorm(rows: n, s.residual.pointer, weight: block.attentionNorm.pointer, epsilon: eps,
+                               count: dim, into: s.normed.pointer)
             s.project(s.normed.pointer, rows: n, through: [block.query, block.key, block.value], scratch: s.normedQuantized,
                       output: s.qkv.pointer, outputStride: qkvWidth, pool: pool)
             for i in 0..<n {
@@ -118,17 +116,13 @@ final class Gemma3: DecoderArchitecture {
 
             s.project(s.attention.pointer, rows: n, through: [block.output], scratch: s.attentionQuantized,
                       output: s.projected.pointer, outputStride: dim, pool: pool)
-            for i in 0..<n {
-                let row = s.projected.pointer + i * dim
-                TensorMath.rmsNorm(row, weight: block.postAttentionNorm.pointer, epsilon: eps, count: dim, into: row)
-            }
+            TensorMath.rmsNorm(rows: n, s.projected.pointer, weight: block.postAttentionNorm.pointer, epsilon: eps,
+                               count: dim, into: s.projected.pointer)
             TensorMath.add(s.projected.pointer, to: s.residual.pointer, count: n * dim)
 
             // Feed-forward
-            for i in 0..<n {
-                TensorMath.rmsNorm(s.residual.pointer + i * dim, weight: block.feedForwardNorm.pointer,
-                                   epsilon: eps, count: dim, into: s.normed.pointer + i * dim)
-            }
+            TensorMath.rmsNorm(rows: n, s.residual.pointer, weight: block.feedForwardNorm.pointer, epsilon: eps,
+                               count: dim, into: s.normed.pointer)
             s.project(s.normed.pointer, rows: n, through: [block.gate, block.up], scratch: s.normedQuantized,
                       output: s.gateUp.pointer, outputStride: 2 * ffn, pool: pool)
             for i in 0..<n {
@@ -137,10 +131,8 @@ final class Gemma3: DecoderArchitecture {
             }
             s.project(s.hidden.pointer, rows: n, through: [block.down], scratch: s.hiddenQuantized,
                       output: s.projected.pointer, outputStride: dim, pool: pool)
-            for i in 0..<n {
-                let row = s.projected.pointer + i * dim
-                TensorMath.rmsNorm(row, weight: block.postFeedForwardNorm.pointer, epsilon: eps, count: dim, into: row)
-            }
+            TensorMath.rmsNorm(rows: n, s.projected.pointer, weight: block.postFeedForwardNorm.pointer, epsilon: eps,
+                               count: dim, into: s.projected.pointer)
             TensorMath.add(s.projected.pointer, to: s.residual.pointer, count: n * dim)
         }
 

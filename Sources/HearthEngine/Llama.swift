@@ -79,10 +79,8 @@ final class Llama: DecoderArchitecture {
 
         for (layer, block) in blocks.enumerated() {
             // Attention
-            for i in 0..<n {
-                TensorMath.rmsNorm(s.residual.pointer + i * dim, weight: block.attentionNorm.pointer,
-                                   epsilon: c.normEpsilon, count: dim, into: s.normed.pointer + i * dim)
-            }
+            TensorMath.rmsNorm(rows: n, s.residual.pointer, weight: block.attentionNorm.pointer, epsilon: c.normEpsilon,
+                               count: dim, into: s.normed.pointer)
             s.project(s.normed.pointer, rows: n, through: [block.query, block.key, block.value], scratch: s.normedQuantized,
                       output: s.qkv.pointer, outputStride: qkvWidth, pool: pool)
             for i in 0..<n {
@@ -101,10 +99,8 @@ final class Llama: DecoderArchitecture {
             TensorMath.add(s.projected.pointer, to: s.residual.pointer, count: n * dim)
 
             // Feed-forward
-            for i in 0..<n {
-                TensorMath.rmsNorm(s.residual.pointer + i * dim, weight: block.feedForwardNorm.pointer,
-                                   epsilon: c.normEpsilon, count: dim, into: s.normed.pointer + i * dim)
-            }
+            TensorMath.rmsNorm(rows: n, s.residual.pointer, weight: block.feedForwardNorm.pointer, epsilon: c.normEpsilon,
+                               count: dim, into: s.normed.pointer)
             s.project(s.normed.pointer, rows: n, through: [block.gate, block.up], scratch: s.normedQuantized,
                       output: s.gateUp.pointer, outputStride: 2 * ffn, pool: pool)
             for i in 0..<n {

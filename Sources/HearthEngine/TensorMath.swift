@@ -15,6 +15,14 @@ enum TensorMath {
         for i in 0..<count { y[i] = x[i] * scale * weight[i] }
     }
 
+    /// RMSNorm of `rows` consecutive rows of `count` floats (in place when `y` is `x`).
+    static func rmsNorm(rows: Int, _ x: UnsafePointer<Float>, weight: UnsafePointer<Float>, epsilon: Float,
+                        count: Int, into y: UnsafeMutablePointer<Float>) {
+        for i in 0..<rows {
+            rmsNorm(x + i * count, weight: weight, epsilon: epsilon, count: count, into: y + i * count)
+        }
+    }
+
     /// `x += y`.
     static func add(_ y: UnsafePointer<Float>, to x: UnsafeMutablePointer<Float>, count: Int) {
         for i in 0..<count { x[i] += y[i] }
