@@ -30,5 +30,6 @@ let package = Package(
         .testTarget(name: "HearthTemplatesTests", dependencies: ["HearthTemplates", "HearthTestSupport"]),
         .testTarget(name: "HearthCLITests", dependencies: ["HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "Hearth", "HearthTestSupport"]),
+        .testTarget(name: "HearthTests", dependencies: ["Hearth", "HearthTestSupport"]),
     ]
 )

@@ -41,6 +41,16 @@ func peakResidentBytes() -> Int {
     #endif
 }
 
+/// Runs an async command body, printing a `HearthError` as its message and exiting 1.
+func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as HearthError {
+        printError("error: \(error.message)")
+        throw ExitCode(1)
+    }
+}
+
 /// Options shared by the commands that load a model.
 struct ModelOptions: ParsableArguments {
     @Argument(help: "Path to a GGUF model file.")
@@ -49,13 +59,92 @@ struct ModelOptions: ParsableArguments {
     @Option(name: [.short, .customLong("threads")], help: "Threads to run on (default: one per core).")
     var threads: Int?
 
+    @Option(name: [.short, .customLong("ctx-size")], help: "Context length (default: the model's, at most 4096).")
+    var contextLength: Int?
+
     func validate() throws {
         if let threads, threads < 1 || threads > 512 {
             throw ValidationError("--threads must be between 1 and 512.")
         }
+        if let contextLength, contextLength < 2 {
+            throw ValidationError("--ctx-size must be at least 2.")
+        }
     }
 
-    func load() throws -> TransformerModel {
-        try TransformerModel(path: model, threads: threads)
+    func load() async throws -> LocalModel {
+        try await Hearth(configuration: .init(threads: threads, contextLength: contextLength)).loadModel(model)
     }
+}
+
+/// Options of how to generate, shared by `run` and `chat`: a preset, then single settings
+/// that override it.
+struct GenerationArguments: ParsableArguments {
+    @Option(help: "Sampling preset: creative, balanced, precise, code or greedy.")
+    var preset = "balanced"
+
+    @Option(name: [.customShort("n"), .customLong("max-tokens")], help: "Most tokens to generate (default: until the model stops).")
+    var maxTokens: Int?
+
+    @Option(name: .customLong("temp"), help: "Sampling temperature; 0 always picks the most likely token.")
+    var temperature: Float?
+
+    @Option(help: "Seed for sampling, for repeatable output.")
+    var seed: UInt64?
+
+    @Option(name: .customLong("top-k"), help: "Sample from the K most likely tokens only (0 = off).")
+    var topK: Int?
+
+    @Option(name: .customLong("top-p"), help: "Sample from the smallest set of tokens whose probability reaches P.")
+    var topP: Float?
+
+    @Option(name: .customLong("min-p"), help: "Drop tokens less likely than P times the most likely one.")
+    var minP: Float?
+
+    @Option(name: .customLong("repeat-penalty"), help: "Penalise tokens seen in the last 64 (1 = off).")
+    var repeatPenalty: Float?
+
+    @Option(name: .customLong("frequency-penalty"), help: "Subtract this times each token's count so far.")
+    var frequencyPenalty: Float?
+
+    @Option(name: .customLong("presence-penalty"), help: "Subtract this from every token seen so far.")
+    var presencePenalty: Float?
+
+    @Option(name: .customLong("stop"), help: "Stop when this text appears (repeatable); it is not printed.")
+    var stop: [String] = []
+
+    /// The preset with the single settings applied.
+    func options() throws -> GenerationOptions {
+        guard var options = GenerationOptions.preset(named: preset) else {
+            throw ValidationError("Unknown preset \"\(preset)\"; use one of \(GenerationOptions.presets.map(\.name).joined(separator: ", ")).")
+        }
+        if let maxTokens { options.maxTokens = maxTokens }
+        if let temperature { options.sampling.temperature = temperature }
+        if let seed { options.sampling.seed = seed }
+        if let topK { options.sampling.topK = topK }
+        if let topP { options.sampling.topP = topP }
+        if let minP { options.sampling.minP = minP }
+        if let repeatPenalty { options.sampling.repetitionPenalty = repeatPenalty }
+        if let frequencyPenalty { options.sampling.frequencyPenalty = frequencyPenalty }
+        if let presencePenalty { options.sampling.presencePenalty = presencePenalty }
+        options.stop = stop
+        return options
+    }
+
+    func validate() throws {
+        do {
+            try options().validate()
+        } catch let error as HearthError {
+            throw ValidationError(error.message)
+        }
+    }
+}
+
+/// One line summing up a generation: token counts, speeds and the time to the first token.
+func statisticsLine(_ stats: GenerationStatistics) -> String {
+    var line = String(format: "prompt: %d tokens", stats.promptTokens)
+    if stats.cachedPromptTokens > 0 { line += String(format: " (%d cached)", stats.cachedPromptTokens) }
+    line += String(format: ", %.1f tok/s | generation: %d tokens, %.1f tok/s | first token: %.0f ms",
+                   stats.promptTokensPerSecond, stats.completionTokens, stats.tokensPerSecond,
+                   stats.timeToFirstToken * 1000)
+    return line
 }

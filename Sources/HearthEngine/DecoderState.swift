@@ -58,6 +58,8 @@ public final class DecoderState {
     let batchCapacity: Int
     /// Positions already in the cache.
     public internal(set) var position = 0
+    /// The tokens in the cache, one per position.
+    public internal(set) var tokens: [Int32] = []
 
     // Float rows, batchCapacity of each.
     let residual: FloatBuffer       // (batch, dim)
@@ -97,7 +99,20 @@ public final class DecoderState {
     public var contextLength: Int { cache.capacity }
 
     /// Forgets every position, so the next evaluation starts a new sequence.
-    public func reset() { position = 0 }
+    public func reset() { rewind(to: 0) }
+
+    /// Forgets the positions from `newPosition` on, keeping the ones before it (no-op when
+    /// `newPosition` is not before the current one).
+    public func rewind(to newPosition: Int) {
+        guard newPosition < position else { return }
+        position = max(newPosition, 0)
+        tokens.removeSubrange(position...)
+    }
+
+    /// How many of `sequence`'s first tokens the cache already holds.
+    public func commonPrefixLength(with sequence: [Int32]) -> Int {
+        zip(tokens, sequence).prefix { $0 == $1 }.count
+    }
 
 }
 

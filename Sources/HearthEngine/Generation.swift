@@ -3,7 +3,7 @@ import HearthFormats
 
 /// Why generation ended.
 public enum FinishReason: String, Sendable, Codable {
-    /// The model produced an end-of-generation token.
+    /// The model produced an end-of-generation token, or a stop sequence appeared.
     case stop
     /// The requested number of tokens was reached, or the context filled up.
     case length
@@ -13,24 +13,31 @@ public enum FinishReason: String, Sendable, Codable {
     case error
 }
 
-/// Counts and timings of one generation.
+/// Counts and timings of one generation: the usage (prompt, cached and completion tokens) and
+/// the speeds.
 public struct GenerationStatistics: Sendable, Equatable, Codable {
-    /// Tokens evaluated from the prompt.
+    /// Tokens in the prompt, cached ones included.
     public var promptTokens = 0
+    /// Prompt tokens that were already in the state's cache and were not evaluated again.
+    public var cachedPromptTokens = 0
     /// Tokens generated.
-    public var generatedTokens = 0
-    /// Seconds spent evaluating the prompt (the time to the first token, less sampling).
+    public var completionTokens = 0
+    /// Seconds spent evaluating the prompt.
     public var promptSeconds: Double = 0
     /// Seconds spent generating after the first token.
     public var generationSeconds: Double = 0
     /// Seconds from the start to the first generated token.
     public var timeToFirstToken: Double = 0
 
+    /// Prompt tokens that were evaluated (not taken from the cache).
+    public var evaluatedPromptTokens: Int { promptTokens - cachedPromptTokens }
     /// Prompt tokens evaluated per second.
-    public var promptTokensPerSecond: Double { promptSeconds > 0 ? Double(promptTokens) / promptSeconds : 0 }
+    public var promptTokensPerSecond: Double {
+        promptSeconds > 0 ? Double(evaluatedPromptTokens) / promptSeconds : 0
+    }
     /// Tokens generated per second, after the first.
-    public var generationTokensPerSecond: Double {
-        generationSeconds > 0 ? Double(max(generatedTokens - 1, 0)) / generationSeconds : 0
+    public var tokensPerSecond: Double {
+        generationSeconds > 0 ? Double(max(completionTokens - 1, 0)) / generationSeconds : 0
     }
 
     /// Zero counts and times.
@@ -39,45 +46,85 @@ public struct GenerationStatistics: Sendable, Equatable, Codable {
 
 /// A piece of generated output.
 public struct GenerationChunk: Sendable {
-    /// Text completed by this token (may be empty while a character is split across tokens).
+    /// Text completed by this token. It may be empty: while a character is split across tokens,
+    /// or while the text might still be the start of a stop sequence.
     public var text: String
     /// The token, or nil on a final chunk that only carries the finish reason.
     public var token: Int32?
+    /// The token's log-probability, when asked for.
+    public var logprob: Float?
+    /// The most likely alternatives at this step, when asked for.
+    public var topLogprobs: [TokenLogprob] = []
     /// Set on the last chunk.
     public var finishReason: FinishReason?
     /// Set on the last chunk.
     public var statistics: GenerationStatistics?
+
+    /// A chunk with the given parts.
+    public init(text: String, token: Int32? = nil, logprob: Float? = nil, topLogprobs: [TokenLogprob] = [],
+                finishReason: FinishReason? = nil, statistics: GenerationStatistics? = nil) {
+        self.text = text
+        self.token = token
+        self.logprob = logprob
+        self.topLogprobs = topLogprobs
+        self.finishReason = finishReason
+        self.statistics = statistics
+    }
 }
 
 extension TransformerModel {
-    /// Generates up to `maxTokens` tokens after `prompt`, calling `onChunk` for each; return
-    /// false from it to stop. The prompt is evaluated after whatever `state` already holds.
+    /// Generates the continuation of `prompt`, calling `onChunk` for each token; return false
+    /// from it to stop (finish reason `cancelled`).
+    ///
+    /// `prompt` is the whole sequence. Whatever `state` already holds that equals its beginning
+    /// is reused rather than evaluated again (`cachedPromptTokens` counts it), so a conversation
+    /// that grows turn by turn evaluates only its new tokens; the rest of the cache is dropped.
     /// The last chunk carries the finish reason and the statistics, which are also returned.
     @discardableResult
-    public func generate(prompt: [Int32], maxTokens: Int, sampler: Sampler, state: DecoderState,
+    public func generate(prompt: [Int32], options: GenerationOptions = .greedy, state: DecoderState,
                          onChunk: (GenerationChunk) throws -> Bool) throws -> GenerationStatistics {
-        guard maxTokens >= 0 else { throw HearthError.invalidArgument("maxTokens must not be negative.") }
-        var sampler = sampler
-        var stats = GenerationStatistics()
-        var text = StreamingTextDecoder()
+        try options.validate(vocabularySize: configuration.vocabularySize)
+        guard !prompt.isEmpty else { throw HearthError.invalidArgument("The prompt is empty.") }
+        guard prompt.count < state.contextLength else {
+            throw HearthError.contextOverflow(needed: prompt.count + 1, limit: state.contextLength)
+        }
         let clock = ContinuousClock()
         let started = clock.now
+        var stats = GenerationStatistics()
         stats.promptTokens = prompt.count
 
-        var logits = try evaluate(prompt, state: state)
+        // At least the last prompt token is evaluated again: its logits are the ones needed.
+        let reused = min(state.commonPrefixLength(with: prompt), prompt.count - 1)
+        state.rewind(to: reused)
+        stats.cachedPromptTokens = reused
+        var logits = try evaluate(Array(prompt[reused...]), state: state)
         let promptDone = clock.now
         stats.promptSeconds = (promptDone - started) / .seconds(1)
+
+        var sampler = Sampler(options: options.sampling)
+        var decoder = StreamingTextDecoder()
+        var stops = StopSequenceMatcher(options.stop)
+        let budget = min(options.maxTokens ?? Int.max, state.contextLength - prompt.count)
+        let ends = tokenizer.endOfGenerationTokens
+        let top = options.logprobs ? options.topLogprobs : 0
         var firstTokenAt = promptDone
         var reason = FinishReason.length
-        let ends = tokenizer.endOfGenerationTokens
-
         // What the sampler's penalties count: this prompt and the tokens generated after it.
         var history = prompt
-        while stats.generatedTokens < maxTokens {
-            let token = logits.withUnsafeBufferPointer { sampler.sample($0, history: history) }
+        while stats.completionTokens < budget {
+            var chunk = GenerationChunk(text: "")
+            let token: Int32
+            if options.logprobs {
+                let sampled = logits.withUnsafeBufferPointer { sampler.sampleWithLogprobs($0, history: history, top: top) }
+                token = sampled.token
+                chunk.logprob = sampled.logprob
+                chunk.topLogprobs = sampled.top
+            } else {
+                token = logits.withUnsafeBufferPointer { sampler.sample($0, history: history) }
+            }
             history.append(token)
-            stats.generatedTokens += 1
-            if stats.generatedTokens == 1 {
+            stats.completionTokens += 1
+            if stats.completionTokens == 1 {
                 firstTokenAt = clock.now
                 stats.timeToFirstToken = (firstTokenAt - started) / .seconds(1)
             }
@@ -85,20 +132,25 @@ extension TransformerModel {
                 reason = .stop
                 break
             }
-            let piece = text.append(tokenizer.tokenBytes(token))
-            guard try onChunk(GenerationChunk(text: piece, token: token)) else {
+            let matched = stops.append(decoder.append(tokenizer.tokenBytes(token)))
+            chunk.text = matched.text
+            chunk.token = token
+            guard try onChunk(chunk) else {
                 reason = .cancelled
                 break
             }
-            if stats.generatedTokens == maxTokens { break }
-            if state.position >= state.contextLength {
-                reason = .length
+            if matched.stopped {
+                reason = .stop
                 break
             }
+            if stats.completionTokens == budget { break }
             logits = try evaluate([token], state: state)
         }
         stats.generationSeconds = (clock.now - firstTokenAt) / .seconds(1)
-        _ = try onChunk(GenerationChunk(text: text.flush(), token: nil, finishReason: reason, statistics: stats))
+        // Bytes of a character cut off by the end are dropped, never emitted as U+FFFD.
+        var tail = ""
+        if reason != .stop && reason != .cancelled { tail = stops.flush() }
+        _ = try onChunk(GenerationChunk(text: tail, finishReason: reason, statistics: stats))
         return stats
     }
 }

@@ -87,10 +87,24 @@ public final class TransformerModel: Sendable {
             var offset = 0
             while offset < all.count {
                 let count = min(state.batchCapacity, all.count - offset)
-                try architecture.forward(UnsafeBufferPointer(rebasing: all[offset..<offset + count]), state: state, pool: pool)
+                let batch = UnsafeBufferPointer(rebasing: all[offset..<offset + count])
+                try architecture.forward(batch, state: state, pool: pool)
+                state.tokens += batch
                 offset += count
             }
         }
         return Logits(state: state, count: configuration.vocabularySize)
+    }
+}
+
+extension TransformerModel {
+    /// Bytes this model needs with a state of `contextLength` positions: the mapped weights, the
+    /// KV cache and the scratch buffers of a state.
+    public func memoryEstimate(contextLength: Int, batchSize: Int = 128) -> Int {
+        let c = configuration
+        let kvCache = 2 * c.blockCount * contextLength * c.kvWidth * MemoryLayout<UInt16>.size
+        let rows = c.embeddingLength * 3 + c.queryWidth * 2 + 2 * c.kvWidth + 3 * c.feedForwardLength
+        let scratch = (batchSize * rows + c.vocabularySize + threadCount * contextLength) * MemoryLayout<Float>.size
+        return gguf.fileSize + kvCache + scratch
     }
 }

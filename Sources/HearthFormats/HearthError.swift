@@ -9,6 +9,10 @@ public enum HearthError: Error, Sendable, Equatable {
 
     /// A file that was asked for does not exist or cannot be read.
     case fileNotFound(path: String)
+    /// A model name that resolves to no file.
+    case modelNotFound(name: String)
+    /// Loading the model would need more memory than the machine (or the configured limit) has.
+    case insufficientMemory(needed: Int, available: Int)
     /// A model file is damaged or is not in the format it claims to be.
     case invalidModelFile(path: String, reason: String)
     /// A model file is well formed, but uses something Hearth does not implement.
@@ -30,6 +34,10 @@ public enum HearthError: Error, Sendable, Equatable {
         switch self {
         case .fileNotFound(let path):
             return "No file at \(path). Check the path, or run scripts/fetch-models to get the test models."
+        case .modelNotFound(let name):
+            return "No model called \"\(name)\". Give the path of a .gguf file, or a model in the cache (see `hearth ls`)."
+        case .insufficientMemory(let needed, let available):
+            return "The model needs about \(ModelSummary.formatBytes(needed)) of memory (weights and KV cache) but only \(ModelSummary.formatBytes(available)) is available. Use a smaller quantization or model, or a shorter context."
         case .invalidModelFile(let path, let reason):
             return "\(path) is not a valid model file: \(reason). Download it again; if it still fails, the file is not a GGUF/safetensors model Hearth can read."
         case .unsupportedModel(let reason):
@@ -50,10 +58,10 @@ public enum HearthError: Error, Sendable, Equatable {
     /// The part of the system the error comes from.
     public var category: Category {
         switch self {
-        case .fileNotFound, .invalidArgument, .invalidTemplate: return .input
+        case .fileNotFound, .modelNotFound, .invalidArgument, .invalidTemplate: return .input
         case .invalidModelFile, .unsupportedModel: return .model
         case .contextOverflow, .generationFailed: return .generation
-        case .resourceUnavailable: return .resource
+        case .resourceUnavailable, .insufficientMemory: return .resource
         }
     }
 

@@ -60,7 +60,7 @@ struct CLITests {
     @Test("run --raw streams llama.cpp's greedy continuation and reports speeds on stderr")
     func runRaw() throws {
         let result = try Hearth.run(["run", TestFiles.model(TestFiles.smolLM2), "The capital of France is",
-                                     "--raw", "-n", "32", "-t", "2"])
+                                     "--raw", "-n", "32", "-t", "2", "--preset", "greedy"])
         #expect(result.status == 0)
         #expect(result.output.hasPrefix(" Paris.\n\nThe United States has a population of approximately 311 million people."))
         #expect(result.errors.contains("tok/s"))
@@ -68,7 +68,7 @@ struct CLITests {
 
     @Test("run answers a chat prompt with the model's chat format")
     func runChat() throws {
-        let result = try Hearth.run(["run", TestFiles.model(TestFiles.smolLM2), "What is 2+2?", "-n", "40"])
+        let result = try Hearth.run(["run", TestFiles.model(TestFiles.smolLM2), "What is 2+2?", "-n", "40", "--temp", "0"])
         #expect(result.status == 0)
         #expect(result.output.trimmingCharacters(in: .whitespacesAndNewlines) == "The answer to this classic math problem is 4.")
     }

@@ -33,7 +33,7 @@ struct Gemma3Tests {
         let state = try model.makeState(contextLength: 256)
         var ids: [Int32] = []
         var text = ""
-        try model.generate(prompt: prompt, maxTokens: reference.ids.count, sampler: Sampler(), state: state) { chunk in
+        try model.generate(prompt: prompt, options: GenerationOptions(sampling: .greedy, maxTokens: reference.ids.count), state: state) { chunk in
             if let token = chunk.token { ids.append(token) }
             text += chunk.text
             return true

@@ -14,7 +14,7 @@ import Testing
         try format.render([ChatMessage(role: .user, content: "Why is the sky blue?")]),
         addSpecial: true, parseSpecial: true)
     let state = try model.makeState()
-    try model.generate(prompt: prompt, maxTokens: 200, sampler: Sampler(temperature: 0), state: state) { chunk in
+    try model.generate(prompt: prompt, options: GenerationOptions(sampling: .greedy, maxTokens: 200), state: state) { chunk in
         answer += chunk.text   // the README prints it: print(chunk.text, terminator: "")
         return true   // false stops generation
     }

@@ -619,7 +619,7 @@ struct SamplerModelTests {
         let tokens = model.tokenizer.encode(prompt, addSpecial: true, parseSpecial: false)
         let state = try model.makeState(contextLength: 256)
         var out: [Int32] = []
-        try model.generate(prompt: tokens, maxTokens: count, sampler: Sampler(options: options), state: state) {
+        try model.generate(prompt: tokens, options: GenerationOptions(sampling: options, maxTokens: count), state: state) {
             if let token = $0.token { out.append(token) }
             return true
         }

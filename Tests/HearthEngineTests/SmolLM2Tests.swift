@@ -25,7 +25,7 @@ private let sharedSmolLM2 = Result { try TransformerModel(path: TestFiles.model(
 private func greedy(_ model: TransformerModel, prompt tokens: [Int32], count: Int, batchSize: Int = 128) throws -> [Int32] {
     let state = try model.makeState(contextLength: 512, batchSize: batchSize)
     var out: [Int32] = []
-    try model.generate(prompt: tokens, maxTokens: count, sampler: Sampler(temperature: 0), state: state) { chunk in
+    try model.generate(prompt: tokens, options: GenerationOptions(sampling: .greedy, maxTokens: count), state: state) { chunk in
         if let token = chunk.token { out.append(token) }
         return true
     }
@@ -56,7 +56,7 @@ struct SmolLM2Tests {
         var tokens: [Int32] = []
         var reply = ""
         var finish: FinishReason?
-        try model.generate(prompt: prompt, maxTokens: 40, sampler: Sampler(), state: state) { chunk in
+        try model.generate(prompt: prompt, options: GenerationOptions(sampling: .greedy, maxTokens: 40), state: state) { chunk in
             if let token = chunk.token { tokens.append(token) }
             reply += chunk.text
             finish = chunk.finishReason ?? finish
@@ -118,7 +118,7 @@ struct SmolLM2Tests {
         func sample(seed: UInt64) throws -> [Int32] {
             let state = try model.makeState(contextLength: 64)
             var out: [Int32] = []
-            try model.generate(prompt: prompt, maxTokens: 12, sampler: Sampler(temperature: 1.0, seed: seed), state: state) {
+            try model.generate(prompt: prompt, options: GenerationOptions(sampling: SamplingOptions(temperature: 1.0, seed: seed), maxTokens: 12), state: state) {
                 if let t = $0.token { out.append(t) }
                 return true
             }

@@ -1,0 +1,86 @@
+import HearthFormats
+
+/// What to generate and how: the sampling chain, a token budget, stop sequences and whether to
+/// report log-probabilities. The presets are starting points; change any field of a copy.
+///
+/// ```swift
+/// var options = GenerationOptions.precise
+/// options.maxTokens = 64
+/// options.stop = ["\n\n"]
+/// ```
+public struct GenerationOptions: Sendable, Equatable, Codable {
+    /// The sampling chain (temperature 0 is greedy).
+    public var sampling: SamplingOptions
+    /// Most tokens to generate; nil generates until the model stops or the context is full.
+    public var maxTokens: Int?
+    /// Texts that end the answer when generated; the stop text itself is never emitted. They
+    /// match across token boundaries.
+    public var stop: [String]
+    /// Report each token's log-probability (of the raw logits, as OpenAI does).
+    public var logprobs: Bool
+    /// How many of the most likely alternatives to report beside each token (with `logprobs`).
+    public var topLogprobs: Int
+
+    /// Options with the given parts; by default the `.balanced` sampling chain.
+    public init(sampling: SamplingOptions = GenerationOptions.balancedSampling, maxTokens: Int? = nil,
+                stop: [String] = [], logprobs: Bool = false, topLogprobs: Int = 0) {
+        self.sampling = sampling
+        self.maxTokens = maxTokens
+        self.stop = stop
+        self.logprobs = logprobs
+        self.topLogprobs = topLogprobs
+    }
+
+    /// The sampling temperature (0: always the most likely token).
+    public var temperature: Float {
+        get { sampling.temperature }
+        set { sampling.temperature = newValue }
+    }
+
+    /// The seed of the draw; the same seed and options give the same tokens.
+    public var seed: UInt64? {
+        get { sampling.seed }
+        set { sampling.seed = newValue }
+    }
+
+    /// llama.cpp's default chain: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05.
+    public static let balancedSampling = SamplingOptions(temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05)
+
+    /// Varied, loose answers: temperature 0.9, top-p 0.95, min-p 0.05, a light presence penalty.
+    public static let creative = GenerationOptions(
+        sampling: SamplingOptions(temperature: 0.9, topK: 100, topP: 0.95, minP: 0.05, presencePenalty: 0.3))
+    /// The general-purpose default (see `balancedSampling`).
+    public static let balanced = GenerationOptions()
+    /// Focused, factual answers: temperature 0.25, top-k 40, top-p 0.9, min-p 0.1.
+    public static let precise = GenerationOptions(
+        sampling: SamplingOptions(temperature: 0.25, topK: 40, topP: 0.9, minP: 0.1))
+    /// Source code: temperature 0.2, top-k 40, top-p 0.95, min-p 0.05, no repetition penalty
+    /// (code repeats itself on purpose).
+    public static let code = GenerationOptions(
+        sampling: SamplingOptions(temperature: 0.2, topK: 40, topP: 0.95, minP: 0.05))
+    /// Always the most likely token: repeatable output, the one the reference tests compare.
+    public static let greedy = GenerationOptions(sampling: .greedy)
+
+    /// The presets by name, for command lines and settings screens.
+    public static let presets: [(name: String, options: GenerationOptions)] = [
+        ("creative", .creative), ("balanced", .balanced), ("precise", .precise), ("code", .code), ("greedy", .greedy),
+    ]
+
+    /// The preset called `name` (case-insensitive), or nil.
+    public static func preset(named name: String) -> GenerationOptions? {
+        presets.first { $0.name == name.lowercased() }?.options
+    }
+
+    /// Throws `HearthError.invalidArgument` naming the first value out of range.
+    public func validate(vocabularySize: Int? = nil) throws {
+        try sampling.validate(vocabularySize: vocabularySize)
+        if let maxTokens, maxTokens < 0 {
+            throw HearthError.invalidArgument("maxTokens must be ≥ 0, not \(maxTokens).")
+        }
+        guard (0...20).contains(topLogprobs) else {
+            throw HearthError.invalidArgument("topLogprobs must be between 0 and 20, not \(topLogprobs).")
+        }
+        if stop.count > 16 { throw HearthError.invalidArgument("At most 16 stop sequences, not \(stop.count).") }
+        if stop.contains(where: \.isEmpty) { throw HearthError.invalidArgument("A stop sequence must not be empty.") }
+    }
+}
