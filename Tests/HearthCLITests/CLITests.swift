@@ -1,5 +1,6 @@
 import Foundation
 import HearthTestSupport
+import Synchronization
 import Testing
 
 /// The `hearth` binary, run as a user runs it: arguments in, text and an exit status out.
@@ -107,5 +108,79 @@ struct CLITests {
         #expect(result.output.contains("pp16"))
         #expect(result.output.contains("tg8"))
         #expect(result.errors.contains("load to first token"))
+    }
+
+    @Test("chat keeps the conversation and its cache, answers commands, and Ctrl-C stops only the answer")
+    func chatSession() throws {
+        let session = try Interactive(["chat", TestFiles.model(TestFiles.smolLM2), "--preset", "greedy", "-t", "2"])
+        session.send("Write a long story about a dragon.\n")
+        try session.wait(for: "dragon", in: \.output)
+        session.process.interrupt()
+        try session.wait(for: "[stopped]", in: \.errors)
+        #expect(session.process.isRunning)
+        session.send("What is 2+2?\n")
+        try session.wait(for: "cached]", in: \.errors)
+        session.send("/system Be brief.\n/stats\n/preset creative\n/reset\n/stats\n/bye\n")
+        session.process.waitUntilExit()
+        let output = session.text(\.output), errors = session.text(\.errors)
+        #expect(session.process.terminationStatus == 0)
+        #expect(output.contains("The answer to this classic math problem is 4."))
+        #expect(errors.contains("System prompt set."))
+        #expect(errors.contains("Preset creative: temperature 0.9"))
+        #expect(errors.contains("Conversation cleared."))
+        #expect(errors.contains("No answer yet."))
+        // The second question was asked after the cancelled one; its prompt reused the system
+        // prompt's tokens.
+        #expect(errors.contains("first token"))
+        #expect(!errors.contains("Fatal error"))
+    }
+}
+
+/// A `hearth` process driven through its standard input while its output is read as it comes.
+private final class Interactive: Sendable {
+    struct Streams {
+        var output = Data()
+        var errors = Data()
+    }
+
+    let process = Process()
+    private let input = Pipe()
+    private let streams = Mutex(Streams())
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = try Hearth.binary
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardInput = input
+        process.standardOutput = out
+        process.standardError = err
+        out.fileHandleForReading.readabilityHandler = { [self] handle in
+            let data = handle.availableData
+            streams.withLock { $0.output.append(data) }
+        }
+        err.fileHandleForReading.readabilityHandler = { [self] handle in
+            let data = handle.availableData
+            streams.withLock { $0.errors.append(data) }
+        }
+        try process.run()
+    }
+
+    func send(_ text: String) {
+        input.fileHandleForWriting.write(Data(text.utf8))
+    }
+
+    func text(_ stream: KeyPath<Streams, Data>) -> String {
+        streams.withLock { String(decoding: $0[keyPath: stream], as: UTF8.self) }
+    }
+
+    /// Waits (up to a minute) until `stream` contains `needle`.
+    func wait(for needle: String, in stream: KeyPath<Streams, Data>) throws {
+        let deadline = Date().addingTimeInterval(60)
+        while !text(stream).contains(needle) {
+            guard Date() < deadline, process.isRunning else {
+                throw TestFiles.Missing(description: "hearth never printed \"\(needle)\"; it printed: \(text(stream))")
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
     }
 }
