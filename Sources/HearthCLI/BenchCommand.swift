@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Hearth
 
-struct BenchCommand: ParsableCommand {
+struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure prompt processing and generation speed, like llama-bench.",
@@ -10,6 +10,10 @@ struct BenchCommand: ParsableCommand {
             ppN evaluates an N-token prompt in one batch; tgN generates N tokens one at a time from an \
             empty context. Each test runs once to warm up, then --repetitions times; the table shows \
             mean ± standard deviation of tokens per second.
+
+            --chat measures a two-turn conversation instead: the time from asking to the first \
+            token of the answer, for a first question (about 60 prompt tokens with the chat \
+            template) and a follow-up that reuses the first turn's cache.
             """
     )
 
@@ -30,6 +34,9 @@ struct BenchCommand: ParsableCommand {
 
     @Flag(help: "Print one JSON object per test instead of the table.")
     var json = false
+
+    @Flag(help: "Measure the time to first token of a two-turn chat instead.")
+    var chat = false
 
     var threadCounts: [Int] {
         get throws {
@@ -61,7 +68,11 @@ struct BenchCommand: ParsableCommand {
         var samples: [Double]
     }
 
-    func run() throws {
+    func run() async throws {
+        if chat {
+            try await reportingErrors { try await runChat() }
+            return
+        }
         try reportingErrors {
             var rows: [Result] = []
             if !json {
@@ -128,6 +139,73 @@ struct BenchCommand: ParsableCommand {
                 if !json {
                     printError(String(format: "threads %d: load to first token %.1f ms, peak RSS %@ (model file %@)", threadCount,
                                       loadSeconds * 1000, ModelSummary.formatBytes(peakResidentBytes()), ModelSummary.formatBytes(model.gguf.fileSize)))
+                }
+            }
+        }
+    }
+
+    /// The two turns of `--chat`: a first question that makes a prompt of about 60 tokens
+    /// with SmolLM2's template and default system prompt, and a follow-up.
+    static let chatTurns = [
+        "I am planning a weekend trip to the mountains with two friends in October. We like hiking and cooking outdoors. What should we pack for it?",
+        "Which of those matter most if it rains?",
+    ]
+
+    struct ChatResult: Codable {
+        var model: String
+        var threads: Int
+        var turn: Int
+        var promptTokens: Int
+        var cachedPromptTokens: Int
+        var timeToFirstTokenMilliseconds: Double
+        var standardDeviation: Double
+        var samples: [Double]
+    }
+
+    /// Times each turn from the call that asks to the first token that arrives, in fresh
+    /// sessions, after one warm-up conversation.
+    private func runChat() async throws {
+        if !json {
+            print("| threads | turn | prompt tokens | cached | evaluated | time to first token (ms) |")
+            print("| ------: | ---: | ------------: | -----: | --------: | -----------------------: |")
+        }
+        for threadCount in try threadCounts {
+            let loaded = try await Hearth(configuration: .init(threads: threadCount, contextLength: 1024)).loadModel(model)
+            var options = GenerationOptions.greedy
+            options.maxTokens = 32
+            var samples = Array(repeating: [Double](), count: Self.chatTurns.count)
+            var usage = Array(repeating: GenerationStatistics(), count: Self.chatTurns.count)
+            for repetition in 0...repetitions {
+                let session = loaded.chat(options: options)
+                for (turn, question) in Self.chatTurns.enumerated() {
+                    let start = ContinuousClock.now
+                    var first: Double?
+                    for try await chunk in session.stream(question) {
+                        if first == nil, chunk.token != nil || chunk.finishReason != nil {
+                            first = (ContinuousClock.now - start) / .milliseconds(1)
+                        }
+                        if let stats = chunk.statistics { usage[turn] = stats }
+                    }
+                    if repetition > 0, let first { samples[turn].append(first) }
+                }
+            }
+            for turn in samples.indices {
+                let values = samples[turn]
+                let mean = values.reduce(0, +) / Double(values.count)
+                let variance = values.count > 1
+                    ? values.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(values.count - 1) : 0
+                let row = ChatResult(model: loaded.name, threads: threadCount, turn: turn + 1,
+                                     promptTokens: usage[turn].promptTokens, cachedPromptTokens: usage[turn].cachedPromptTokens,
+                                     timeToFirstTokenMilliseconds: mean, standardDeviation: variance.squareRoot(), samples: values)
+                if json {
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.sortedKeys]
+                    print(String(decoding: try encoder.encode(row), as: UTF8.self))
+                } else {
+                    print("| \(pad(String(threadCount), 7, right: true)) | \(pad(String(turn + 1), 4, right: true)) | "
+                          + "\(pad(String(row.promptTokens), 13, right: true)) | \(pad(String(row.cachedPromptTokens), 6, right: true)) | "
+                          + "\(pad(String(row.promptTokens - row.cachedPromptTokens), 9, right: true)) | "
+                          + "\(pad(String(format: "%.1f ± %.1f", mean, row.standardDeviation), 24, right: true)) |")
                 }
             }
         }
