@@ -9,7 +9,8 @@ public enum FinishReason: String, Sendable, Codable {
     case length
     /// The caller stopped it.
     case cancelled
-    /// Something failed part way.
+    /// Evaluation failed part way: a last chunk says so, with the statistics so far, and then
+    /// the error is thrown.
     case error
 }
 
@@ -144,7 +145,13 @@ extension TransformerModel {
                 break
             }
             if stats.completionTokens == budget { break }
-            logits = try evaluate([token], state: state)
+            do {
+                logits = try evaluate([token], state: state)
+            } catch {
+                stats.generationSeconds = (clock.now - firstTokenAt) / .seconds(1)
+                _ = try? onChunk(GenerationChunk(text: "", finishReason: .error, statistics: stats))
+                throw error
+            }
         }
         stats.generationSeconds = (clock.now - firstTokenAt) / .seconds(1)
         // Bytes of a character cut off by the end are dropped, never emitted as U+FFFD.
