@@ -10,6 +10,12 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .target(name: "CHearthKernels"),
@@ -18,12 +24,34 @@ let package = Package(
         .target(name: "HearthTokenizers", dependencies: ["HearthFormats"]),
         .target(name: "HearthTemplates", dependencies: ["HearthFormats"]),
         .target(name: "HearthEngine", dependencies: ["HearthFormats", "HearthKernels", "HearthTokenizers", "HearthTemplates"]),
-        .target(name: "Hearth", dependencies: ["HearthEngine"]),
+        .target(
+            name: "HearthHub",
+            dependencies: [
+                "HearthFormats",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .target(name: "Hearth", dependencies: ["HearthEngine", "HearthHub"]),
         .executableTarget(
             name: "HearthCLI",
             dependencies: ["Hearth", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .target(name: "HearthTestSupport", path: "Tests/HearthTestSupport"),
+        .target(
+            name: "HubEmulator",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/HubEmulator"
+        ),
+        .executableTarget(name: "hub-emulator", dependencies: ["HubEmulator"], path: "Tests/HubEmulatorServer"),
+        .testTarget(name: "HearthHubTests", dependencies: ["HearthHub", "Hearth", "HubEmulator", "HearthTestSupport"]),
         .testTarget(name: "HearthFormatsTests", dependencies: ["HearthFormats", "HearthTestSupport"]),
         .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels", "HearthTestSupport"]),
         .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),

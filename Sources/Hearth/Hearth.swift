@@ -1,5 +1,6 @@
 @_exported import HearthEngine
 @_exported import HearthFormats
+@_exported import HearthHub
 @_exported import HearthTokenizers
 import Foundation
 
@@ -17,7 +18,13 @@ public struct Hearth: Sendable {
     public struct Configuration: Sendable {
         /// The Hugging Face hub cache (`HF_HUB_CACHE`, else `$HF_HOME/hub`, else
         /// `~/.cache/huggingface/hub`).
-        public var cacheDirectory: URL
+        public var cacheDirectory: URL {
+            get { hub.cacheDirectory }
+            set { hub.cacheDirectory = newValue }
+        }
+        /// Hub endpoint, token and offline mode (from `HF_ENDPOINT`, `HF_TOKEN`,
+        /// `HF_HUB_OFFLINE` and the rest, as huggingface_hub reads them).
+        public var hub: HubEnvironment
         /// Threads each model runs on; nil: one per core.
         public var threads: Int?
         /// Context length of loaded models; nil: the model's own, at most 4096.
@@ -26,8 +33,10 @@ public struct Hearth: Sendable {
         public var memoryLimit: Int?
 
         /// A configuration; every nil takes the default described on its property.
-        public init(cacheDirectory: URL? = nil, threads: Int? = nil, contextLength: Int? = nil, memoryLimit: Int? = nil) {
-            self.cacheDirectory = cacheDirectory ?? Self.defaultCacheDirectory()
+        public init(cacheDirectory: URL? = nil, threads: Int? = nil, contextLength: Int? = nil, memoryLimit: Int? = nil,
+                    hub: HubEnvironment? = nil) {
+            self.hub = hub ?? HubEnvironment()
+            if let cacheDirectory { self.hub.cacheDirectory = cacheDirectory }
             self.threads = threads
             self.contextLength = contextLength
             self.memoryLimit = memoryLimit
@@ -35,15 +44,7 @@ public struct Hearth: Sendable {
 
         /// The hub cache as huggingface_hub finds it from `environment`.
         public static func defaultCacheDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-            if let cache = environment["HF_HUB_CACHE"], !cache.isEmpty {
-                return URL(fileURLWithPath: (cache as NSString).expandingTildeInPath)
-            }
-            if let home = environment["HF_HOME"], !home.isEmpty {
-                return URL(fileURLWithPath: (home as NSString).expandingTildeInPath).appendingPathComponent("hub")
-            }
-            let base = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-                ?? (NSHomeDirectory() as NSString).appendingPathComponent(".cache")
-            return URL(fileURLWithPath: base).appendingPathComponent("huggingface/hub")
+            HubEnvironment(environment: environment).cacheDirectory
         }
     }
 
@@ -55,24 +56,24 @@ public struct Hearth: Sendable {
         self.configuration = configuration
     }
 
-    /// Loads the model called `name`: the path of a GGUF file. Checks first that the weights and
-    /// the KV cache fit in memory.
-    public func loadModel(_ name: String, contextLength: Int? = nil) async throws -> LocalModel {
-        let path = try resolve(name)
+    /// Loads the model called `name`: a GGUF file's path, a Hub name (`org/repo`,
+    /// `org/repo:Q4_K_M`, `org/repo@revision`), an alias (`smollm2`) or a URL with its sha256.
+    /// A model that is not on disk is pulled first unless `pullIfMissing` is false (and never
+    /// in offline mode). Checks that the weights and the KV cache fit in memory.
+    public func loadModel(_ name: String, contextLength: Int? = nil, pullIfMissing: Bool = true) async throws -> LocalModel {
+        let path: String
+        if let local = try cachedModelFile(name) {
+            path = local.path
+        } else if pullIfMissing, !configuration.hub.offline {
+            path = try await pull(name) { _ in }.path
+        } else if configuration.hub.offline {
+            throw HearthError.offlineNotCached(name: name)
+        } else {
+            throw HearthError.modelNotFound(name: name)
+        }
+        if case .hub(let repo, _, _)? = try? reference(name) { CacheUsage(cache: cache).markUsed(repo) }
         return try LocalModel(path: path, name: name, threads: configuration.threads,
                               contextLength: contextLength ?? configuration.contextLength,
                               memoryLimit: configuration.memoryLimit)
-    }
-
-    private func resolve(_ name: String) throws -> String {
-        let path = (name as NSString).expandingTildeInPath
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue {
-            return path
-        }
-        if name.hasSuffix(".gguf") || name.hasPrefix("/") || name.hasPrefix(".") || name.hasPrefix("~") {
-            throw HearthError.fileNotFound(path: path)
-        }
-        throw HearthError.modelNotFound(name: name)
     }
 }

@@ -53,8 +53,11 @@ func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
 
 /// Options shared by the commands that load a model.
 struct ModelOptions: ParsableArguments {
-    @Argument(help: "Path to a GGUF model file.")
+    @Argument(help: "A GGUF file, or a model to take from the cache (org/repo, org/repo:QUANT, an alias such as smollm2).")
     var model: String
+
+    @Flag(name: .customLong("yes"), help: "Pull the model without asking if it is not in the cache.")
+    var yes = false
 
     @Option(name: [.short, .customLong("threads")], help: "Threads to run on (default: one per core).")
     var threads: Int?
@@ -71,8 +74,22 @@ struct ModelOptions: ParsableArguments {
         }
     }
 
+    /// Loads the model, pulling it first when it is not on disk: after asking on a terminal,
+    /// or at once with --yes.
     func load() async throws -> LocalModel {
-        try await Hearth(configuration: .init(threads: threads, contextLength: contextLength)).loadModel(model)
+        let hearth = Hearth(configuration: .init(threads: threads, contextLength: contextLength))
+        if try hearth.cachedModelFile(model) == nil {
+            if hearth.configuration.hub.offline { throw HearthError.offlineNotCached(name: model) }
+            if !yes {
+                guard isatty(STDIN_FILENO) != 0 else {
+                    throw HearthError.invalidArgument("\(model) is not in the cache: pull it with `hearth pull \(model)`, or pass --yes.")
+                }
+                guard confirm("\(model) is not in the cache. Pull it now?", defaultYes: true) else { throw ExitCode(1) }
+            }
+            let printer = ProgressPrinter(json: false)
+            try await hearth.pull(model) { printer.report($0) }
+        }
+        return try await hearth.loadModel(model, pullIfMissing: false)
     }
 }
 

@@ -28,6 +28,31 @@ public enum HearthError: Error, Sendable, Equatable {
     /// A chat template is malformed, or refused to render (its own `raise_exception`, a value it
     /// cannot use, or a render that ran past its step, output or depth budget).
     case invalidTemplate(line: Int, column: Int, reason: String)
+    /// The Hub wants a token for this repository: it is private or gated, or the token sent is
+    /// not valid.
+    case hubAuthenticationRequired(repo: String)
+    /// The token is valid but may not read this repository: a gated model whose license has not
+    /// been accepted, or a private repository of someone else.
+    case hubAccessDenied(repo: String, gated: Bool)
+    /// The repository, revision or file does not exist on the Hub (or is private and no token
+    /// was sent).
+    case hubNotFound(repo: String, revision: String?, file: String?)
+    /// The Hub asked to slow down (HTTP 429); `retryAfter` is its Retry-After in seconds.
+    case hubRateLimited(retryAfter: Int?)
+    /// The Hub (or the storage behind it) failed with a 5xx status.
+    case hubServerError(status: Int)
+    /// The Hub answered with something Hearth does not understand.
+    case hubInvalidResponse(String)
+    /// The connection failed, timed out or was cut.
+    case networkFailure(String)
+    /// Offline mode (`HF_HUB_OFFLINE`) is on and what was asked for is not in the cache.
+    case offlineNotCached(name: String)
+    /// A downloaded file's sha256 differs from the one the Hub lists for it.
+    case checksumMismatch(file: String, expected: String, actual: String)
+    /// Not enough free disk space for a download.
+    case insufficientDiskSpace(needed: Int, available: Int, path: String)
+    /// A file name from a server that would land outside the cache (`..`, an absolute path).
+    case unsafeRemotePath(String)
 
     /// What went wrong, and what to do.
     public var message: String {
@@ -52,6 +77,40 @@ public enum HearthError: Error, Sendable, Equatable {
             return "Generation failed: \(text)."
         case .invalidTemplate(let line, let column, let reason):
             return "chat template line \(line), column \(column): \(reason)"
+        case .hubAuthenticationRequired(let repo):
+            return "\(repo) needs a Hugging Face token: it is private or gated, or the token is not valid. Create a read token at https://huggingface.co/settings/tokens and set HF_TOKEN (or run `hf auth login`)."
+        case .hubAccessDenied(let repo, let gated):
+            if gated {
+                return "\(repo) is gated: accept its license at https://huggingface.co/\(repo) with the account whose token is in HF_TOKEN, then try again."
+            }
+            return "Your token may not read \(repo). Use a token of an account with access to it (HF_TOKEN)."
+        case .hubNotFound(let repo, let revision, let file):
+            if let file {
+                return "\(repo) has no file \(file)\(revision.map { " at revision \($0)" } ?? ""). Check the name with `hearth show \(repo)`."
+            }
+            if let revision {
+                return "\(repo) has no revision \(revision). Use a branch, tag or commit that exists (default: main)."
+            }
+            return "No model \(repo) on the Hub. Check the spelling (`hearth search`); if it is private, set HF_TOKEN."
+        case .hubRateLimited(let retryAfter):
+            if let retryAfter {
+                return "The Hub is rate-limiting requests: retry after \(retryAfter) s. Logging in (HF_TOKEN) raises the limit."
+            }
+            return "The Hub is rate-limiting requests: wait a minute and retry. Logging in (HF_TOKEN) raises the limit."
+        case .hubServerError(let status):
+            return "The Hub failed with HTTP \(status). It is usually temporary: retry in a minute."
+        case .hubInvalidResponse(let text):
+            return "Unexpected answer from the Hub: \(text). Check HF_ENDPOINT, or retry later."
+        case .networkFailure(let text):
+            return "Network error: \(text). Check the connection (and HF_ENDPOINT), then retry; a pull resumes where it stopped."
+        case .offlineNotCached(let name):
+            return "\(name) is not in the cache and offline mode is on (HF_HUB_OFFLINE). Unset HF_HUB_OFFLINE and pull it, or use a cached model (`hearth ls`)."
+        case .checksumMismatch(let file, let expected, let actual):
+            return "\(file) arrived corrupted (sha256 \(actual), expected \(expected)); it was discarded. Pull again."
+        case .insufficientDiskSpace(let needed, let available, let path):
+            return "The download needs \(ModelSummary.formatBytes(needed)) but only \(ModelSummary.formatBytes(available)) is free at \(path). Free some space (`hearth prune`) or set HF_HUB_CACHE to a larger disk."
+        case .unsafeRemotePath(let path):
+            return "Refused the file name \"\(path)\" from the server: it would land outside the cache. Check HF_ENDPOINT points at a trustworthy hub."
         }
     }
 
@@ -61,14 +120,17 @@ public enum HearthError: Error, Sendable, Equatable {
         case .fileNotFound, .modelNotFound, .invalidArgument, .invalidTemplate: return .input
         case .invalidModelFile, .unsupportedModel: return .model
         case .contextOverflow, .generationFailed: return .generation
-        case .resourceUnavailable, .insufficientMemory: return .resource
+        case .resourceUnavailable, .insufficientMemory, .insufficientDiskSpace: return .resource
+        case .hubAuthenticationRequired, .hubAccessDenied, .hubNotFound, .hubRateLimited, .hubServerError,
+             .hubInvalidResponse, .networkFailure, .offlineNotCached, .checksumMismatch, .unsafeRemotePath:
+            return .network
         }
     }
 
     /// Whether the same request might succeed if tried again unchanged.
     public var isRetryable: Bool {
         switch self {
-        case .resourceUnavailable: return true
+        case .resourceUnavailable, .hubRateLimited, .hubServerError, .networkFailure, .checksumMismatch: return true
         default: return false
         }
     }

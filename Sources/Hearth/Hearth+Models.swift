@@ -1,0 +1,83 @@
+import Foundation
+import HearthHub
+
+extension Hearth {
+    /// The hub cache.
+    public var cache: HFCache { HFCache(root: configuration.cacheDirectory) }
+
+    /// The Hub API client.
+    public var hubClient: HubClient { HubClient(environment: configuration.hub) }
+
+    /// The downloader into the cache.
+    public var downloader: SnapshotDownloader { SnapshotDownloader(client: hubClient, cache: cache) }
+
+    /// The sources of models, asked in order: the Hub, then plain URLs.
+    public var providers: [any ModelProvider] {
+        [HubModelProvider(downloader: downloader), URLModelProvider(cache: cache, client: hubClient)]
+    }
+
+    /// What `name` refers to. A file that exists is a path whatever it looks like.
+    public func reference(_ name: String) throws -> ModelReference {
+        let expanded = (name as NSString).expandingTildeInPath
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: expanded, isDirectory: &isDirectory), !isDirectory.boolValue {
+            return .path(expanded)
+        }
+        return try ModelReference.parse(name)
+    }
+
+    /// The model file `name` stands for if it is on disk (never uses the network); nil when it
+    /// has to be pulled.
+    public func cachedModelFile(_ name: String) throws -> URL? {
+        let reference = try reference(name)
+        if case .path(let path) = reference {
+            guard FileManager.default.fileExists(atPath: path) else { throw HearthError.fileNotFound(path: path) }
+            return URL(fileURLWithPath: path)
+        }
+        guard let files = try provider(for: reference).cachedFiles(for: reference), let first = files.first else { return nil }
+        return try modelFile(first, name: name)
+    }
+
+    /// Pulls `name` into the cache, reporting progress, and returns its model file.
+    @discardableResult
+    public func pull(_ name: String, progress: @escaping @Sendable (DownloadProgress) -> Void) async throws -> URL {
+        let reference = try reference(name)
+        if case .path(let path) = reference {
+            guard FileManager.default.fileExists(atPath: path) else { throw HearthError.fileNotFound(path: path) }
+            return URL(fileURLWithPath: path)
+        }
+        let files = try await provider(for: reference).pull(reference, progress: progress)
+        guard let first = files.first else { throw HearthError.modelNotFound(name: name) }
+        return try modelFile(first, name: name)
+    }
+
+    /// Pulls `name` into the cache; the sequence reports progress and ends with phase `.done`.
+    public func pull(_ name: String) -> AsyncThrowingStream<DownloadProgress, Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    try await pull(name) { continuation.yield($0) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    private func provider(for reference: ModelReference) throws -> any ModelProvider {
+        guard let provider = providers.first(where: { $0.handles(reference) }) else {
+            throw HearthError.modelNotFound(name: reference.description)
+        }
+        return provider
+    }
+
+    /// A GGUF file, or for a snapshot folder the GGUF file in it.
+    private func modelFile(_ url: URL, name: String) throws -> URL {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { throw HearthError.modelNotFound(name: name) }
+        guard isDirectory.boolValue else { return url }
+        throw HearthError.unsupportedModel(reason: "\(name) has no GGUF file (Hearth loads GGUF models; look for a -GGUF repository)")
+    }
+}

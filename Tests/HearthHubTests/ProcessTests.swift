@@ -1,0 +1,159 @@
+import Foundation
+import HearthFormats
+import HearthHub
+import HearthTestSupport
+import HubEmulator
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `hearth` executable, built beside the tests.
+enum HearthBinary {
+    static var url: URL {
+        get throws {
+            let directory = Bundle.main.bundleURL.deletingLastPathComponent()
+            for candidate in [directory, Bundle.main.bundleURL] {
+                let url = candidate.appendingPathComponent("hearth")
+                if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+            }
+            throw TestFiles.Missing(description: "The hearth executable was not built next to the tests (\(directory.path)); run swift build first.")
+        }
+    }
+}
+
+/// A child process with its output collected to files (so a full pipe never blocks it).
+final class Child {
+    let process = Process()
+    let output: URL
+    let errors: URL
+
+    init(_ executable: URL, _ arguments: [String], environment: [String: String], directory: TemporaryDirectory) throws {
+        output = directory.file("out-\(UUID().uuidString)")
+        errors = directory.file("err-\(UUID().uuidString)")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    func wait() async -> Int32 {
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        return process.terminationStatus
+    }
+
+    var outputText: String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
+    var errorText: String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
+}
+
+/// The environment for a child that talks to `hub`: the caller's, without any Hub settings of
+/// its own, plus the emulator's endpoint and the fixture's cache.
+func childEnvironment(_ hub: HubFixture, extra: [String: String] = [:]) -> [String: String] {
+    var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HF_") && $0.key != "HUGGING_FACE_HUB_TOKEN" }
+    environment["HF_ENDPOINT"] = hub.emulator.endpoint.absoluteString
+    environment["HF_HOME"] = hub.directory.url.appendingPathComponent("hf-home").path
+    environment["HF_HUB_CACHE"] = hub.cache.root.path
+    environment["HF_HUB_DISABLE_TELEMETRY"] = "1"
+    environment["NO_PROXY"] = "*"
+    for (key, value) in extra { environment[key] = value }
+    return environment
+}
+
+@Suite("hearth pull as a process", .serialized)
+struct PullProcessTests {
+    @Test("kill -9 at about half, then the resumed pull fetches at most 60% again")
+    func killAndResume() async throws {
+        let size = 16 << 20
+        let repo = HubEmulator.Repo("test-org/killed", files: [.init("model-Q4_K_M.gguf", testBytes(size, seed: 21))], tags: ["gguf"])
+        let hub = try await HubFixture([repo])
+        defer { Task { await hub.stop() } }
+        hub.emulator.inject(.trickle(bytesPerSecond: 4 << 20), times: 16)
+        let environment = childEnvironment(hub)
+        let first = try Child(HearthBinary.url, ["pull", repo.id], environment: environment, directory: hub.directory)
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(30)
+        while hub.emulator.bytesServed("model-Q4_K_M.gguf") < size / 2, first.process.isRunning, clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        kill(first.process.processIdentifier, SIGKILL)
+        _ = await first.wait()
+        let servedBeforeKill = hub.emulator.bytesServed("model-Q4_K_M.gguf")
+        #expect(servedBeforeKill >= size / 2 && servedBeforeKill < size)
+        #expect(first.process.terminationReason == .uncaughtSignal)
+        let entry = hub.cache.repoDirectory(repo.id).appendingPathComponent("snapshots/\(repo.commit)/model-Q4_K_M.gguf")
+        #expect(!FileManager.default.fileExists(atPath: entry.path))
+
+        hub.emulator.clearFaults()
+        let second = try Child(HearthBinary.url, ["pull", repo.id, "--json"], environment: environment, directory: hub.directory)
+        let status = await second.wait()
+        #expect(status == 0, "\(second.errorText)")
+        let again = hub.emulator.bytesServed("model-Q4_K_M.gguf") - servedBeforeKill
+        #expect(Double(again) <= 0.6 * Double(size), "fetched \(again) of \(size) bytes again")
+        #expect(try Data(contentsOf: entry) == testBytes(size, seed: 21))
+        let lines = second.outputText.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(lines.last?["event"] as? String == "done")
+        #expect(lines.contains { $0["phase"] as? String == "verifying" })
+    }
+
+    @Test("pull, ls, show, rm and prune through the CLI, with --json")
+    func cacheCommands() async throws {
+        let small = HubEmulator.Repo("test-org/small-GGUF", files: [.init("small-Q8_0.gguf", testBytes(300_000, seed: 31)),
+                                                                  .init("small-Q4_K_M.gguf", testBytes(200_000, seed: 32))], tags: ["gguf"])
+        let other = HubEmulator.Repo("test-org/other-GGUF", files: [.init("other-Q4_0.gguf", testBytes(100_000, seed: 33))], downloads: 9, tags: ["gguf"])
+        let hub = try await HubFixture([small, other])
+        defer { Task { await hub.stop() } }
+        let environment = childEnvironment(hub)
+        func hearth(_ arguments: String...) async throws -> Child {
+            let child = try Child(HearthBinary.url, arguments, environment: environment, directory: hub.directory)
+            _ = await child.wait()
+            return child
+        }
+        func json(_ child: Child) -> [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(child.outputText.utf8))) as? [String: Any] ?? [:]
+        }
+
+        let search = try await hearth("search", "GGUF", "--gguf", "--json")
+        #expect(search.process.terminationStatus == 0)
+        let found = (try? JSONSerialization.jsonObject(with: Data(search.outputText.utf8))) as? [[String: Any]]
+        #expect(found?.map { $0["id"] as? String } == ["test-org/other-GGUF", "test-org/small-GGUF"])
+
+        let pullQuant = try await hearth("pull", "test-org/small-GGUF:Q8_0")
+        #expect(pullQuant.process.terminationStatus == 0, "\(pullQuant.errorText)")
+        #expect(pullQuant.outputText.hasSuffix("small-Q8_0.gguf\n"))
+        #expect(hub.emulator.bytesServed("small-Q4_K_M.gguf") == 0)
+        #expect(try await hearth("pull", "test-org/other-GGUF").process.terminationStatus == 0)
+
+        let list = json(try await hearth("ls", "--json"))
+        let models = list["models"] as? [[String: Any]] ?? []
+        #expect(models.compactMap { $0["name"] as? String }.sorted() == ["test-org/other-GGUF", "test-org/small-GGUF"])
+        #expect(list["total"] as? Int == 400_000)
+        #expect(models.first { $0["name"] as? String == "test-org/small-GGUF" }?["quantizations"] as? [String] == ["Q8_0"])
+        let table = try await hearth("ls")
+        #expect(table.outputText.contains("test-org/small-GGUF") && table.outputText.contains("total:"))
+
+        let show = json(try await hearth("show", "test-org/small-GGUF", "--json"))
+        #expect(show["commit"] as? String == small.commit)
+        #expect((show["files"] as? [[String: Any]])?.count == 2)
+
+        let refused = try await hearth("rm", "test-org/other-GGUF")
+        #expect(refused.process.terminationStatus != 0 && refused.errorText.contains("-y"))
+        let removed = json(try await hearth("rm", "test-org/other-GGUF", "-y", "--json"))
+        #expect(removed["removed"] as? [String] == ["test-org/other-GGUF"])
+        #expect(hub.cache.cachedRepo("test-org/other-GGUF") == nil)
+
+        let pruned = json(try await hearth("prune", "--keep", "100K", "-y", "--json"))
+        #expect(pruned["removed"] as? [String] == ["test-org/small-GGUF"])
+        #expect(hub.cache.scan().isEmpty)
+
+        let offline = try Child(HearthBinary.url, ["pull", "test-org/other-GGUF"], environment: childEnvironment(hub, extra: ["HF_HUB_OFFLINE": "1"]),
+                                directory: hub.directory)
+        #expect(await offline.wait() == 1)
+        #expect(offline.errorText.contains("HF_HUB_OFFLINE"))
+    }
+}
