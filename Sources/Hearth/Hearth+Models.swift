@@ -9,11 +9,11 @@ extension Hearth {
     public var hubClient: HubClient { HubClient(environment: configuration.hub) }
 
     /// The downloader into the cache.
-    public var downloader: SnapshotDownloader { SnapshotDownloader(client: hubClient, cache: cache) }
+    public var downloader: SnapshotDownloader { SnapshotDownloader(client: hubClient, cache: cache, options: downloadOptions) }
 
     /// The sources of models, asked in order: the Hub, then plain URLs.
     public var providers: [any ModelProvider] {
-        [HubModelProvider(downloader: downloader), URLModelProvider(cache: cache, client: hubClient)]
+        [HubModelProvider(downloader: downloader), URLModelProvider(cache: cache, client: hubClient, options: downloadOptions)]
     }
 
     /// What `name` refers to. A file that exists is a path whatever it looks like.

@@ -50,6 +50,8 @@ public struct Hearth: Sendable {
 
     /// This instance's configuration.
     public let configuration: Configuration
+    /// How pulls use the network.
+    public var downloadOptions = DownloadOptions()
 
     /// An SDK instance with `configuration`.
     public init(configuration: Configuration = Configuration()) {

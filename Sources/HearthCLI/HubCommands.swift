@@ -39,9 +39,17 @@ struct PullCommand: AsyncParsableCommand {
     @Flag(help: "Print progress as JSON lines on standard output.")
     var json = false
 
+    @Option(help: "Most connections per file (1 to 16).")
+    var connections = 4
+
+    func validate() throws {
+        if connections < 1 || connections > 16 { throw ValidationError("--connections must be between 1 and 16.") }
+    }
+
     func run() async throws {
         try await reportingErrors(json: json) {
-            let hearth = Hearth()
+            var hearth = Hearth()
+            hearth.downloadOptions.maximumConnectionsPerFile = connections
             let printer = ProgressPrinter(json: json)
             let file = try await hearth.pull(name) { printer.report($0) }
             if json {

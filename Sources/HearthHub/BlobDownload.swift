@@ -109,27 +109,11 @@ struct RangeLedger: Codable, Equatable {
         return result
     }
 
-    /// Splits what is missing into `count` pieces of about equal size.
-    func split(into count: Int) -> [[Range<Int>]] {
-        let missing = missing
-        let total = missing.reduce(0) { $0 + $1.count }
-        guard total > 0 else { return [] }
-        let share = (total + count - 1) / count
-        var pieces: [[Range<Int>]] = [[]]
-        var room = share
-        for var range in missing {
-            while !range.isEmpty {
-                if room == 0 {
-                    pieces.append([])
-                    room = share
-                }
-                let take = min(room, range.count)
-                pieces[pieces.count - 1].append(range.lowerBound..<(range.lowerBound + take))
-                range = (range.lowerBound + take)..<range.upperBound
-                room -= take
-            }
+    /// What is missing, cut in order into pieces of at most `chunk` bytes.
+    func chunks(of chunk: Int) -> [Range<Int>] {
+        missing.flatMap { range in
+            stride(from: range.lowerBound, to: range.upperBound, by: chunk).map { $0..<min($0 + chunk, range.upperBound) }
         }
-        return pieces
     }
 }
 
@@ -207,15 +191,21 @@ struct BlobDownload: Sendable {
         let counted = ByteCounter(ledger.completedBytes)
 
         let shared = SharedLedger(ledger: ledger, url: ledgerURL, interval: options.checkpointInterval)
-        let pieces = ledger.split(into: options.connections(remaining: size - ledger.completedBytes))
+        // Connections take chunks in file order from one queue, so the in-order prefix (and
+        // with it the hash) keeps up with the download instead of waiting for a first quarter.
+        let remaining = size - ledger.completedBytes
+        let connections = options.connections(remaining: remaining)
+        let chunkSize = min(64 << 20, max(4 << 20, remaining / (connections * 8)))
+        let queue = ChunkQueue(ledger.chunks(of: chunkSize))
+        let location = ResolvedLocation(url)
         let actual: String
         do {
             actual = try await withThrowingTaskGroup(of: String?.self) { group in
                 group.addTask { try await hashInOrder(fd: fd, ledger: shared) }
-                for piece in pieces {
+                for _ in 0..<min(connections, queue.count) {
                     group.addTask {
-                        for range in piece {
-                            try await fetch(range, fd: fd, ledger: shared, counted: counted)
+                        while let range = queue.next() {
+                            try await fetch(range, fd: fd, ledger: shared, counted: counted, location: location)
                         }
                         return nil
                     }
@@ -245,14 +235,15 @@ struct BlobDownload: Sendable {
     /// Streams one range into the file, retrying from wherever the last try stopped. Tries that
     /// made progress do not count against the retry budget, so a long download over a flaky
     /// link still finishes.
-    private func fetch(_ range: Range<Int>, fd: Int32, ledger: SharedLedger, counted: ByteCounter) async throws {
+    private func fetch(_ range: Range<Int>, fd: Int32, ledger: SharedLedger, counted: ByteCounter, location: ResolvedLocation) async throws {
         var offset = range.lowerBound
         var failures = 0
         while offset < range.upperBound {
             let start = offset
             do {
-                try await fetchOnce(from: &offset, to: range.upperBound, fd: fd, ledger: ledger, counted: counted)
+                try await fetchOnce(from: &offset, to: range.upperBound, fd: fd, ledger: ledger, counted: counted, location: location)
             } catch let error as HearthError where error.isRetryable {
+                location.forget()
                 if offset > start { failures = 0 }
                 failures += 1
                 guard failures < options.retry.attempts else { throw error }
@@ -261,11 +252,20 @@ struct BlobDownload: Sendable {
         }
     }
 
-    private func fetchOnce(from offset: inout Int, to end: Int, fd: Int32, ledger: SharedLedger, counted: ByteCounter) async throws {
-        let (head, body) = try await http.send(.GET, url, headers: [("Range", "bytes=\(offset)-\(end - 1)"), ("Accept-Encoding", "identity")])
+    private func fetchOnce(from offset: inout Int, to end: Int, fd: Int32, ledger: SharedLedger, counted: ByteCounter,
+                           location: ResolvedLocation) async throws {
+        let start = location.current
+        let (head, body) = try await http.send(.GET, start, headers: [("Range", "bytes=\(offset)-\(end - 1)"), ("Accept-Encoding", "identity")])
+        if start != url, !(200..<300).contains(head.status) {
+            // A remembered storage URL may have expired: go back through the Hub.
+            _ = try? await body.collect(upTo: 1 << 16)
+            location.forget()
+            throw HearthError.networkFailure("the storage URL answered HTTP \(head.status)")
+        }
         var skip = 0
         switch head.status {
         case 206:
+            location.remember(head.url)
             if let contentRange = head.header("Content-Range"), !contentRange.hasPrefix("bytes \(offset)-") {
                 throw HearthError.hubInvalidResponse("Content-Range \(contentRange) for a request from byte \(offset)")
             }
@@ -445,4 +445,32 @@ final class ByteCounter: Sendable {
     func add(_ bytes: Int) { count.withLock { $0 += bytes } }
 
     var value: Int { count.withLock { $0 } }
+}
+
+/// Ranges still to fetch, handed out in file order.
+final class ChunkQueue: Sendable {
+    private let ranges: Mutex<ArraySlice<Range<Int>>>
+    let count: Int
+
+    init(_ ranges: [Range<Int>]) {
+        self.ranges = Mutex(ranges[...])
+        count = ranges.count
+    }
+
+    func next() -> Range<Int>? { ranges.withLock { $0.popFirst() } }
+}
+
+/// Where a file's bytes last came from after redirects (a signed storage URL), so further
+/// chunks skip the round trip through the Hub; forgotten after any failure.
+final class ResolvedLocation: Sendable {
+    private let original: URL
+    private let resolved = Mutex<URL?>(nil)
+
+    init(_ url: URL) { original = url }
+
+    var current: URL { resolved.withLock { $0 } ?? original }
+
+    func remember(_ url: URL) { resolved.withLock { $0 = url } }
+
+    func forget() { resolved.withLock { $0 = nil } }
 }

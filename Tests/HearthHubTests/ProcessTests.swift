@@ -32,8 +32,8 @@ final class Child {
     init(_ executable: URL, _ arguments: [String], environment: [String: String], directory: TemporaryDirectory) throws {
         output = directory.file("out-\(UUID().uuidString)")
         errors = directory.file("err-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
-        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         process.executableURL = executable
         process.arguments = arguments
         process.environment = environment

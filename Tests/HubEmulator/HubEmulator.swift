@@ -175,6 +175,13 @@ public final class HubEmulator: Sendable {
         _ = await task?.result
     }
 
+    /// Returns when the server has stopped (on `stop()`, or SIGTERM / SIGINT, which the
+    /// server treats as a request to shut down).
+    public func wait() async {
+        let task = state.withLock { $0.task }
+        _ = await task?.result
+    }
+
     /// Makes the next `times` content requests (for `path`, or any file when nil) fail with
     /// `fault`. 429 and 503 hit the resolve request; the others hit the bytes.
     public func inject(_ fault: Fault, path: String? = nil, times: Int = 1) {
