@@ -119,6 +119,21 @@ struct PullTests {
         })
     }
 
+    @Test("without sizes and hashes in the model information, each file's HEAD supplies them")
+    func metadataFromHead() async throws {
+        var repo = sampleRepo()
+        repo.omitsFileMetadata = true
+        let hub = try await HubFixture([repo])
+        defer { Task { await hub.stop() } }
+        let snapshot = try await hub.downloader().download(repo.id) { _ in }
+        #expect(snapshot.files.count == 4)
+        #expect(hub.emulator.requestLog.filter { $0.hasPrefix("HEAD ") }.count == 4)
+        for file in repo.files {
+            guard case .data(let data) = file.content else { continue }
+            #expect(try Data(contentsOf: snapshot.url(of: file.path)) == data)
+        }
+    }
+
     @Test("the AsyncSequence ends with the done report; patterns pick files")
     func streamAndPatterns() async throws {
         let repo = sampleRepo()

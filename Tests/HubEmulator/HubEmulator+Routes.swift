@@ -182,7 +182,7 @@ extension HubEmulator {
         let files = stored[repo.id] ?? [:]
         let siblings = files.values.sorted { $0.file.path < $1.file.path }.map { file -> [String: Any] in
             var sibling: [String: Any] = ["rfilename": file.file.path]
-            if blobs {
+            if blobs, !repo.omitsFileMetadata {
                 let size = repo.claimedSizes[file.file.path] ?? file.size
                 sibling["size"] = size
                 if file.file.lfs {

@@ -64,6 +64,9 @@ public final class HubEmulator: Sendable {
         /// A size for a file that the model information claims instead of the real one (to test
         /// the disk-space check without a huge file).
         public var claimedSizes: [String: Int]
+        /// Whether model information leaves out sizes and hashes even when asked for them, as
+        /// older Hub answers do, so clients must HEAD each file.
+        public var omitsFileMetadata = false
 
         /// A repository; the commit id is derived from the id unless given.
         public init(_ id: String, files: [File], commit: String? = nil, access: Access = .open, downloads: Int = 0, likes: Int = 0,

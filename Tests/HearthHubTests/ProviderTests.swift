@@ -1,0 +1,87 @@
+import Crypto
+import Foundation
+import Hearth
+import HearthHub
+import HearthTestSupport
+import HubEmulator
+import Testing
+
+@Suite("Model providers and the SDK")
+struct ProviderTests {
+    @Test("a plain URL with its sha256 is pulled, checked and kept beside the cache")
+    func plainURL() async throws {
+        let data = testBytes(500_000, seed: 41)
+        let repo = HubEmulator.Repo("test-org/url-model", files: [.init("weights.gguf", data)])
+        let hub = try await HubFixture([repo])
+        defer { Task { await hub.stop() } }
+        let sha = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+        let url = "\(hub.emulator.endpoint.absoluteString)/test-org/url-model/resolve/main/weights.gguf"
+        let provider = URLModelProvider(cache: hub.cache, client: hub.client(), options: DownloadOptions(retry: HubFixture.fastRetry))
+
+        let reference = try ModelReference.parse("\(url)#sha256=\(sha)")
+        #expect(provider.handles(reference))
+        #expect(try provider.cachedFiles(for: reference) == nil)
+        let files = try await provider.pull(reference) { _ in }
+        #expect(files.first?.path == hub.directory.url.appendingPathComponent("hearth/files/\(sha)/weights.gguf").path)
+        #expect(try Data(contentsOf: files[0]) == data)
+        #expect(try provider.cachedFiles(for: reference) == files)
+
+        let wrong = try ModelReference.parse("\(url)#sha256=\(String(repeating: "0", count: 64))")
+        await #expect {
+            _ = try await provider.pull(wrong) { _ in }
+        } throws: { error in
+            if case .checksumMismatch = error as? HearthError { return true }
+            return false
+        }
+        await #expect(throws: HearthError.self) { _ = try await provider.pull(.url(URL(string: url)!, sha256: nil)) { _ in } }
+    }
+
+    @Test("Hearth.pull streams progress and picks the quantization; loadModel finds it offline")
+    func sdkPull() async throws {
+        let repo = HubEmulator.Repo("test-org/tiny-llama-GGUF", files: [
+            .init("tiny-llama-Q8_0.gguf", testBytes(1000, seed: 1)),
+            .init("tiny-llama-F32.gguf", try tinyLlamaGGUF()),
+        ], tags: ["gguf"])
+        let hub = try await HubFixture([repo])
+        defer { Task { await hub.stop() } }
+        let hearth = Hearth(configuration: .init(hub: hub.environment()))
+        #expect(try hearth.cachedModelFile("test-org/tiny-llama-GGUF:F32") == nil)
+        var phases: [DownloadPhase] = []
+        for try await progress in hearth.pull("test-org/tiny-llama-GGUF:F32") { phases.append(progress.phase) }
+        #expect(phases.first == .resolving && phases.last == .done)
+        #expect(hub.emulator.bytesServed("tiny-llama-Q8_0.gguf") == 0)
+
+        let offline = Hearth(configuration: .init(hub: hub.environment(offline: true)))
+        #expect(try offline.cachedModelFile("test-org/tiny-llama-GGUF:F32")?.lastPathComponent == "tiny-llama-F32.gguf")
+        _ = try await offline.loadModel("test-org/tiny-llama-GGUF:F32")
+        await #expect(throws: HearthError.offlineNotCached(name: "test-org/tiny-llama-GGUF:Q8_0")) {
+            _ = try await offline.loadModel("test-org/tiny-llama-GGUF:Q8_0")
+        }
+        await #expect(throws: HearthError.modelNotFound(name: "test-org/tiny-llama-GGUF:Q8_0")) {
+            _ = try await hearth.loadModel("test-org/tiny-llama-GGUF:Q8_0", pullIfMissing: false)
+        }
+    }
+
+    @Test("hearth run on a name that is not cached pulls it with --yes and refuses without")
+    func runPullsFirst() async throws {
+        let model = try TestFiles.modelURL(TestFiles.smolLM2)
+        let repo = HubEmulator.Repo("test-org/SmolLM2-GGUF", files: [.init("SmolLM2-135M-Instruct.Q4_1.gguf", contentsOf: model)], tags: ["gguf"])
+        let hub = try await HubFixture([repo])
+        defer { Task { await hub.stop() } }
+        let environment = childEnvironment(hub)
+        let refused = try Child(HearthBinary.url, ["run", "test-org/SmolLM2-GGUF", "What is 2+2?"], environment: environment, directory: hub.directory)
+        #expect(await refused.wait() == 1)
+        #expect(refused.errorText.contains("hearth pull test-org/SmolLM2-GGUF"))
+        #expect(hub.emulator.bytesServed("SmolLM2-135M-Instruct.Q4_1.gguf") == 0)
+
+        let run = try Child(HearthBinary.url, ["run", "test-org/SmolLM2-GGUF", "What is 2+2?", "-n", "40", "--temp", "0", "--yes"],
+                            environment: environment, directory: hub.directory)
+        #expect(await run.wait() == 0, "\(run.errorText)")
+        #expect(run.outputText.trimmingCharacters(in: .whitespacesAndNewlines) == "The answer to this classic math problem is 4.")
+        #expect(run.errorText.contains("pulled test-org/SmolLM2-GGUF"))
+        let list = try Child(HearthBinary.url, ["ls"], environment: environment, directory: hub.directory)
+        _ = await list.wait()
+        #expect(list.outputText.contains("Q4_1"))
+        #expect(list.outputText.contains("just now"))
+    }
+}
