@@ -101,6 +101,24 @@ struct PullProcessTests {
         #expect(lines.contains { $0["phase"] as? String == "verifying" })
     }
 
+    @Test("two hearth processes pulling the same file share one download")
+    func twoProcesses() async throws {
+        let size = 4 << 20
+        let repo = HubEmulator.Repo("test-org/shared-GGUF", files: [.init("shared-Q4_0.gguf", testBytes(size, seed: 51))], tags: ["gguf"])
+        let hub = try await HubFixture([repo])
+        defer { Task { await hub.stop() } }
+        hub.emulator.inject(.trickle(bytesPerSecond: 8 << 20), times: 16)
+        let environment = childEnvironment(hub)
+        let first = try Child(HearthBinary.url, ["pull", repo.id], environment: environment, directory: hub.directory)
+        let second = try Child(HearthBinary.url, ["pull", repo.id], environment: environment, directory: hub.directory)
+        let statuses = (await first.wait(), await second.wait())
+        #expect(statuses == (0, 0), "\(first.errorText)\n\(second.errorText)")
+        #expect(first.outputText == second.outputText)
+        #expect(hub.emulator.bytesServed("shared-Q4_0.gguf") == size)
+        let file = hub.cache.snapshot(repo.id)!.appendingPathComponent("shared-Q4_0.gguf")
+        #expect(try Data(contentsOf: file) == testBytes(size, seed: 51))
+    }
+
     @Test("pull, ls, show, rm and prune through the CLI, with --json")
     func cacheCommands() async throws {
         let small = HubEmulator.Repo("test-org/small-GGUF", files: [.init("small-Q8_0.gguf", testBytes(300_000, seed: 31)),
