@@ -195,17 +195,19 @@ struct BlobDownload: Sendable {
         // with it the hash) keeps up with the download instead of waiting for a first quarter.
         let remaining = size - ledger.completedBytes
         let connections = options.connections(remaining: remaining)
-        let chunkSize = min(64 << 20, max(4 << 20, remaining / (connections * 8)))
-        let queue = ChunkQueue(ledger.chunks(of: chunkSize))
+        let chunkSize = min(64 << 20, max(options.bytesPerConnection / 4, remaining / (connections * 8)))
+        let queue = ChunkQueue(ledger.chunks(of: chunkSize), connections: connections)
         let location = ResolvedLocation(url)
         let actual: String
         do {
             actual = try await withThrowingTaskGroup(of: String?.self) { group in
                 group.addTask { try await hashInOrder(fd: fd, ledger: shared) }
-                for _ in 0..<min(connections, queue.count) {
+                for index in 0..<min(connections, queue.count) {
                     group.addTask {
-                        while let range = queue.next() {
-                            try await fetch(range, fd: fd, ledger: shared, counted: counted, location: location)
+                        // A connection whose number is no longer allowed stops taking chunks;
+                        // the others finish the queue.
+                        while index < queue.allowedConnections, let range = queue.next() {
+                            try await fetch(range, fd: fd, ledger: shared, counted: counted, location: location, queue: queue)
                         }
                         return nil
                     }
@@ -235,7 +237,8 @@ struct BlobDownload: Sendable {
     /// Streams one range into the file, retrying from wherever the last try stopped. Tries that
     /// made progress do not count against the retry budget, so a long download over a flaky
     /// link still finishes.
-    private func fetch(_ range: Range<Int>, fd: Int32, ledger: SharedLedger, counted: ByteCounter, location: ResolvedLocation) async throws {
+    private func fetch(_ range: Range<Int>, fd: Int32, ledger: SharedLedger, counted: ByteCounter, location: ResolvedLocation,
+                       queue: ChunkQueue) async throws {
         var offset = range.lowerBound
         var failures = 0
         while offset < range.upperBound {
@@ -244,6 +247,10 @@ struct BlobDownload: Sendable {
                 try await fetchOnce(from: &offset, to: range.upperBound, fd: fd, ledger: ledger, counted: counted, location: location)
             } catch let error as HearthError where error.isRetryable {
                 location.forget()
+                switch error {
+                case .hubRateLimited, .hubServerError: queue.slowDown()
+                default: break
+                }
                 if offset > start { failures = 0 }
                 failures += 1
                 guard failures < options.retry.attempts else { throw error }
@@ -447,17 +454,27 @@ final class ByteCounter: Sendable {
     var value: Int { count.withLock { $0 } }
 }
 
-/// Ranges still to fetch, handed out in file order.
+/// Ranges still to fetch, handed out in file order, and how many connections may take them:
+/// a server that answers 429 or 5xx gets one connection fewer each time, down to one.
 final class ChunkQueue: Sendable {
-    private let ranges: Mutex<ArraySlice<Range<Int>>>
+    private struct State {
+        var ranges: ArraySlice<Range<Int>>
+        var allowed: Int
+    }
+
+    private let state: Mutex<State>
     let count: Int
 
-    init(_ ranges: [Range<Int>]) {
-        self.ranges = Mutex(ranges[...])
+    init(_ ranges: [Range<Int>], connections: Int) {
+        state = Mutex(State(ranges: ranges[...], allowed: connections))
         count = ranges.count
     }
 
-    func next() -> Range<Int>? { ranges.withLock { $0.popFirst() } }
+    func next() -> Range<Int>? { state.withLock { $0.ranges.popFirst() } }
+
+    var allowedConnections: Int { state.withLock { $0.allowed } }
+
+    func slowDown() { state.withLock { $0.allowed = max(1, $0.allowed - 1) } }
 }
 
 /// Where a file's bytes last came from after redirects (a signed storage URL), so further

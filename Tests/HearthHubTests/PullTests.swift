@@ -201,6 +201,11 @@ struct PullTests {
         #expect(snapshot.files.sorted() == ["README.md", "config.json"])
         let log = hub.emulator.requestLog
         #expect(log.filter { $0.hasSuffix("/resolve/\(repo.commit)/README.md") }.count == 3)
+
+        // On a file fetched by several connections, each 503 costs one connection.
+        hub.emulator.inject(.serviceUnavailable, path: "tiny-Q4_K_M.gguf", times: 3)
+        let weights = try await hub.downloader(connections: 4).download(repo.id, patterns: ["*.gguf"]) { _ in }
+        #expect(try Data(contentsOf: weights.url(of: "tiny-Q4_K_M.gguf")) == testBytes(3 << 20 + 12345, seed: 1))
     }
 
     @Test("a slow trickle still completes, with a measured speed")
