@@ -34,7 +34,7 @@ public struct HubClient: Sendable {
     /// Models whose names contain `query`, most downloaded first by default; `filter` is a tag
     /// such as `gguf` or `text-generation`.
     public func search(_ query: String, filter: String? = nil, sort: SortOrder = .downloads, limit: Int = 20) async throws -> [HubModelSummary] {
-        try requireOnline("a search")
+        try requireOnline("Hub search results")
         var components = URLComponents(url: environment.endpoint.appendingPathComponent("api/models"), resolvingAgainstBaseURL: false)!
         var items = [URLQueryItem(name: "search", value: query), URLQueryItem(name: "sort", value: sort.rawValue),
                      URLQueryItem(name: "direction", value: "-1"), URLQueryItem(name: "limit", value: String(max(1, limit)))]

@@ -25,11 +25,14 @@ public struct HubModelProvider: ModelProvider {
     /// A provider pulling with `downloader`.
     public init(downloader: SnapshotDownloader) { self.downloader = downloader }
 
+    /// Hub references (`org/repo`, with a revision or quantization, and aliases).
     public func handles(_ reference: ModelReference) -> Bool {
         if case .hub = reference { return true }
         return false
     }
 
+    /// The chosen GGUF file(s) in the cached snapshot, or the snapshot folder for a repository
+    /// without GGUF files.
     public func cachedFiles(for reference: ModelReference) throws -> [URL]? {
         guard case .hub(let repo, let revision, let quantization) = reference,
               let snapshot = downloader.cached(repo, revision: revision) else { return nil }
@@ -39,6 +42,8 @@ public struct HubModelProvider: ModelProvider {
         return picked.map { snapshot.url(of: $0.path) }
     }
 
+    /// Pulls the chosen GGUF file(s), or the whole repository when it has none; falls back to
+    /// the cache when the Hub cannot be reached.
     public func pull(_ reference: ModelReference, progress: @escaping @Sendable (DownloadProgress) -> Void) async throws -> [URL] {
         guard case .hub(let repo, let revision, let quantization) = reference else {
             throw HearthError.invalidArgument("\(reference.description) is not a Hub model.")
@@ -77,6 +82,7 @@ public struct URLModelProvider: ModelProvider {
         self.options = options
     }
 
+    /// URL references.
     public func handles(_ reference: ModelReference) -> Bool {
         if case .url = reference { return true }
         return false
@@ -91,12 +97,14 @@ public struct URLModelProvider: ModelProvider {
         return directory.appendingPathComponent(sha256).appendingPathComponent(name)
     }
 
+    /// The downloaded file, if it is there.
     public func cachedFiles(for reference: ModelReference) throws -> [URL]? {
         guard case .url(let url, let sha256?) = reference else { return nil }
         let file = try destination(url, sha256: sha256)
         return FileManager.default.fileExists(atPath: file.path) ? [file] : nil
     }
 
+    /// Downloads the file with the same ranged, resumable, verified transfer as Hub files.
     public func pull(_ reference: ModelReference, progress: @escaping @Sendable (DownloadProgress) -> Void) async throws -> [URL] {
         guard case .url(let url, let sha256) = reference else {
             throw HearthError.invalidArgument("\(reference.description) is not a URL.")

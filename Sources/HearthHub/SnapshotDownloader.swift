@@ -51,8 +51,7 @@ public struct SnapshotDownloader: Sendable {
         AsyncThrowingStream { continuation in
             let task = Task {
                 do {
-                    let snapshot = try await download(repo, revision: revision, patterns: patterns) { continuation.yield($0) }
-                    _ = snapshot
+                    try await download(repo, revision: revision, patterns: patterns) { continuation.yield($0) }
                     continuation.finish()
                 } catch {
                     continuation.finish(throwing: error)
@@ -162,7 +161,9 @@ public struct SnapshotDownloader: Sendable {
     private func fetch(_ repo: String, commit: String, file: HubFile, tracker: ProgressTracker) async throws {
         let etag = file.etag!, size = file.size!
         let blob = cache.blobURL(repo, etag: etag)
-        if FileManager.default.fileExists(atPath: blob.path) {
+        let partial = blob.deletingLastPathComponent().appendingPathComponent(etag + ".hearth.incomplete")
+        let ranges = blob.deletingLastPathComponent().appendingPathComponent(etag + ".hearth-ranges.incomplete")
+        if FileManager.default.fileExists(atPath: blob.path), !FileManager.default.fileExists(atPath: partial.path) {
             tracker.add(size, transferred: false)
             return
         }
@@ -172,8 +173,11 @@ public struct SnapshotDownloader: Sendable {
         try FileManager.default.createDirectory(at: blob.deletingLastPathComponent(), withIntermediateDirectories: true)
         let lock = try await FileLock.acquire(cache.lockURL(repo, etag: etag))
         defer { withExtendedLifetime(lock) {} }
-        // Another process may have finished it while this one waited for the lock.
+        // Another process (Hearth, or huggingface_hub with its own partial file) may have
+        // finished it meanwhile; a partial file of Hearth's left from before is then garbage.
         if FileManager.default.fileExists(atPath: blob.path) {
+            try? FileManager.default.removeItem(at: partial)
+            try? FileManager.default.removeItem(at: ranges)
             tracker.add(size, transferred: false)
             return
         }

@@ -248,6 +248,7 @@ extension HubEmulator {
             }
             range = requested
             status = 206
+            if !head { state.withLock { $0.rangeStarts[file.file.path, default: []].append(requested.lowerBound) } }
             headers["Content-Range"] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(file.size)"
         }
         headers["Content-Length"] = String(range.count)

@@ -115,6 +115,7 @@ public final class HubEmulator: Sendable {
         var faults: [Injected] = []
         var served: [String: Int] = [:]
         var requests: [String] = []
+        var rangeStarts: [String: [Int]] = [:]
         var port = 0
         var task: Task<Void, Error>?
     }
@@ -202,11 +203,15 @@ public final class HubEmulator: Sendable {
     /// Every request so far, as `METHOD /path`.
     public var requestLog: [String] { state.withLock { $0.requests } }
 
+    /// Where each ranged GET for the bytes of `path` started, in order.
+    public func rangeStarts(_ path: String) -> [Int] { state.withLock { $0.rangeStarts[path] ?? [] } }
+
     /// Forgets the counters and the log.
     public func resetCounters() {
         state.withLock {
             $0.served.removeAll()
             $0.requests.removeAll()
+            $0.rangeStarts.removeAll()
         }
     }
 
