@@ -5,6 +5,6 @@ struct HearthCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hearth",
         abstract: "Run language models locally.",
-        subcommands: [RunCommand.self, ChatCommand.self, BenchCommand.self, TokenizeCommand.self, InspectCommand.self]
+        subcommands: [RunCommand.self, ChatCommand.self, EmbedCommand.self, BenchCommand.self, TokenizeCommand.self, InspectCommand.self]
     )
 }
