@@ -21,6 +21,11 @@ HK_INLINE HK_AVX2 float hk_half(const void *p) {
     return _cvtsh_ss(h);
 }
 
+// a * b + c rounded once.
+HK_INLINE HK_AVX2 float hk_fma(float a, float b, float c) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+}
+
 HK_INLINE HK_AVX2 __m256i hk_load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 // 16 bytes of packed nibbles to 32 bytes: low nibbles first, then high nibbles (the order of

@@ -33,20 +33,64 @@ HK_INLINE HK_AVX2 int mins_dot(__m128i mn, const int16_t *bsums) {
     return _mm_cvtsi128_si32(v);
 }
 
+// Lane j: min 2j times the sum of its 32 activations plus min 2j + 1 times the sum of its.
+HK_INLINE HK_AVX2 __m128i mins_pairs(__m128i mn, const int16_t *bsums) {
+    const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)bsums),
+                                         _mm_loadu_si128((const __m128i *)(bsums + 8)));
+    return _mm_madd_epi16(pairs, mn);
+}
+
 // int16 lane j of `sc` broadcast to all 16 lanes.
 HK_INLINE HK_AVX2 __m256i spread16(__m256i sc, int j) {
     return _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j)));
 }
 
+// Sum of the eight int32 lanes.
+HK_INLINE HK_AVX2 int hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+// The lane sums of four vectors: lane c of the result is the sum of the lanes of v[c].
+HK_INLINE HK_AVX2 __m128i hsum4_i32(const __m256i *v) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// Where the float rounding happens in a super-block dot product. The integer sums are exact in
+// every order; what differs is which partial sums become floats and how they are accumulated.
+// llama.cpp's x86 CPU backend uses one of these per weight type and batch size, and the outputs
+// match it bit for bit only in the same order.
+enum {
+    // Eight int32 lanes per super-block, each scaled into its own float lane; the lanes are
+    // added at the end (ggml_vec_dot_q*_K_q8_K).
+    K_LANES,
+    // One integer per super-block (scales and mins apart), each accumulated with one fused
+    // multiply-add: the repacked Q4_K kernel for a single column (ggml_gemv_q4_K_8x8_q8_K).
+    K_BLOCKS,
+    // One integer per 64 elements: the repacked Q4_K kernel for columns in fours
+    // (ggml_gemm_q4_K_8x8_q8_K). Needs NC == 4.
+    K_PAIRS,
+    // One integer per super-block (and one for the mins), scaled by the weight scale (the mins
+    // fused in with dmin) and then fused with the activation scale: the tiled kernel llama.cpp
+    // uses for K-quant batches of 8 or more that are not repacked.
+    K_TILED,
+};
+
 // Q4_K and Q5_K (five = 1) row against NC columns (1..4): out[c * out_stride].
-HK_INLINE HK_AVX2 void q45k_cols(const int five, const uint8_t *w, const uint8_t *const *a, const int NC,
-                                 int64_t nb, float *out, size_t out_stride) {
+// Orders: K_LANES, K_BLOCKS, K_PAIRS, K_TILED.
+HK_INLINE HK_AVX2 void q45k_cols(const int five, const int order, const uint8_t *w, const uint8_t *const *a,
+                                 const int NC, int64_t nb, float *out, size_t out_stride) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
     const size_t wb = five ? sizeof(hk_q5_K) : sizeof(hk_q4_K);
     __m256 acc[4];
-    float acc_min[4];
+    float acc_s[4], acc_min[4];
+    __m128 acc4 = _mm_setzero_ps(), acc_min4 = _mm_setzero_ps();
     for (int c = 0; c < NC; c++) {
         acc[c] = _mm256_setzero_ps();
+        acc_s[c] = 0;
         acc_min[c] = 0;
     }
     for (int64_t i = 0; i < nb; i++) {
@@ -57,6 +101,9 @@ HK_INLINE HK_AVX2 void q45k_cols(const int five, const uint8_t *w, const uint8_t
         __m256i sc;
         __m128i mn;
         scales_mins(x4->scales, &sc, &mn);
+        const float d = hk_half(&x4->d), dmin = hk_half(&x4->dmin);
+        __m128 dd4 = _mm_setzero_ps();
+        if (order == K_PAIRS) dd4 = _mm_mul_ps(_mm_set1_ps(d), _mm_setr_ps(y[0]->d, y[1]->d, y[2]->d, y[3]->d));
         const uint8_t *qs = five ? x5->qs : x4->qs;
         // Bit 2j of qh[l] is the fifth bit of element 64j + l, bit 2j+1 that of 64j + 32 + l;
         // shifting right by 2 per chunk brings them to bits 0 and 1.
@@ -73,25 +120,54 @@ HK_INLINE HK_AVX2 void q45k_cols(const int five, const uint8_t *w, const uint8_t
                 h = _mm256_srli_epi16(h, 2);
             }
             const __m256i s0 = spread16(sc, 2 * j), s1 = spread16(sc, 2 * j + 1);
+            __m256i part[4];
             for (int c = 0; c < NC; c++) {
                 const __m256i p0 = _mm256_maddubs_epi16(lo, hk_load256(y[c]->qs + 64 * j));
                 const __m256i p1 = _mm256_maddubs_epi16(hi, hk_load256(y[c]->qs + 64 * j + 32));
-                sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1)));
+                part[c] = _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1));
+                if (order != K_PAIRS) sumi[c] = _mm256_add_epi32(sumi[c], part[c]);
             }
+            if (order == K_PAIRS) acc4 = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_i32(part)), dd4, acc4);
         }
-        const float d = hk_half(&x4->d), dmin = hk_half(&x4->dmin);
+        if (order == K_PAIRS) {
+            // Min terms per 64 elements too: lane j of mins_pairs is the pair 2j, 2j + 1.
+            __m128 m[4];
+            for (int c = 0; c < 4; c++) m[c] = _mm_castsi128_ps(mins_pairs(mn, y[c]->bsums));
+            _MM_TRANSPOSE4_PS(m[0], m[1], m[2], m[3]);
+            const __m128 dm4 = _mm_mul_ps(_mm_set1_ps(dmin), _mm_setr_ps(y[0]->d, y[1]->d, y[2]->d, y[3]->d));
+            for (int j = 0; j < 4; j++) acc_min4 = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_castps_si128(m[j])), dm4, acc_min4);
+            continue;
+        }
         for (int c = 0; c < NC; c++) {
             const float dy = y[c]->d;
-            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dy * d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
-            acc_min[c] += dy * dmin * (float)mins_dot(mn, y[c]->bsums);
+            if (order == K_BLOCKS) {
+                acc_s[c] = hk_fma((float)hsum_i32(sumi[c]), d * dy, acc_s[c]);
+                acc_min[c] = hk_fma((float)mins_dot(mn, y[c]->bsums), dmin * dy, acc_min[c]);
+            } else if (order == K_TILED) {
+                const float r = d * (float)hsum_i32(sumi[c]);
+                acc_s[c] = hk_fma(hk_fma(-dmin, (float)mins_dot(mn, y[c]->bsums), r), dy, acc_s[c]);
+            } else {
+                acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dy * d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+                acc_min[c] = hk_fma(dy * dmin, (float)mins_dot(mn, y[c]->bsums), acc_min[c]);
+            }
         }
     }
-    for (int c = 0; c < NC; c++) out[(size_t)c * out_stride] = hk_hsum(acc[c]) - acc_min[c];
+    if (order == K_PAIRS) {
+        float s[4], m[4];
+        _mm_storeu_ps(s, acc4);
+        _mm_storeu_ps(m, acc_min4);
+        for (int c = 0; c < 4; c++) out[(size_t)c * out_stride] = s[c] - m[c];
+        return;
+    }
+    for (int c = 0; c < NC; c++) {
+        out[(size_t)c * out_stride] = order == K_TILED ? acc_s[c]
+                                    : order == K_BLOCKS ? acc_s[c] - acc_min[c] : hk_hsum(acc[c]) - acc_min[c];
+    }
 }
 
-// Q6_K row against NC columns (1..4).
-HK_INLINE HK_AVX2 void q6k_cols(const uint8_t *w, const uint8_t *const *a, const int NC, int64_t nb,
-                                float *out, size_t out_stride) {
+// Q6_K row against NC columns (1..4). Orders: K_LANES, K_TILED.
+HK_INLINE HK_AVX2 void q6k_cols(const int order, const uint8_t *w, const uint8_t *const *a, const int NC,
+                                int64_t nb, float *out, size_t out_stride) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
     // Spread int16 scale pair k of a 128-bit lane: scale 2k over the low lane, 2k+1 the high.
     const __m256i pick[4] = {
@@ -101,10 +177,10 @@ HK_INLINE HK_AVX2 void q6k_cols(const uint8_t *w, const uint8_t *const *a, const
         _mm256_setr_epi8(12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15),
     };
     __m256 acc[4];
-    float acc_offset[4];
+    float acc_s[4];
     for (int c = 0; c < NC; c++) {
         acc[c] = _mm256_setzero_ps();
-        acc_offset[c] = 0;
+        acc_s[c] = 0;
     }
     for (int64_t i = 0; i < nb; i++) {
         const hk_q6_K *x = (const hk_q6_K *)w + i;
@@ -134,26 +210,48 @@ HK_INLINE HK_AVX2 void q6k_cols(const uint8_t *w, const uint8_t *const *a, const
         const float dx = hk_half(&x->d);
         const __m256i sc_all = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
         for (int c = 0; c < NC; c++) {
-            // The -32 of every quant: 32 * sum over groups of scale * (sum of 16 activations).
-            const __m256i o = _mm256_madd_epi16(sc_all, hk_load256(y[c]->bsums));
-            __m128i o4 = _mm_add_epi32(_mm256_castsi256_si128(o), _mm256_extracti128_si256(o, 1));
-            o4 = _mm_add_epi32(o4, _mm_shuffle_epi32(o4, 0x4E));
-            o4 = _mm_add_epi32(o4, _mm_shuffle_epi32(o4, 0xB1));
-            const int offset = _mm_cvtsi128_si32(o4);
-            const float d = y[c]->d * dx;
-            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
-            acc_offset[c] += d * (float)(32 * offset);
+            // The -32 of every quant: lane k takes 32 * (scale * sum of 16 activations) of the
+            // groups 2k and 2k + 1, and is subtracted lane by lane before the lanes become floats.
+            const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc_all, hk_load256(y[c]->bsums)), 5);
+            const __m256i lanes = _mm256_sub_epi32(sumi[c], offset);
+            if (order == K_TILED) {
+                acc_s[c] = hk_fma(dx * (float)hsum_i32(lanes), y[c]->d, acc_s[c]);
+            } else {
+                acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c]->d * dx), _mm256_cvtepi32_ps(lanes), acc[c]);
+            }
         }
     }
-    for (int c = 0; c < NC; c++) out[(size_t)c * out_stride] = hk_hsum(acc[c]) - acc_offset[c];
+    for (int c = 0; c < NC; c++) out[(size_t)c * out_stride] = order == K_TILED ? acc_s[c] : hk_hsum(acc[c]);
 }
 
 enum { K_Q4, K_Q5, K_Q6 };
 
-HK_INLINE HK_AVX2 void k_cols(const int kind, const uint8_t *w, const uint8_t *const *a, const int NC, int64_t nb,
-                              float *out, size_t out_stride) {
-    if (kind == K_Q6) q6k_cols(w, a, NC, nb, out, out_stride);
-    else q45k_cols(kind == K_Q5, w, a, NC, nb, out, out_stride);
+// The order llama.cpp sums in for `kind`, for one column or for a batch of `cols` columns
+// (0 for a lone dot product or a matrix-vector product):
+//   Q4_K is repacked (AVX2 has block_q4_Kx8): full groups of 4 columns take the gemm order,
+//        the remaining cols % 4 the gemv order;
+//   Q5_K and Q6_K batches of 8 or more take the tiled kernel, smaller ones and lone columns
+//   ggml_vec_dot_q*_K_q8_K.
+HK_INLINE int k_order(const int kind, const int NC, const int64_t cols) {
+    if (kind == K_Q4) return NC == 4 ? K_PAIRS : K_BLOCKS;
+    return cols >= 8 ? K_TILED : K_LANES;
+}
+
+HK_INLINE HK_AVX2 void k_cols(const int kind, const int order, const uint8_t *w, const uint8_t *const *a,
+                              const int NC, int64_t nb, float *out, size_t out_stride) {
+    if (kind == K_Q6) q6k_cols(order, w, a, NC, nb, out, out_stride);
+    else q45k_cols(kind == K_Q5, order, w, a, NC, nb, out, out_stride);
+}
+
+// One row against NC columns, with the order fixed at compile time in each branch.
+HK_INLINE HK_AVX2 void k_cols_n(const int kind, const int NC, const int64_t cols, const uint8_t *w,
+                                const uint8_t *const *a, int64_t nb, float *out, size_t out_stride) {
+    switch (k_order(kind, NC, cols)) {
+    case K_BLOCKS: k_cols(kind, K_BLOCKS, w, a, NC, nb, out, out_stride); break;
+    case K_PAIRS: k_cols(kind, K_PAIRS, w, a, 4, nb, out, out_stride); break;
+    case K_TILED: k_cols(kind, K_TILED, w, a, NC, nb, out, out_stride); break;
+    default: k_cols(kind, K_LANES, w, a, NC, nb, out, out_stride); break;
+    }
 }
 
 // Rows in chunks that stay in L1 while each group of 4 columns passes over them.
@@ -171,10 +269,10 @@ HK_INLINE HK_AVX2 void k_matmul(const int kind, const uint8_t *w, size_t row_byt
             for (int64_t r = r0; r < r1; r++) {
                 const uint8_t *wr = w + (size_t)r * row_bytes;
                 switch (nc) {
-                case 4: k_cols(kind, wr, ap, 4, nb, o + r, out_stride); break;
-                case 3: k_cols(kind, wr, ap, 3, nb, o + r, out_stride); break;
-                case 2: k_cols(kind, wr, ap, 2, nb, o + r, out_stride); break;
-                default: k_cols(kind, wr, ap, 1, nb, o + r, out_stride); break;
+                case 4: k_cols_n(kind, 4, cols, wr, ap, nb, o + r, out_stride); break;
+                case 3: k_cols_n(kind, 3, cols, wr, ap, nb, o + r, out_stride); break;
+                case 2: k_cols_n(kind, 2, cols, wr, ap, nb, o + r, out_stride); break;
+                default: k_cols_n(kind, 1, cols, wr, ap, nb, o + r, out_stride); break;
                 }
             }
         }
@@ -185,7 +283,7 @@ HK_INLINE HK_AVX2 void k_matmul(const int kind, const uint8_t *w, size_t row_byt
     HK_AVX2 float hk_avx2_dot_##name(const void *w, const void *a, int64_t n) {                   \
         const uint8_t *cols[1] = {a};                                                             \
         float out;                                                                                \
-        k_cols(kind, w, cols, 1, n / QK_K, &out, 0);                                              \
+        k_cols_n(kind, 1, 0, w, cols, n / QK_K, &out, 0);                                         \
         return out;                                                                               \
     }                                                                                             \
     HK_AVX2 void hk_avx2_matmul_##name(const uint8_t *w, size_t rb, int64_t rows,                 \

@@ -120,6 +120,7 @@ public final class ChatSession: Sendable {
                 let system = store.system.map { [ChatMessage(role: .system, content: $0)] } ?? []
                 return (system + store.messages, options ?? store.options, store.overflowPolicy)
             }
+            let question = prompt.last
             var text = ""
             var finish: GenerationChunk?
             for try await chunk in context.stream(.chat(prompt), options: turnOptions, overflow: policy) {
@@ -129,6 +130,8 @@ public final class ChatSession: Sendable {
             }
             if let finish, finish.finishReason == .stop || finish.finishReason == .length {
                 store.withLock {
+                    // A reset while the answer was written leaves nothing for it to answer.
+                    guard $0.messages.last == question else { return }
                     $0.messages.append(ChatMessage(role: .assistant, content: text))
                     $0.lastStatistics = finish.statistics
                 }

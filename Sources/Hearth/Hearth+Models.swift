@@ -26,19 +26,25 @@ extension Hearth {
         return try ModelReference.parse(name)
     }
 
-    /// The model file `name` stands for if it is on disk (never uses the network); nil when it
-    /// has to be pulled.
-    public func cachedModelFile(_ name: String) throws -> URL? {
+    /// Where the model `name` stands for is on disk, never using the network: its GGUF file,
+    /// or the snapshot folder of a repository without one (a sentence-transformers model); nil
+    /// when it has to be pulled.
+    public func cachedModel(_ name: String) throws -> URL? {
         let reference = try reference(name)
         if case .path(let path) = reference {
             guard FileManager.default.fileExists(atPath: path) else { throw HearthError.fileNotFound(path: path) }
             return URL(fileURLWithPath: path)
         }
-        guard let files = try provider(for: reference).cachedFiles(for: reference), let first = files.first else { return nil }
-        return try modelFile(first, name: name)
+        return try provider(for: reference).cachedFiles(for: reference)?.first
     }
 
-    /// Pulls `name` into the cache, reporting progress, and returns its model file.
+    /// The GGUF file `name` stands for if it is on disk; nil when it has to be pulled.
+    public func cachedModelFile(_ name: String) throws -> URL? {
+        try cachedModel(name).map { try ggufFile($0, name: name) }
+    }
+
+    /// Pulls `name` into the cache, reporting progress, and returns where it is: its GGUF file,
+    /// or the snapshot folder of a repository without one.
     @discardableResult
     public func pull(_ name: String, progress: @escaping @Sendable (DownloadProgress) -> Void) async throws -> URL {
         let reference = try reference(name)
@@ -48,7 +54,20 @@ extension Hearth {
         }
         let files = try await provider(for: reference).pull(reference, progress: progress)
         guard let first = files.first else { throw HearthError.modelNotFound(name: name) }
-        return try modelFile(first, name: name)
+        return first
+    }
+
+    /// The model on disk, pulled first when missing and allowed (never offline).
+    func localModel(_ name: String, pullIfMissing: Bool) async throws -> URL {
+        if let local = try cachedModel(name) { return local }
+        if configuration.hub.offline { throw HearthError.offlineNotCached(name: name) }
+        guard pullIfMissing else { throw HearthError.modelNotFound(name: name) }
+        return try await pull(name) { _ in }
+    }
+
+    /// Notes the use of a Hub model in the cache's bookkeeping.
+    func markUsed(_ name: String) {
+        if case .hub(let repo, _, _)? = try? reference(name) { CacheUsage(cache: cache).markUsed(repo) }
     }
 
     /// Pulls `name` into the cache; the sequence reports progress and ends with phase `.done`.
@@ -73,11 +92,11 @@ extension Hearth {
         return provider
     }
 
-    /// A GGUF file, or for a snapshot folder the GGUF file in it.
-    private func modelFile(_ url: URL, name: String) throws -> URL {
+    /// `url` if it is a file; a folder means a repository without a GGUF file.
+    func ggufFile(_ url: URL, name: String) throws -> URL {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { throw HearthError.modelNotFound(name: name) }
         guard isDirectory.boolValue else { return url }
-        throw HearthError.unsupportedModel(reason: "\(name) has no GGUF file (Hearth loads GGUF models; look for a -GGUF repository)")
+        throw HearthError.unsupportedModel(reason: "\(name) has no GGUF file (language models load from GGUF; look for a -GGUF repository)")
     }
 }

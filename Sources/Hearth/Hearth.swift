@@ -63,17 +63,8 @@ public struct Hearth: Sendable {
     /// A model that is not on disk is pulled first unless `pullIfMissing` is false (and never
     /// in offline mode). Checks that the weights and the KV cache fit in memory.
     public func loadModel(_ name: String, contextLength: Int? = nil, pullIfMissing: Bool = true) async throws -> LocalModel {
-        let path: String
-        if let local = try cachedModelFile(name) {
-            path = local.path
-        } else if pullIfMissing, !configuration.hub.offline {
-            path = try await pull(name) { _ in }.path
-        } else if configuration.hub.offline {
-            throw HearthError.offlineNotCached(name: name)
-        } else {
-            throw HearthError.modelNotFound(name: name)
-        }
-        if case .hub(let repo, _, _)? = try? reference(name) { CacheUsage(cache: cache).markUsed(repo) }
+        let path = try ggufFile(try await localModel(name, pullIfMissing: pullIfMissing), name: name).path
+        markUsed(name)
         return try LocalModel(path: path, name: name, threads: configuration.threads,
                               contextLength: contextLength ?? configuration.contextLength,
                               memoryLimit: configuration.memoryLimit)

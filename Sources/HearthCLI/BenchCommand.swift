@@ -118,16 +118,12 @@ struct BenchCommand: AsyncParsableCommand {
                 for (test, body) in tests {
                     _ = try body()
                     let samples = try (0..<repetitions).map { _ in try body() }
-                    let mean = samples.reduce(0, +) / Double(samples.count)
-                    let variance = samples.count > 1
-                        ? samples.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(samples.count - 1) : 0
+                    let (mean, deviation) = Self.meanAndDeviation(samples)
                     let row = Result(model: name, sizeBytes: model.gguf.fileSize, parameters: parameters, threads: threadCount,
-                                     test: test, tokensPerSecond: mean, standardDeviation: variance.squareRoot(), samples: samples)
+                                     test: test, tokensPerSecond: mean, standardDeviation: deviation, samples: samples)
                     rows.append(row)
                     if json {
-                        let encoder = JSONEncoder()
-                        encoder.outputFormatting = [.sortedKeys]
-                        print(String(decoding: try encoder.encode(row), as: UTF8.self))
+                        try Self.printJSONLine(row)
                     } else {
                         let speed = String(format: "%.2f ± %.2f", mean, row.standardDeviation)
                         let params = String(format: "%.2f M", Double(parameters) / 1e6)
@@ -191,16 +187,12 @@ struct BenchCommand: AsyncParsableCommand {
             }
             for turn in samples.indices {
                 let values = samples[turn]
-                let mean = values.reduce(0, +) / Double(values.count)
-                let variance = values.count > 1
-                    ? values.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(values.count - 1) : 0
+                let (mean, deviation) = Self.meanAndDeviation(values)
                 let row = ChatResult(model: loaded.name, threads: threadCount, turn: turn + 1,
                                      promptTokens: usage[turn].promptTokens, cachedPromptTokens: usage[turn].cachedPromptTokens,
-                                     timeToFirstTokenMilliseconds: mean, standardDeviation: variance.squareRoot(), samples: values)
+                                     timeToFirstTokenMilliseconds: mean, standardDeviation: deviation, samples: values)
                 if json {
-                    let encoder = JSONEncoder()
-                    encoder.outputFormatting = [.sortedKeys]
-                    print(String(decoding: try encoder.encode(row), as: UTF8.self))
+                    try Self.printJSONLine(row)
                 } else {
                     print("| \(pad(String(threadCount), 7, right: true)) | \(pad(String(turn + 1), 4, right: true)) | "
                           + "\(pad(String(row.promptTokens), 13, right: true)) | \(pad(String(row.cachedPromptTokens), 6, right: true)) | "
@@ -209,6 +201,20 @@ struct BenchCommand: AsyncParsableCommand {
                 }
             }
         }
+    }
+
+    /// Mean and sample standard deviation (0 for a single sample).
+    static func meanAndDeviation(_ samples: [Double]) -> (Double, Double) {
+        let mean = samples.reduce(0, +) / Double(samples.count)
+        let variance = samples.count > 1
+            ? samples.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(samples.count - 1) : 0
+        return (mean, variance.squareRoot())
+    }
+
+    static func printJSONLine(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
     private func pad(_ text: String, _ width: Int, right: Bool = false) -> String {

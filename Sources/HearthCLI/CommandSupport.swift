@@ -78,17 +78,7 @@ struct ModelOptions: ParsableArguments {
     /// or at once with --yes.
     func load() async throws -> LocalModel {
         let hearth = Hearth(configuration: .init(threads: threads, contextLength: contextLength))
-        if try hearth.cachedModelFile(model) == nil {
-            if hearth.configuration.hub.offline { throw HearthError.offlineNotCached(name: model) }
-            if !yes {
-                guard isatty(STDIN_FILENO) != 0 else {
-                    throw HearthError.invalidArgument("\(model) is not in the cache: pull it with `hearth pull \(model)`, or pass --yes.")
-                }
-                guard confirm("\(model) is not in the cache. Pull it now?", defaultYes: true) else { throw ExitCode(1) }
-            }
-            let printer = ProgressPrinter(json: false)
-            try await hearth.pull(model) { printer.report($0) }
-        }
+        try await pullIfMissing(model, hearth: hearth, yes: yes)
         return try await hearth.loadModel(model, pullIfMissing: false)
     }
 }
@@ -164,4 +154,19 @@ func statisticsLine(_ stats: GenerationStatistics) -> String {
                    stats.promptTokensPerSecond, stats.completionTokens, stats.tokensPerSecond,
                    stats.timeToFirstToken * 1000)
     return line
+}
+
+/// Pulls `name` if it is not on disk: at once with `yes`, after asking on a terminal, and not
+/// at all otherwise (the error says how).
+func pullIfMissing(_ name: String, hearth: Hearth, yes: Bool) async throws {
+    guard try hearth.cachedModel(name) == nil else { return }
+    if hearth.configuration.hub.offline { throw HearthError.offlineNotCached(name: name) }
+    if !yes {
+        guard isatty(STDIN_FILENO) != 0 else {
+            throw HearthError.invalidArgument("\(name) is not in the cache: pull it with `hearth pull \(name)`, or pass --yes.")
+        }
+        guard confirm("\(name) is not in the cache. Pull it now?", defaultYes: true) else { throw ExitCode(1) }
+    }
+    let printer = ProgressPrinter(json: false)
+    try await hearth.pull(name) { printer.report($0) }
 }

@@ -55,13 +55,17 @@ public struct HubModelProvider: ModelProvider {
         let patterns: [String]
         do {
             let info = try await downloader.client.modelInfo(repo, revision: revision)
-            patterns = try QuantizationPicker.pick(info.files, quantization: quantization).map(\.path)
+            let picked = try QuantizationPicker.pick(info.files, quantization: quantization).map(\.path)
+            // Without GGUF files the whole repository is the model, less what a curated entry
+            // says is not needed (other formats of the same weights).
+            patterns = picked.isEmpty ? ModelRegistry.curated.entry(repo: repo)?.patterns ?? [] : picked
         } catch let error as HearthError where error.isRetryable {
             if let files = try cachedFiles(for: reference) { return files }
             throw error
         }
         let snapshot = try await downloader.download(repo, revision: revision, patterns: patterns, progress: progress)
-        return patterns.isEmpty ? [snapshot.url] : patterns.map { snapshot.url(of: $0) }
+        let ggufs = snapshot.files.filter { $0.lowercased().hasSuffix(".gguf") }
+        return ggufs.isEmpty ? [snapshot.url] : ggufs.map { snapshot.url(of: $0) }
     }
 }
 

@@ -22,6 +22,9 @@ public struct ModelRegistry: Sendable {
         public var contextLength: Int
         /// One line about it.
         public var summary: String
+        /// The files to pull from a repository without GGUF files (fnmatch patterns; empty:
+        /// all of them).
+        public var patterns: [String] = []
     }
 
     /// The entries, by alias.
@@ -51,8 +54,9 @@ public struct ModelRegistry: Sendable {
         Entry(alias: "gemma3", repo: "ggml-org/gemma-3-270m-it-GGUF", revision: "main", recommendedQuantization: "Q8_0",
               capabilities: ["chat", "completion"], parameters: "270M", downloadSize: 292_000_000, contextLength: 32768,
               summary: "Gemma 3 270M instruction-tuned (gemma3 architecture); accept Google's license on its model page."),
-        Entry(alias: "all-minilm", repo: "second-state/All-MiniLM-L6-v2-Embedding-GGUF", revision: "main", recommendedQuantization: "Q8_0",
-              capabilities: ["embedding"], parameters: "22M", downloadSize: 25_000_000, contextLength: 512,
-              summary: "all-MiniLM-L6-v2 sentence embeddings, 384 dimensions (bert architecture)."),
+        Entry(alias: "all-minilm", repo: "sentence-transformers/all-MiniLM-L6-v2", revision: "main", recommendedQuantization: nil,
+              capabilities: ["embedding"], parameters: "22M", downloadSize: 91_000_000, contextLength: 256,
+              summary: "all-MiniLM-L6-v2 sentence embeddings, 384 dimensions (BERT, safetensors).",
+              patterns: ["*.json", "model.safetensors", "vocab.txt"]),
     ])
 }

@@ -327,6 +327,120 @@ public enum KernelReference {
         }
     }
 
+    /// Where a super-block dot product rounds to float. Its integer sums are exact in any
+    /// order; the float result depends on which partial sums are converted and how they are
+    /// accumulated. llama.cpp's x86 CPU backend (AVX2) uses one of these per weight type and
+    /// batch size, and the AVX2 kernels reproduce it (see `RowKernel.matMul`).
+    public enum SummationOrder: Sendable, CaseIterable {
+        /// Q5_K and Q6_K, ggml_vec_dot_q*_K_q8_K: eight int32 lanes per super-block, lane m
+        /// holding elements 4m..<4m+4 of every 32 (for Q6_K less 32 * scale * activation sum of
+        /// the groups 2m and 2m + 1), each fused into its own float lane with d_a * d_w; the
+        /// lanes are added at the end, ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)). Q5_K's mins
+        /// are one integer per super-block fused into a separate total with d_a * dmin_w, and
+        /// subtracted last.
+        case lanes
+        /// Q4_K repacked, one column (ggml_gemv_q4_K_8x8_q8_K): one integer per super-block
+        /// for the scales and one for the mins, each fused into its own float accumulator with
+        /// d_w * d_a and dmin_w * d_a; the result is their difference.
+        case blocks
+        /// Q4_K repacked, columns in fours (ggml_gemm_q4_K_8x8_q8_K): like `blocks`, with one
+        /// integer (and one fused multiply-add) per 64 elements instead of per super-block.
+        case pairs
+        /// Q5_K and Q6_K batches of 8 or more (the tiled kernel): one integer per super-block
+        /// multiplied by d_w, less dmin_w times the mins' integer (fused), then fused into the
+        /// accumulator with d_a.
+        case tiled
+
+        /// The weight types this order is defined for.
+        public var weightTypes: [GGMLType] {
+            switch self {
+            case .lanes, .tiled: return [.q5_K, .q6_K]
+            case .blocks, .pairs: return [.q4_K]
+            }
+        }
+    }
+
+    /// `dot` summed in `order`, rounding exactly where llama.cpp's kernel does; the weight type
+    /// must be one of `order.weightTypes`.
+    public static func dot(_ weightType: GGMLType, _ w: UnsafeRawPointer, _ a: UnsafeRawPointer, count: Int,
+                           order: SummationOrder) throws -> Float {
+        guard order.weightTypes.contains(weightType) else {
+            throw HearthError.invalidArgument("summation order \(order) is not defined for \(weightType.name)")
+        }
+        guard count % 256 == 0 else {
+            throw HearthError.invalidArgument("\(count) is not a whole number of \(weightType.name) blocks")
+        }
+        var lanes = [Float](repeating: 0, count: 8)
+        var acc: Float = 0, accMin: Float = 0
+        for i in 0..<count / 256 {
+            let yb = (a + i * GGMLType.q8_K.blockBytes).loadUnaligned(as: Q8_KBlock.self)
+            let qy = tupleBytes(yb.qs).map { Int(Int8(bitPattern: $0)) }
+            let bsums: [Int] = withUnsafeBytes(of: yb.bsums) { raw in
+                (0..<16).map { Int(raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self)) }
+            }
+            // Per element: scale, quant (unsigned), and the offset folded into the integer sum.
+            let d: Float, dmin: Float, qx: [Int], scale: [Int], mins: [Int]
+            let wb = w + i * weightType.blockBytes
+            if weightType == .q6_K {
+                let b = wb.loadUnaligned(as: Q6_KBlock.self)
+                let sc = tupleBytes(b.scales).map { Int(Int8(bitPattern: $0)) }
+                (d, dmin, qx, mins) = (b.d.float, 0, q6KQuants(b), [])
+                scale = (0..<256).map { sc[$0 / 16] }
+            } else {
+                let (bd, bmin, packed, q) = weightType == .q4_K
+                    ? { let b = wb.loadUnaligned(as: Q4_KBlock.self); return (b.d, b.dmin, tupleBytes(b.scales), q4KQuants(b)) }()
+                    : { let b = wb.loadUnaligned(as: Q5_KBlock.self); return (b.d, b.dmin, tupleBytes(b.scales), q5KQuants(b)) }()
+                (d, dmin, qx) = (bd.float, bmin.float, q)
+                scale = (0..<256).map { scaleMinK4($0 / 32, packed).0 }
+                mins = (0..<8).map { scaleMinK4($0, packed).1 }
+            }
+            // Integer sums over elements `range`, and of the mins of the 32-element sub-blocks in it.
+            func sums(_ range: Range<Int>) -> (Int, Int) {
+                var sumi = 0
+                for l in range { sumi += scale[l] * (weightType == .q6_K ? qx[l] - 32 : qx[l]) * qy[l] }
+                var summ = 0
+                if weightType != .q6_K {
+                    for j in range.lowerBound / 32..<range.upperBound / 32 { summ += mins[j] * (bsums[2 * j] + bsums[2 * j + 1]) }
+                }
+                return (sumi, summ)
+            }
+            switch order {
+            case .lanes:
+                for m in 0..<8 {
+                    var lane = 0
+                    if weightType == .q6_K {
+                        let offset: Int = scale[32 * m] * bsums[2 * m] + scale[32 * m + 16] * bsums[2 * m + 1]
+                        lane = -32 * offset
+                    }
+                    for chunk in 0..<8 {
+                        let first = 32 * chunk + 4 * m
+                        for l in first..<first + 4 { lane += scale[l] * qx[l] * qy[l] }
+                    }
+                    lanes[m] = lanes[m].addingProduct(yb.d * d, Float(lane))
+                }
+                accMin = accMin.addingProduct(yb.d * dmin, Float(sums(0..<256).1))
+            case .tiled:
+                let (sumi, summ) = sums(0..<256)
+                acc = acc.addingProduct((d * Float(sumi)).addingProduct(-dmin, Float(summ)), yb.d)
+            case .blocks, .pairs:
+                let step = order == .pairs ? 64 : 256
+                for first in stride(from: 0, to: 256, by: step) {
+                    let (sumi, summ) = sums(first..<first + step)
+                    acc = acc.addingProduct(Float(sumi), d * yb.d)
+                    accMin = accMin.addingProduct(Float(summ), dmin * yb.d)
+                }
+            }
+        }
+        switch order {
+        case .lanes:
+            let even: Float = (lanes[0] + lanes[4]) + (lanes[2] + lanes[6])
+            let odd: Float = (lanes[1] + lanes[5]) + (lanes[3] + lanes[7])
+            return (even + odd) - accMin
+        case .tiled: return acc
+        case .blocks, .pairs: return acc - accMin
+        }
+    }
+
     /// Signed quants (or unsigned ones plus a minimum), scale and minimum of a 32-element block.
     private static func block32Quants(_ type: GGMLType, _ p: UnsafeRawPointer) -> ([Int], Float, Float) {
         switch type {

@@ -91,6 +91,10 @@ public struct RowKernel: Sendable {
     /// Matrix-matrix: for each r in rows and c in 0..<columns,
     /// output[c * outputStride + r] = dot(weight row r, activation column c), where column c
     /// starts at activations + c * activationStride (bytes). Output is indexed by absolute row r.
+    ///
+    /// Pass every column of a batch in one call (split only the rows): on AVX2, Q4_K and Q6_K
+    /// sum a batch in the order llama.cpp's CPU backend uses for a batch of that size, which can
+    /// differ from `dot` in the last bits (`KernelReference.SummationOrder`).
     public func matMul(weights: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>,
                        activations: UnsafeRawPointer, activationStride: Int, columns: Int, count: Int,
                        output: UnsafeMutablePointer<Float>, outputStride: Int) {

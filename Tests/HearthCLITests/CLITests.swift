@@ -102,6 +102,22 @@ struct CLITests {
         #expect(first.output == second.output)
     }
 
+    @Test("embed prints one vector per text, or JSON")
+    func embed() throws {
+        let model = try TestFiles.model("all-MiniLM-L6-v2")
+        let plain = try Hearth.run(["embed", model, "Hello world", "Goodbye", "-t", "2"])
+        #expect(plain.status == 0)
+        let lines = plain.output.split(separator: "\n")
+        #expect(lines.count == 2)
+        let vector = try JSONDecoder().decode([Float].self, from: Data(lines[0].utf8))
+        #expect(vector.count == 384)
+        #expect(abs(vector[0] - -0.03447727) < 1e-4)
+        let json = try Hearth.run(["embed", model, "Hello world", "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+        #expect(object?["dimensions"] as? Int == 384)
+        #expect((object?["embeddings"] as? [Any])?.count == 1)
+    }
+
     @Test func benchPrintsATable() throws {
         let result = try Hearth.run(["bench", TestFiles.model(TestFiles.smolLM2), "-p", "16", "-n", "8", "-r", "1", "-t", "1"])
         #expect(result.status == 0)

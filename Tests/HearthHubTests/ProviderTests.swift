@@ -85,3 +85,34 @@ struct ProviderTests {
         #expect(list.outputText.contains("just now"))
     }
 }
+
+@Suite("Embedding models from the Hub")
+struct EmbedderPullTests {
+    @Test("hearth embed all-minilm pulls the sentence-transformers files it needs, and no other format")
+    func embedAlias() async throws {
+        let folder = try TestFiles.modelURL("all-MiniLM-L6-v2")
+        let names = ["config.json", "config_sentence_transformers.json", "model.safetensors", "modules.json", "sentence_bert_config.json",
+                     "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "1_Pooling/config.json"]
+        var files = try names.map { name -> HubEmulator.File in
+            let data = try Data(contentsOf: folder.appendingPathComponent(name))
+            return HubEmulator.File(name, data, lfs: name.hasSuffix(".safetensors"))
+        }
+        files.append(.init("onnx/model.onnx", testBytes(300_000, seed: 61)))
+        let repo = HubEmulator.Repo("sentence-transformers/all-MiniLM-L6-v2", files: files, pipelineTag: "sentence-similarity")
+        let hub = try await HubFixture([repo])
+        defer { Task { await hub.stop() } }
+        let embed = try Child(HearthBinary.url, ["embed", "all-minilm", "a cat sat on the mat", "--yes"], environment: childEnvironment(hub),
+                              directory: hub.directory)
+        #expect(await embed.wait() == 0, "\(embed.errorText)")
+        let vector = try JSONSerialization.jsonObject(with: Data(embed.outputText.utf8)) as? [Double]
+        #expect(vector?.count == 384)
+        #expect(hub.emulator.bytesServed("onnx/model.onnx") == 0)
+        #expect(hub.emulator.bytesServed("model.safetensors") > 0)
+
+        // Loaded again from the cache, offline.
+        let offline = Hearth(configuration: .init(hub: hub.environment(offline: true)))
+        let embedder = try await offline.loadEmbedder("all-minilm")
+        #expect(embedder.dimensions == 384)
+        await #expect(throws: HearthError.self) { _ = try await offline.loadModel("all-minilm") }
+    }
+}

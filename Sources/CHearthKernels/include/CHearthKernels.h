@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include "hk_attention.h"
 #include "hk_activations.h"
+#include "hk_gemm.h"
 
 // C kernels behind HearthKernels. Type arguments are GGML type numbers (GGMLType.rawValue).
 // Every function takes an instruction-set path `isa` so that callers (and tests) can run the

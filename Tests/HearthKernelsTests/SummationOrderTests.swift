@@ -1,0 +1,88 @@
+import HearthTestSupport
+import HearthFormats
+import HearthKernels
+import Testing
+
+/// The order llama.cpp's AVX2 build sums column `column` of a batch of `columns` in, where the
+/// AVX2 matMul follows it and it is not the order of a lone dot product; nil elsewhere.
+/// Q4_K weights are repacked (block_q4_Kx8): the first columns - columns % 4 take the gemm
+/// kernel, the rest the gemv kernel, which is also what a dot product does. Q5_K and Q6_K
+/// batches of 8 or more take the tiled kernel.
+func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: Int) -> KernelReference.SummationOrder? {
+    guard path.description == "avx2" else { return nil }
+    switch type {
+    case .q4_K: return column < columns - columns % 4 ? .pairs : nil
+    case .q5_K, .q6_K: return columns >= 8 ? .tiled : nil
+    default: return nil
+    }
+}
+
+/// The AVX2 K-quant kernels round where llama.cpp's x86 kernels round, so that greedy decoding
+/// follows llama.cpp through near-ties; `KernelReference.dot(_:_:_:count:order:)` is their
+/// scalar twin.
+@Suite struct SummationOrderTests {
+    static let avx2 = KernelPath.best.description == "avx2"
+
+    /// Each order is a faithful dot product: close to the exact reference.
+    @Test(arguments: KernelReference.SummationOrder.allCases)
+    func ordersAreDotProducts(_ order: KernelReference.SummationOrder) throws {
+        for type in order.weightTypes {
+            try orderIsDotProduct(order, type)
+        }
+        #expect(throws: HearthError.self) {
+            let type: GGMLType = order.weightTypes.contains(.q4_K) ? .q6_K : .q4_K
+            let t = try DotCase(type, path: .portable, count: 256, rows: 1, seed: 1)
+            _ = try t.reference(row: 0, column: 0, order: order)
+        }
+    }
+
+    private func orderIsDotProduct(_ order: KernelReference.SummationOrder, _ type: GGMLType) throws {
+        for (i, count) in testCounts(type).enumerated() {
+            let t = try DotCase(type, path: .portable, count: count, rows: 4, seed: 300 + UInt64(i))
+            for r in 0..<4 {
+                let got = try t.reference(row: r, column: 0, order: order)
+                let (want, magnitude) = try t.reference(row: r, column: 0)
+                #expect(abs(Double(got) - Double(want)) <= dotTolerance * magnitude, "\(type.name) \(order) count \(count) row \(r)")
+            }
+        }
+    }
+
+    /// A lone dot product (and so matVec): Q4_K in the gemv order, Q5_K and Q6_K in vec_dot's
+    /// lanes.
+    @Test(.enabled(if: avx2), arguments: [GGMLType.q4_K, .q5_K, .q6_K])
+    func dotSumsInLlamaCppOrder(_ type: GGMLType) throws {
+        let order: KernelReference.SummationOrder = type == .q4_K ? .blocks : .lanes
+        for (i, count) in (testCounts(type) + [2048]).enumerated() {
+            let t = try DotCase(type, path: .best, count: count, rows: 8, seed: 400 + UInt64(i))
+            for r in 0..<8 {
+                let want = try t.reference(row: r, column: 0, order: order)
+                #expect(t.dot(row: r, column: 0).bitPattern == want.bitPattern, "\(type.name) count \(count) row \(r)")
+            }
+        }
+    }
+
+    /// Batches: every column in the order llama.cpp gives it in a batch of that size.
+    @Test(.enabled(if: avx2), arguments: [GGMLType.q4_K, .q5_K, .q6_K])
+    func matMulSumsInLlamaCppOrder(_ type: GGMLType) throws {
+        let count = 1024, rowCount = 9
+        for columns in [2, 4, 6, 7, 8, 9, 13] {
+            let t = try DotCase(type, path: .best, count: count, rows: rowCount, columns: columns, seed: 500 + UInt64(columns))
+            var out = [Float](repeating: .nan, count: rowCount * columns)
+            t.weights.withUnsafeBytes { w in
+                t.activations.withUnsafeBytes { a in
+                    t.kernel.matMul(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: 0..<rowCount,
+                                    activations: a.baseAddress!, activationStride: t.activationStride,
+                                    columns: columns, count: count, output: &out, outputStride: rowCount)
+                }
+            }
+            for c in 0..<columns {
+                let order = batchOrder(type, .best, column: c, of: columns) ?? (type == .q4_K ? .blocks : .lanes)
+                for r in 0..<rowCount {
+                    let want = try t.reference(row: r, column: c, order: order)
+                    #expect(out[c * rowCount + r].bitPattern == want.bitPattern,
+                            "\(type.name) \(columns) columns: row \(r) column \(c) (\(order))")
+                }
+            }
+        }
+    }
+}
