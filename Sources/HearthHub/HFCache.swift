@@ -209,8 +209,13 @@ extension HFCache {
                 }
                 var info = stat()
                 guard stat(blob.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+                #if canImport(Darwin)
+                let modified = Date(timeIntervalSince1970: TimeInterval(info.st_mtimespec.tv_sec))
+                let accessed = Date(timeIntervalSince1970: TimeInterval(info.st_atimespec.tv_sec))
+                #else
                 let modified = Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec))
                 let accessed = Date(timeIntervalSince1970: TimeInterval(info.st_atim.tv_sec))
+                #endif
                 blobs[blob.path] = (Int(info.st_size), modified, accessed)
                 files.append(CachedFile(path: relative, url: entry, blobURL: blob, size: Int(info.st_size), lastModified: modified))
             }
