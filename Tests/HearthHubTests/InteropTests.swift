@@ -86,7 +86,8 @@ struct InteropTests {
             .init("config.json", Data(#"{"model_type": "llama"}"#.utf8)),
             .init("docs/notes/readme.txt", Data("nested\n".utf8)),
         ], tags: ["gguf"])
-        let hub = try await HubFixture([repo])
+        // Small tree pages, so Python follows the Link headers as it does on the Hub.
+        let hub = try await HubFixture([repo], treePageSize: 2)
         defer { Task { await hub.stop() } }
         let script = """
             import sys

@@ -119,6 +119,27 @@ struct PullProcessTests {
         #expect(try Data(contentsOf: file) == testBytes(size, seed: 51))
     }
 
+    @Test("the CLI reads the token file under HF_HOME, and says what to do without it")
+    func tokenFile() async throws {
+        let repo = sampleRepo("gated-org/licensed-GGUF", access: .gated(token: "hf_from_file"))
+        let hub = try await HubFixture([repo])
+        defer { Task { await hub.stop() } }
+        let environment = childEnvironment(hub)
+        let denied = try Child(HearthBinary.url, ["pull", repo.id, "--json"], environment: environment, directory: hub.directory)
+        #expect(await denied.wait() == 1)
+        #expect(denied.errorText.contains("HF_TOKEN"))
+        let event = try JSONSerialization.jsonObject(with: Data(denied.outputText.utf8)) as? [String: Any]
+        #expect(event?["event"] as? String == "error")
+        #expect(event?["category"] as? String == "network")
+
+        let home = URL(fileURLWithPath: environment["HF_HOME"]!)
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        try Data("hf_from_file\n".utf8).write(to: home.appendingPathComponent("token"))
+        let allowed = try Child(HearthBinary.url, ["pull", "\(repo.id):Q4_K_M"], environment: environment, directory: hub.directory)
+        #expect(await allowed.wait() == 0, "\(allowed.errorText)")
+        #expect(allowed.outputText.hasSuffix("tiny-Q4_K_M.gguf\n"))
+    }
+
     @Test("pull, ls, show, rm and prune through the CLI, with --json")
     func cacheCommands() async throws {
         let small = HubEmulator.Repo("test-org/small-GGUF", files: [.init("small-Q8_0.gguf", testBytes(300_000, seed: 31)),

@@ -24,7 +24,7 @@ struct HubAPITests {
     @Test func searchInfoTreeAndSize() async throws {
         let other = HubEmulator.Repo("other-org/big-GGUF", files: [.init("big.gguf", testBytes(10_000, seed: 9))], downloads: 1000, tags: ["gguf"])
         let plain = HubEmulator.Repo("test-org/tiny-safetensors", files: [.init("a.txt", Data("a".utf8))], downloads: 5, tags: ["safetensors"])
-        let hub = try await HubFixture([sampleRepo(), other, plain])
+        let hub = try await HubFixture([sampleRepo(), other, plain], treePageSize: 2)
         defer { Task { await hub.stop() } }
         let client = hub.client()
 
@@ -45,8 +45,10 @@ struct HubAPITests {
         let readme = try #require(info.files.first { $0.path == "README.md" })
         #expect(readme.lfsSHA256 == nil && readme.blobID?.count == 40)
 
+        // Six entries (two of them folders) over three pages.
         let tree = try await client.listFiles("test-org/tiny-model")
         #expect(Set(tree) == Set(info.files))
+        #expect(hub.emulator.requestLog.filter { $0.contains("/tree/") }.count == 3)
         #expect(try await client.downloadSize("test-org/tiny-model", patterns: ["*.gguf"]) == 3 << 20 + 12345)
         #expect(info.downloadSize(patterns: ["*.json", "nested/"]) == 700_001 + 39)
     }

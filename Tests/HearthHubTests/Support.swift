@@ -26,8 +26,8 @@ final class HubFixture: @unchecked Sendable {
     let directory: TemporaryDirectory
     var cache: HFCache { HFCache(root: directory.url.appendingPathComponent("hub")) }
 
-    init(_ repos: [HubEmulator.Repo]) async throws {
-        emulator = try HubEmulator(repos: repos)
+    init(_ repos: [HubEmulator.Repo], treePageSize: Int = 1000) async throws {
+        emulator = try HubEmulator(repos: repos, treePageSize: treePageSize)
         directory = try TemporaryDirectory()
         try await emulator.start()
     }

@@ -42,7 +42,7 @@ extension HubEmulator {
                 guard rest[3] == "main" || rest[3] == repo.commit else {
                     return error(404, code: "RevisionNotFound", "Invalid rev id: \(rest[3])")
                 }
-                return tree(repo)
+                return tree(repo, cursor: Int(query["cursor"] ?? "") ?? 0, path: rawPath)
             }
             return error(404, code: nil, "Not found")
         }
@@ -209,7 +209,7 @@ extension HubEmulator {
         return json(object)
     }
 
-    func tree(_ repo: Repo) -> Response {
+    func tree(_ repo: Repo, cursor: Int, path: String) -> Response {
         let files = (stored[repo.id] ?? [:]).values.sorted { $0.file.path < $1.file.path }
         var folders = Set<String>()
         var entries: [[String: Any]] = []
@@ -230,7 +230,12 @@ extension HubEmulator {
             }
             entries.append(entry)
         }
-        return json(entries)
+        let page = Array(entries.dropFirst(cursor).prefix(treePageSize))
+        var headers: [String: String] = [:]
+        if cursor + treePageSize < entries.count {
+            headers["Link"] = "<\(endpoint.absoluteString)\(path)?recursive=true&cursor=\(cursor + treePageSize)>; rel=\"next\""
+        }
+        return json(page, extra: headers)
     }
 
     /// The bytes of a file, whole or the requested range, with whatever fault is switched on.

@@ -120,6 +120,8 @@ public final class HubEmulator: Sendable {
         var task: Task<Void, Error>?
     }
 
+    /// Entries per page of the tree API (the Hub uses 1000), for tests of paging.
+    public let treePageSize: Int
     let repos: [String: Repo]
     let stored: [String: [String: Stored]]
     let state = Mutex(State())
@@ -128,7 +130,8 @@ public final class HubEmulator: Sendable {
     public let storageHost = "localhost"
 
     /// An emulator serving `repos`; call `start()` before use.
-    public init(repos: [Repo]) throws {
+    public init(repos: [Repo], treePageSize: Int = 1000) throws {
+        self.treePageSize = max(1, treePageSize)
         var byID: [String: Repo] = [:]
         var stored: [String: [String: Stored]] = [:]
         for repo in repos {
