@@ -321,6 +321,30 @@ struct PullTests {
         #expect(incompleteFiles(hub.cache).isEmpty)
     }
 
+    @Test("a blob finished by another process replaces Hearth's partial file")
+    func partialFromBefore() async throws {
+        let size = 2 << 20
+        let data = testBytes(size, seed: 71)
+        let repo = HubEmulator.Repo("test-org/finished-elsewhere", files: [.init("model.gguf", data)])
+        let hub = try await HubFixture([repo])
+        defer { Task { await hub.stop() } }
+        hub.emulator.inject(.trickle(bytesPerSecond: 2 << 20), times: 4)
+        let downloader = hub.downloader(connections: 1)
+        let task = Task { try await downloader.download(repo.id) { _ in } }
+        while hub.emulator.bytesServed("model.gguf") < size / 4 { try await Task.sleep(for: .milliseconds(20)) }
+        task.cancel()
+        _ = await task.result
+        #expect(incompleteFiles(hub.cache).count == 2)
+        // As huggingface_hub would leave it: the finished blob, named by its sha256.
+        let sha = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+        try data.write(to: hub.cache.repoDirectory(repo.id).appendingPathComponent("blobs/\(sha)"))
+        hub.emulator.resetCounters()
+        let snapshot = try await downloader.download(repo.id) { _ in }
+        #expect(try Data(contentsOf: snapshot.url(of: "model.gguf")) == data)
+        #expect(hub.emulator.bytesServed("model.gguf") == 0)
+        #expect(incompleteFiles(hub.cache).isEmpty)
+    }
+
     @Test("two pulls of the same file cooperate")
     func concurrentPulls() async throws {
         let size = 1 << 20
