@@ -118,6 +118,25 @@ struct CLITests {
         #expect((object?["embeddings"] as? [Any])?.count == 1)
     }
 
+    @Test("similar prints the closest lines of a file, and reuses a saved index")
+    func similar() throws {
+        let model = try TestFiles.model("all-MiniLM-L6-v2")
+        let directory = try TemporaryDirectory()
+        let lines = directory.file("lines.txt"), index = directory.file("lines.index")
+        try Data("The cat slept on the windowsill.\n\nStocks fell as rates rose.\nRain is expected tomorrow.\n".utf8).write(to: lines)
+        let first = try Hearth.run(["similar", model, "weather forecast", "--in", lines.path, "-k", "2", "--save", index.path])
+        #expect(first.status == 0)
+        #expect(first.output.split(separator: "\n").count == 2)
+        #expect(first.output.split(separator: "\n").first?.hasSuffix("Rain is expected tomorrow.") == true)
+        let again = try Hearth.run(["similar", model, "a pet", "--index", index.path, "-k", "1", "--json"])
+        #expect(again.status == 0)
+        let matches = try JSONSerialization.jsonObject(with: Data(again.output.utf8)) as? [[String: Any]]
+        #expect(matches?.first?["line"] as? String == "The cat slept on the windowsill.")
+        let neither = try Hearth.run(["similar", model, "x"])
+        #expect(neither.status != 0)
+        #expect(neither.errors.contains("--in"))
+    }
+
     @Test func benchPrintsATable() throws {
         let result = try Hearth.run(["bench", TestFiles.model(TestFiles.smolLM2), "-p", "16", "-n", "8", "-r", "1", "-t", "1"])
         #expect(result.status == 0)
