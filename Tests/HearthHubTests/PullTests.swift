@@ -338,6 +338,12 @@ struct PullTests {
         // As huggingface_hub would leave it: the finished blob, named by its sha256.
         let sha = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
         try data.write(to: hub.cache.repoDirectory(repo.id).appendingPathComponent("blobs/\(sha)"))
+        // The server may still be trickling into the cancelled connection; let it stop first.
+        var served = -1
+        while served != hub.emulator.bytesServed("model.gguf") {
+            served = hub.emulator.bytesServed("model.gguf")
+            try await Task.sleep(for: .milliseconds(300))
+        }
         hub.emulator.resetCounters()
         let snapshot = try await downloader.download(repo.id) { _ in }
         #expect(try Data(contentsOf: snapshot.url(of: "model.gguf")) == data)
