@@ -11,21 +11,9 @@ private struct Hearth {
         let errors: String
     }
 
-    static var binary: URL {
-        get throws {
-            // The test bundle and the executable are built into the same directory.
-            let directory = Bundle.main.bundleURL.deletingLastPathComponent()
-            for candidate in [directory, Bundle.main.bundleURL] {
-                let url = candidate.appendingPathComponent("hearth")
-                if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-            }
-            throw TestFiles.Missing(description: "The hearth executable was not built next to the tests (\(directory.path)); run swift build first.")
-        }
-    }
-
     static func run(_ arguments: [String]) throws -> Result {
         let process = Process()
-        process.executableURL = try binary
+        process.executableURL = try TestFiles.hearthBinary
         process.arguments = arguments
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
@@ -183,7 +171,7 @@ private final class Interactive: Sendable {
     private let streams = Mutex(Streams())
 
     init(_ arguments: [String]) throws {
-        process.executableURL = try Hearth.binary
+        process.executableURL = try TestFiles.hearthBinary
         process.arguments = arguments
         let out = Pipe(), err = Pipe()
         process.standardInput = input

@@ -9,20 +9,6 @@ import Testing
 import Glibc
 #endif
 
-/// The `hearth` executable, built beside the tests.
-enum HearthBinary {
-    static var url: URL {
-        get throws {
-            let directory = Bundle.main.bundleURL.deletingLastPathComponent()
-            for candidate in [directory, Bundle.main.bundleURL] {
-                let url = candidate.appendingPathComponent("hearth")
-                if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-            }
-            throw TestFiles.Missing(description: "The hearth executable was not built next to the tests (\(directory.path)); run swift build first.")
-        }
-    }
-}
-
 /// A child process with its output collected to files (so a full pipe never blocks it).
 final class Child {
     let process = Process()
@@ -75,7 +61,7 @@ struct PullProcessTests {
         defer { Task { await hub.stop() } }
         hub.emulator.inject(.trickle(bytesPerSecond: 4 << 20), times: 16)
         let environment = childEnvironment(hub)
-        let first = try Child(HearthBinary.url, ["pull", repo.id], environment: environment, directory: hub.directory)
+        let first = try Child(TestFiles.hearthBinary, ["pull", repo.id], environment: environment, directory: hub.directory)
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(30)
         while hub.emulator.bytesServed("model-Q4_K_M.gguf") < size / 2, first.process.isRunning, clock.now < deadline {
@@ -90,7 +76,7 @@ struct PullProcessTests {
         #expect(!FileManager.default.fileExists(atPath: entry.path))
 
         hub.emulator.clearFaults()
-        let second = try Child(HearthBinary.url, ["pull", repo.id, "--json"], environment: environment, directory: hub.directory)
+        let second = try Child(TestFiles.hearthBinary, ["pull", repo.id, "--json"], environment: environment, directory: hub.directory)
         let status = await second.wait()
         #expect(status == 0, "\(second.errorText)")
         let again = hub.emulator.bytesServed("model-Q4_K_M.gguf") - servedBeforeKill
@@ -109,8 +95,8 @@ struct PullProcessTests {
         defer { Task { await hub.stop() } }
         hub.emulator.inject(.trickle(bytesPerSecond: 8 << 20), times: 16)
         let environment = childEnvironment(hub)
-        let first = try Child(HearthBinary.url, ["pull", repo.id], environment: environment, directory: hub.directory)
-        let second = try Child(HearthBinary.url, ["pull", repo.id], environment: environment, directory: hub.directory)
+        let first = try Child(TestFiles.hearthBinary, ["pull", repo.id], environment: environment, directory: hub.directory)
+        let second = try Child(TestFiles.hearthBinary, ["pull", repo.id], environment: environment, directory: hub.directory)
         let statuses = (await first.wait(), await second.wait())
         #expect(statuses == (0, 0), "\(first.errorText)\n\(second.errorText)")
         #expect(first.outputText == second.outputText)
@@ -125,7 +111,7 @@ struct PullProcessTests {
         let hub = try await HubFixture([repo])
         defer { Task { await hub.stop() } }
         let environment = childEnvironment(hub)
-        let denied = try Child(HearthBinary.url, ["pull", repo.id, "--json"], environment: environment, directory: hub.directory)
+        let denied = try Child(TestFiles.hearthBinary, ["pull", repo.id, "--json"], environment: environment, directory: hub.directory)
         #expect(await denied.wait() == 1)
         #expect(denied.errorText.contains("HF_TOKEN"))
         let event = try JSONSerialization.jsonObject(with: Data(denied.outputText.utf8)) as? [String: Any]
@@ -135,7 +121,7 @@ struct PullProcessTests {
         let home = URL(fileURLWithPath: environment["HF_HOME"]!)
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         try Data("hf_from_file\n".utf8).write(to: home.appendingPathComponent("token"))
-        let allowed = try Child(HearthBinary.url, ["pull", "\(repo.id):Q4_K_M"], environment: environment, directory: hub.directory)
+        let allowed = try Child(TestFiles.hearthBinary, ["pull", "\(repo.id):Q4_K_M"], environment: environment, directory: hub.directory)
         #expect(await allowed.wait() == 0, "\(allowed.errorText)")
         #expect(allowed.outputText.hasSuffix("tiny-Q4_K_M.gguf\n"))
     }
@@ -149,7 +135,7 @@ struct PullProcessTests {
         defer { Task { await hub.stop() } }
         let environment = childEnvironment(hub)
         func hearth(_ arguments: String...) async throws -> Child {
-            let child = try Child(HearthBinary.url, arguments, environment: environment, directory: hub.directory)
+            let child = try Child(TestFiles.hearthBinary, arguments, environment: environment, directory: hub.directory)
             _ = await child.wait()
             return child
         }
@@ -190,7 +176,7 @@ struct PullProcessTests {
         #expect(pruned["removed"] as? [String] == ["test-org/small-GGUF"])
         #expect(hub.cache.scan().isEmpty)
 
-        let offline = try Child(HearthBinary.url, ["pull", "test-org/other-GGUF"], environment: childEnvironment(hub, extra: ["HF_HUB_OFFLINE": "1"]),
+        let offline = try Child(TestFiles.hearthBinary, ["pull", "test-org/other-GGUF"], environment: childEnvironment(hub, extra: ["HF_HUB_OFFLINE": "1"]),
                                 directory: hub.directory)
         #expect(await offline.wait() == 1)
         #expect(offline.errorText.contains("HF_HUB_OFFLINE"))

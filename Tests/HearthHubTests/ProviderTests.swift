@@ -69,17 +69,17 @@ struct ProviderTests {
         let hub = try await HubFixture([repo])
         defer { Task { await hub.stop() } }
         let environment = childEnvironment(hub)
-        let refused = try Child(HearthBinary.url, ["run", "test-org/SmolLM2-GGUF", "What is 2+2?"], environment: environment, directory: hub.directory)
+        let refused = try Child(TestFiles.hearthBinary, ["run", "test-org/SmolLM2-GGUF", "What is 2+2?"], environment: environment, directory: hub.directory)
         #expect(await refused.wait() == 1)
         #expect(refused.errorText.contains("hearth pull test-org/SmolLM2-GGUF"))
         #expect(hub.emulator.bytesServed("SmolLM2-135M-Instruct.Q4_1.gguf") == 0)
 
-        let run = try Child(HearthBinary.url, ["run", "test-org/SmolLM2-GGUF", "What is 2+2?", "-n", "40", "--temp", "0", "--yes"],
+        let run = try Child(TestFiles.hearthBinary, ["run", "test-org/SmolLM2-GGUF", "What is 2+2?", "-n", "40", "--temp", "0", "--yes"],
                             environment: environment, directory: hub.directory)
         #expect(await run.wait() == 0, "\(run.errorText)")
         #expect(run.outputText.trimmingCharacters(in: .whitespacesAndNewlines) == "The answer to this classic math problem is 4.")
         #expect(run.errorText.contains("pulled test-org/SmolLM2-GGUF"))
-        let list = try Child(HearthBinary.url, ["ls"], environment: environment, directory: hub.directory)
+        let list = try Child(TestFiles.hearthBinary, ["ls"], environment: environment, directory: hub.directory)
         _ = await list.wait()
         #expect(list.outputText.contains("Q4_1"))
         #expect(list.outputText.contains("just now"))
@@ -101,7 +101,7 @@ struct EmbedderPullTests {
         let repo = HubEmulator.Repo("sentence-transformers/all-MiniLM-L6-v2", files: files, pipelineTag: "sentence-similarity")
         let hub = try await HubFixture([repo])
         defer { Task { await hub.stop() } }
-        let embed = try Child(HearthBinary.url, ["embed", "all-minilm", "a cat sat on the mat", "--yes"], environment: childEnvironment(hub),
+        let embed = try Child(TestFiles.hearthBinary, ["embed", "all-minilm", "a cat sat on the mat", "--yes"], environment: childEnvironment(hub),
                               directory: hub.directory)
         #expect(await embed.wait() == 0, "\(embed.errorText)")
         let vector = try JSONSerialization.jsonObject(with: Data(embed.outputText.utf8)) as? [Double]

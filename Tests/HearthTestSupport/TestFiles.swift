@@ -83,3 +83,17 @@ public final class TemporaryDirectory {
 
     deinit { try? FileManager.default.removeItem(at: url) }
 }
+
+extension TestFiles {
+    /// The `hearth` executable, which SwiftPM builds into the same directory as the tests.
+    public static var hearthBinary: URL {
+        get throws {
+            let directory = Bundle.main.bundleURL.deletingLastPathComponent()
+            for candidate in [directory, Bundle.main.bundleURL] {
+                let url = candidate.appendingPathComponent("hearth")
+                if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+            }
+            throw Missing(description: "The hearth executable was not built next to the tests (\(directory.path)); run swift build first.")
+        }
+    }
+}
