@@ -5,8 +5,9 @@ import Synchronization
 
 /// A GGUF model running on this machine's CPU.
 ///
-/// One loaded copy serves every context made from it; their generations take turns on the
-/// model's threads, one at a time.
+/// One loaded copy serves every context made from it. Generations in different contexts run
+/// at the same time and take turns on the model's threads pass by pass, so concurrent streams
+/// advance together; generations in one context run one after another.
 public final class LocalModel: LanguageModel {
     /// The name it was loaded by.
     public let name: String
@@ -17,8 +18,14 @@ public final class LocalModel: LanguageModel {
     /// The model's chat format, or nil for a model with no template and no known family.
     public let chatFormat: ChatFormat?
 
-    private let queue = DispatchQueue(label: "hearth.model")
     private let totals = Mutex(Usage())
+    private let activity = Mutex(Activity())
+
+    /// Generations scheduled and not yet finished, and who waits for there to be none.
+    private struct Activity {
+        var running = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
 
     /// What a model has served since it was loaded.
     public struct Usage: Sendable, Equatable {
@@ -62,9 +69,16 @@ public final class LocalModel: LanguageModel {
     /// What this model has served since it was loaded.
     public var usage: Usage { totals.withLock { $0 } }
 
-    /// Returns once every generation queued so far has finished.
+    /// Returns once no generation is scheduled or running.
     public func waitUntilIdle() async {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in queue.async { done.resume() } }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let idle = activity.withLock { activity in
+                if activity.running == 0 { return true }
+                activity.waiters.append(done)
+                return false
+            }
+            if idle { done.resume() }
+        }
     }
 
     /// The prompt's tokens. A conversation that does not fit is shortened as `overflow` says.
@@ -101,8 +115,20 @@ public final class LocalModel: LanguageModel {
         }
     }
 
-    /// Runs `work` on the model's threads after the generations queued before it.
-    func schedule(_ work: @escaping @Sendable () -> Void) { queue.async(execute: work) }
+    /// Runs `work` on `queue`, counted as a generation of this model until it returns.
+    func schedule(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
+        activity.withLock { $0.running += 1 }
+        queue.async { [self] in
+            work()
+            let waiters = activity.withLock { activity -> [CheckedContinuation<Void, Never>] in
+                activity.running -= 1
+                guard activity.running == 0 else { return [] }
+                defer { activity.waiters = [] }
+                return activity.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
 
     func record(finished stats: GenerationStatistics) {
         totals.withLock {
@@ -118,7 +144,9 @@ public final class LocalModel: LanguageModel {
 /// One conversation's state on a `LocalModel`: its KV cache and the tokens in it.
 final class LocalContext: GenerationContext, @unchecked Sendable {
     let model: LocalModel
-    /// Touched only by work scheduled on the model, which runs one at a time.
+    /// Runs this context's generations one after another.
+    private let queue = DispatchQueue(label: "hearth.context")
+    /// Touched only by work on `queue`.
     private var state: DecoderState?
 
     init(model: LocalModel) { self.model = model }
@@ -128,7 +156,7 @@ final class LocalContext: GenerationContext, @unchecked Sendable {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: GenerationChunk.self)
         let stop = StopFlag()
         continuation.onTermination = { _ in stop.set() }
-        model.schedule { [self] in
+        model.schedule(on: queue) { [self] in
             guard !stop.isSet else {
                 continuation.finish()
                 return

@@ -24,6 +24,9 @@ public final class TransformerModel: Sendable {
 
     let pool: WorkerPool
     let architecture: any DecoderArchitecture
+    /// Taken around each forward pass, so states of this model may be evaluated from any
+    /// number of threads; they take turns on the pool.
+    let passLock = FairLock()
 
     /// Architectures this engine runs.
     public static let supportedArchitectures = ["llama", "gemma3"]
@@ -68,7 +71,8 @@ public final class TransformerModel: Sendable {
     }
 
     /// Evaluates `tokens` after the state's current position (in batches) and returns the
-    /// logits of the last one.
+    /// logits of the last one. Different states may be evaluated from different threads at
+    /// once; their passes take turns. One state must be used by one thread at a time.
     @discardableResult
     public func evaluate(_ tokens: [Int32], state: DecoderState) throws -> Logits {
         guard !tokens.isEmpty else { throw HearthError.invalidArgument("Nothing to evaluate: the token list is empty.") }
@@ -88,7 +92,7 @@ public final class TransformerModel: Sendable {
             while offset < all.count {
                 let count = min(state.batchCapacity, all.count - offset)
                 let batch = UnsafeBufferPointer(rebasing: all[offset..<offset + count])
-                try architecture.forward(batch, state: state, pool: pool)
+                try passLock.withLock { try architecture.forward(batch, state: state, pool: pool) }
                 state.tokens += batch
                 offset += count
             }
