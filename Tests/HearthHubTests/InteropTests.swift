@@ -38,43 +38,10 @@ enum PythonHub {
 
 /// A tiny random llama model in GGUF, small enough to serve in a test and real enough to load.
 func tinyLlamaGGUF() throws -> Data {
-    var random = SplitMix64(seed: 5)
-    func weights(_ count: Int) -> [Float] { (0..<count).map { _ in Float(random.next() % 2001) / 10_000 - 0.1 } }
-    let embedding = 32, layers = 1, heads = 2, kvHeads = 1, feedForward = 64, vocabulary = 8
-    var writer = GGUFWriter()
-    writer.add("general.architecture", .string("llama"))
-    writer.add("llama.context_length", .uint32(128))
-    writer.add("llama.block_count", .uint32(UInt32(layers)))
-    writer.add("llama.embedding_length", .uint32(UInt32(embedding)))
-    writer.add("llama.feed_forward_length", .uint32(UInt32(feedForward)))
-    writer.add("llama.attention.head_count", .uint32(UInt32(heads)))
-    writer.add("llama.attention.head_count_kv", .uint32(UInt32(kvHeads)))
-    writer.add("llama.rope.freq_base", .float32(10_000))
-    writer.add("llama.attention.layer_norm_rms_epsilon", .float32(1e-5))
-    writer.add("tokenizer.ggml.model", .string("gpt2"))
-    writer.add("tokenizer.ggml.pre", .string("default"))
-    writer.add("tokenizer.ggml.tokens", strings: (0..<vocabulary).map { "t\($0)" })
-    writer.add("tokenizer.ggml.token_type", int32s: Array(repeating: 1, count: vocabulary))
-    writer.add("tokenizer.ggml.merges", strings: [])
-    let headDim = embedding / heads
-    writer.addTensor(name: "token_embd.weight", dimensions: [embedding, vocabulary], floats: weights(embedding * vocabulary))
-    for l in 0..<layers {
-        let p = "blk.\(l)."
-        writer.addTensor(name: p + "attn_norm.weight", dimensions: [embedding], floats: weights(embedding))
-        writer.addTensor(name: p + "attn_q.weight", dimensions: [embedding, heads * headDim], floats: weights(embedding * heads * headDim))
-        writer.addTensor(name: p + "attn_k.weight", dimensions: [embedding, kvHeads * headDim], floats: weights(embedding * kvHeads * headDim))
-        writer.addTensor(name: p + "attn_v.weight", dimensions: [embedding, kvHeads * headDim], floats: weights(embedding * kvHeads * headDim))
-        writer.addTensor(name: p + "attn_output.weight", dimensions: [heads * headDim, embedding], floats: weights(embedding * heads * headDim))
-        writer.addTensor(name: p + "ffn_norm.weight", dimensions: [embedding], floats: weights(embedding))
-        writer.addTensor(name: p + "ffn_gate.weight", dimensions: [embedding, feedForward], floats: weights(embedding * feedForward))
-        writer.addTensor(name: p + "ffn_up.weight", dimensions: [embedding, feedForward], floats: weights(embedding * feedForward))
-        writer.addTensor(name: p + "ffn_down.weight", dimensions: [feedForward, embedding], floats: weights(embedding * feedForward))
-    }
-    writer.addTensor(name: "output_norm.weight", dimensions: [embedding], floats: weights(embedding))
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-hub-tiny-\(UUID().uuidString).gguf").path
-    try writer.write(toPath: path)
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    return try Data(contentsOf: URL(fileURLWithPath: path))
+    var model = TinyLlama()
+    (model.embedding, model.layers, model.heads, model.kvHeads, model.feedForward) = (32, 1, 2, 1, 64)
+    (model.vocabulary, model.contextLength, model.seed) = (8, 128, 5)
+    return try model.data()
 }
 
 @Suite("Interop with Python's huggingface_hub", .serialized, .enabled(if: PythonHub.enabled, "python3 with huggingface_hub is missing: pip install huggingface_hub"))

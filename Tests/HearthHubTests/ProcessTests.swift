@@ -9,35 +9,6 @@ import Testing
 import Glibc
 #endif
 
-/// A child process with its output collected to files (so a full pipe never blocks it).
-final class Child {
-    let process = Process()
-    let output: URL
-    let errors: URL
-
-    init(_ executable: URL, _ arguments: [String], environment: [String: String], directory: TemporaryDirectory) throws {
-        output = directory.file("out-\(UUID().uuidString)")
-        errors = directory.file("err-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-    }
-
-    func wait() async -> Int32 {
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
-        return process.terminationStatus
-    }
-
-    var outputText: String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
-    var errorText: String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
-}
-
 /// The environment for a child that talks to `hub`: the caller's, without any Hub settings of
 /// its own, plus the emulator's endpoint and the fixture's cache.
 func childEnvironment(_ hub: HubFixture, extra: [String: String] = [:]) -> [String: String] {

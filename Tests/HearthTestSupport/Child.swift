@@ -1,0 +1,38 @@
+import Foundation
+
+/// A child process with its output collected to files (so a full pipe never blocks it).
+public final class Child {
+    /// The process.
+    public let process = Process()
+    /// Where its standard output goes.
+    public let output: URL
+    /// Where its standard error goes.
+    public let errors: URL
+
+    /// Starts `executable` with `arguments` in `environment`, its output in files in `directory`.
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String], directory: TemporaryDirectory) throws {
+        output = directory.file("out-\(UUID().uuidString)")
+        errors = directory.file("err-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Waits for it to exit and returns its status.
+    public func wait() async -> Int32 {
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        return process.terminationStatus
+    }
+
+    /// Its standard output so far.
+    public var outputText: String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
+    /// Its standard error so far.
+    public var errorText: String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
+}
+
