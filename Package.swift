@@ -16,6 +16,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         .target(name: "CHearthKernels"),
@@ -35,11 +37,23 @@ let package = Package(
             ]
         ),
         .target(name: "Hearth", dependencies: ["HearthEngine", "HearthHub"]),
+        .target(
+            name: "HearthServer",
+            dependencies: [
+                "Hearth",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "HearthCLI",
-            dependencies: ["Hearth", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Hearth", "HearthServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .target(name: "HearthTestSupport", path: "Tests/HearthTestSupport"),
+        .target(name: "HearthTestSupport", dependencies: ["HearthFormats"], path: "Tests/HearthTestSupport"),
         .target(
             name: "HubEmulator",
             dependencies: [
@@ -59,5 +73,14 @@ let package = Package(
         .testTarget(name: "HearthCLITests", dependencies: ["HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "Hearth", "HearthTestSupport"]),
         .testTarget(name: "HearthTests", dependencies: ["Hearth", "HearthTestSupport"]),
+        .testTarget(
+            name: "HearthServerTests",
+            dependencies: [
+                "HearthServer", "Hearth", "HubEmulator", "HearthTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
     ]
 )

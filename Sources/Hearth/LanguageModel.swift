@@ -88,23 +88,41 @@ public struct Response: Sendable {
     public var tokens: [Int32]
     /// Each token's log-probability and alternatives, when asked for.
     public var logprobs: [(token: Int32, logprob: Float, top: [TokenLogprob])]
+
+    /// An empty answer, to gather chunks into.
+    public init() {
+        self.init(text: "", finishReason: .cancelled, statistics: nil, tokens: [], logprobs: [])
+    }
+
+    /// The answer with the given parts.
+    public init(text: String, finishReason: FinishReason, statistics: GenerationStatistics?, tokens: [Int32],
+                logprobs: [(token: Int32, logprob: Float, top: [TokenLogprob])]) {
+        self.text = text
+        self.finishReason = finishReason
+        self.statistics = statistics
+        self.tokens = tokens
+        self.logprobs = logprobs
+    }
+
+    /// Adds the next chunk of the stream.
+    public mutating func append(_ chunk: GenerationChunk) {
+        text += chunk.text
+        if let token = chunk.token {
+            tokens.append(token)
+            if let logprob = chunk.logprob { logprobs.append((token, logprob, chunk.topLogprobs)) }
+        }
+        if let reason = chunk.finishReason {
+            finishReason = reason
+            statistics = chunk.statistics
+        }
+    }
 }
 
 extension AsyncThrowingStream where Element == GenerationChunk, Failure == any Error {
     /// Reads the stream to its end and gathers the answer.
     public func collect() async throws -> Response {
-        var response = Response(text: "", finishReason: .cancelled, statistics: nil, tokens: [], logprobs: [])
-        for try await chunk in self {
-            response.text += chunk.text
-            if let token = chunk.token {
-                response.tokens.append(token)
-                if let logprob = chunk.logprob { response.logprobs.append((token, logprob, chunk.topLogprobs)) }
-            }
-            if let reason = chunk.finishReason {
-                response.finishReason = reason
-                response.statistics = chunk.statistics
-            }
-        }
+        var response = Response()
+        for try await chunk in self { response.append(chunk) }
         return response
     }
 }

@@ -1,5 +1,14 @@
 import HearthFormats
 
+/// The shape an answer must take.
+public enum OutputFormat: String, Sendable, Equatable, Codable {
+    /// Any text.
+    case text
+    /// One JSON object: only tokens that keep the answer a valid beginning of a JSON object
+    /// are sampled, and the answer ends when the object closes.
+    case json
+}
+
 /// What to generate and how: the sampling chain, a token budget, stop sequences and whether to
 /// report log-probabilities. The presets are starting points; change any field of a copy.
 ///
@@ -20,6 +29,8 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
     public var logprobs: Bool
     /// How many of the most likely alternatives to report beside each token (with `logprobs`).
     public var topLogprobs: Int
+    /// The shape the answer must take.
+    public var format: OutputFormat = .text
 
     /// Options with the given parts; by default the `.balanced` sampling chain.
     public init(sampling: SamplingOptions = GenerationOptions.balancedSampling, maxTokens: Int? = nil,

@@ -1,0 +1,108 @@
+import ArgumentParser
+import Foundation
+import Hearth
+import HearthServer
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve models over an OpenAI- and Ollama-compatible HTTP API, with a web chat UI.",
+        discussion: """
+            Models are loaded on first use and unloaded after --keep-alive. Requests name a model \
+            given with --model, or any model in the Hugging Face cache (see `hearth ls`).
+            """
+    )
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on (0 picks a free one).")
+    var port = 11435
+
+    @Option(name: .customLong("api-key"), help: "Require `Authorization: Bearer KEY` on every route but /health (default: $HEARTH_API_KEY).")
+    var apiKey: String?
+
+    @Option(help: "Requests each model serves at once.")
+    var parallel = 4
+
+    @Option(name: .customLong("queue"), help: "Requests that may wait for a slot before the server answers 503.")
+    var queueLimit = 32
+
+    @Option(name: .customLong("model"), parsing: .singleValue,
+            help: "A model to serve: NAME=PATH, a GGUF file or embedding folder, or a cached Hub name. Repeatable; the first is the default.")
+    var models: [String] = []
+
+    @Option(name: .customLong("keep-alive"), help: "How long an idle model stays loaded (\"5m\", \"30s\", -1 for ever).")
+    var keepAlive = "5m"
+
+    @Option(name: .customLong("max-body"), help: "Largest request body, in bytes.")
+    var maxBody = 8 << 20
+
+    @Option(name: [.short, .customLong("threads")], help: "Threads each model runs on (default: one per core).")
+    var threads: Int?
+
+    @Option(name: [.short, .customLong("ctx-size")], help: "Context length of each slot (default: the model's, at most 4096).")
+    var contextLength: Int?
+
+    @Option(help: "The chat threads database (default: $HEARTH_DATA_DIR, else ~/.local/share/hearth, hearth.sqlite).")
+    var database: String?
+
+    func validate() throws {
+        guard (1...64).contains(parallel) else { throw ValidationError("--parallel must be between 1 and 64.") }
+        guard (0...10_000).contains(queueLimit) else { throw ValidationError("--queue must be between 0 and 10000.") }
+        guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") }
+        guard maxBody >= 1024 else { throw ValidationError("--max-body must be at least 1024 bytes.") }
+        if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512.") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let hearth = Hearth(configuration: .init(threads: threads, contextLength: contextLength))
+            var configuration = ServerConfiguration(databasePath: database ?? ServerConfiguration.defaultDatabasePath())
+            configuration.host = host
+            configuration.port = port
+            configuration.apiKey = apiKey ?? ProcessInfo.processInfo.environment["HEARTH_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+            configuration.parallel = parallel
+            configuration.queueLimit = queueLimit
+            configuration.maxBodyBytes = maxBody
+            configuration.keepAliveSeconds = try ServerConfiguration.keepAliveSeconds(keepAlive)
+            for argument in models {
+                let (name, url) = try registration(argument, hearth: hearth)
+                guard configuration.models[name] == nil else {
+                    throw HearthError.invalidArgument("Two models are named \(name); give one a name with NAME=PATH.")
+                }
+                configuration.models[name] = url
+                if configuration.defaultModel == nil { configuration.defaultModel = name }
+            }
+            if host != "127.0.0.1", host != "localhost", host != "::1", configuration.apiKey == nil {
+                printError("warning: listening on \(host) without --api-key; anyone who can reach this address can use it.")
+            }
+            let server = HearthServer(configuration: configuration, hearth: hearth)
+            try await server.start(handleSignals: true)
+            let names = configuration.models.keys.sorted().joined(separator: ", ")
+            writeNow("Hearth listening on http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)"
+                     + (names.isEmpty ? "" : " (models: \(names))") + "\n")
+            writeNow("Chat threads in \(configuration.databasePath)\n")
+            try await server.wait()
+        }
+    }
+
+    /// The name and location of one --model argument.
+    private func registration(_ argument: String, hearth: Hearth) throws -> (String, URL) {
+        if let equals = argument.firstIndex(of: "="), !FileManager.default.fileExists(atPath: argument) {
+            let name = String(argument[..<equals])
+            let target = String(argument[argument.index(after: equals)...])
+            guard !name.isEmpty, !name.contains(" ") else { throw HearthError.invalidArgument("--model \(argument): the name before = must be one word.") }
+            guard let url = try hearth.cachedModel(target) else {
+                throw HearthError.modelNotFound(name: target)
+            }
+            return (name, url)
+        }
+        guard let url = try hearth.cachedModel(argument) else { throw HearthError.modelNotFound(name: argument) }
+        if case .path = try hearth.reference(argument) {
+            let file = url.lastPathComponent
+            return (file.hasSuffix(".gguf") ? String(file.dropLast(5)) : file, url)
+        }
+        return (argument, url)
+    }
+}

@@ -1,0 +1,4 @@
+import Hearth
+
+/// A whole generated answer (the SDK's `Response`, named apart from an HTTP response).
+typealias Answer = Response

@@ -1,0 +1,93 @@
+import Foundation
+import Hearth
+import Synchronization
+
+/// One request's generation: a model in use, a slot, and the chunks the engine streams,
+/// forwarded through a task the request can cancel. The slot and the model are given back
+/// when the engine's stream ends, however it ends.
+final class RunningGeneration: @unchecked Sendable {
+    /// Read by one request at a time.
+    private var iterator: AsyncThrowingStream<GenerationChunk, any Error>.AsyncIterator
+    private let task: Task<Void, Never>
+    let model: LocalModel
+    /// When the request began, for Ollama's total_duration.
+    let started: ContinuousClock.Instant
+    let loadSeconds: Double
+
+    private init(iterator: AsyncThrowingStream<GenerationChunk, any Error>.AsyncIterator, task: Task<Void, Never>,
+                 model: LocalModel, started: ContinuousClock.Instant, loadSeconds: Double) {
+        self.iterator = iterator
+        self.task = task
+        self.model = model
+        self.started = started
+        self.loadSeconds = loadSeconds
+    }
+
+    /// Starts generating for `prompt` on the model called `name`, waiting for a slot. Throws
+    /// when the model is unknown, the queue is full, or the prompt does not fit.
+    static func start(manager: ModelManager, metrics: ServerMetrics, model name: String?, prompt: Prompt,
+                      options: GenerationOptions, keepAlive: KeepAlive?) async throws -> RunningGeneration {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let loaded = try await manager.acquire(try await manager.canonicalName(name))
+        let loadSeconds = (clock.now - started) / .seconds(1)
+        guard case .language(let model, let slots) = loaded.kind else {
+            await manager.release(loaded, keepAlive: keepAlive)
+            throw ServerError.badRequest("'\(loaded.name)' is an embedding model; it makes vectors (/v1/embeddings, /api/embed), not text.",
+                                         param: "model")
+        }
+        let slot: (index: Int, context: any GenerationContext)
+        do {
+            slot = try await slots.acquire(key: Self.key(prompt))
+        } catch {
+            await manager.release(loaded, keepAlive: keepAlive)
+            throw error
+        }
+        let source = slot.context.stream(prompt, options: options, overflow: .error)
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: GenerationChunk.self)
+        let task = Task {
+            do {
+                for try await chunk in source {
+                    if let stats = chunk.statistics { metrics.generation(stats) }
+                    continuation.yield(chunk)
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+            await slots.release(slot.index)
+            await manager.release(loaded, keepAlive: keepAlive)
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return RunningGeneration(iterator: stream.makeAsyncIterator(), task: task, model: model, started: started,
+                                 loadSeconds: loadSeconds)
+    }
+
+    /// The next chunk; nil at the end.
+    func next() async throws -> GenerationChunk? {
+        try await iterator.next()
+    }
+
+    /// Stops the generation after the token in progress and frees its slot.
+    func cancel() { task.cancel() }
+
+    /// Reads the generation to its end.
+    func collect() async throws -> Answer {
+        var response = Answer()
+        while let chunk = try await next() { response.append(chunk) }
+        return response
+    }
+
+    /// The text a slot is chosen by: the prompt as the template would see it, in order.
+    static func key(_ prompt: Prompt) -> String {
+        switch prompt {
+        case .text(let text):
+            return text
+        case .chat(let messages):
+            return messages.map { "\u{1}\($0.role.rawValue)\u{2}\($0.content)" }.joined()
+        }
+    }
+
+    /// Seconds since the request began.
+    var elapsedSeconds: Double { (ContinuousClock().now - started) / .seconds(1) }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+extension Request {
+    /// The body decoded as `T`, read up to `limit` bytes. Malformed JSON and values of the
+    /// wrong type become 400s that name the problem; a larger body becomes a 413.
+    func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
+        var request = self
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw ServerError.tooLarge(limit: limit)
+        }
+        guard buffer.readableBytes > 0 else { throw ServerError.badRequest("The request body is empty; send a JSON object.") }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let error as DecodingError {
+            throw ServerError.badRequest("The request body is not valid: \(Self.describe(error))")
+        } catch let error as ServerError {
+            throw error
+        }
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.isEmpty ? "the body" : "'" + keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".") + "'"
+        }
+        switch error {
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty { return "it is not JSON (\(context.underlyingError.map { "\($0)" } ?? context.debugDescription))." }
+            return "\(path(context.codingPath)): \(context.debugDescription)"
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])) is required."
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)) should be \(describe(type))."
+        case .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)) should be \(describe(type)), not null."
+        @unknown default:
+            return "\(error)"
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: return "a string"
+        case is Int.Type, is Int64.Type, is UInt64.Type: return "an integer"
+        case is Double.Type, is Float.Type: return "a number"
+        case is Bool.Type: return "true or false"
+        default:
+            let name = "\(type)"
+            return name.hasPrefix("Array") ? "an array" : name.hasPrefix("Dictionary") ? "an object" : "a \(name)"
+        }
+    }
+}
+
+/// JSON as the server writes it.
+enum JSONBody {
+    static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return encoder
+    }
+
+    static func bytes<T: Encodable>(_ value: T) throws -> ByteBuffer {
+        ByteBuffer(data: try encoder().encode(value))
+    }
+
+    /// A JSON response with `status`.
+    static func response<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws -> Response {
+        var fields = headers
+        fields[.contentType] = "application/json"
+        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: try bytes(value)))
+    }
+}
+
+/// A value that clients send either alone or in an array (`stop`, `input`, `prompt`).
+enum OneOrMany<Element: Decodable & Sendable>: Decodable, Sendable {
+    case one(Element)
+    case many([Element])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let value = try? container.decode(Element.self) {
+            self = .one(value)
+        } else {
+            self = .many(try container.decode([Element].self))
+        }
+    }
+
+    var all: [Element] {
+        switch self {
+        case .one(let value): [value]
+        case .many(let values): values
+        }
+    }
+}
+
+/// Any JSON value, for fields whose shape varies (`format`, `keep_alive`, message content).
+enum JSONValue: Codable, Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+}
+
+/// Writes a streamed response one event at a time: SSE `data:` lines or NDJSON lines.
+struct EventWriter {
+    enum Framing { case serverSentEvents, ndjson }
+    let framing: Framing
+
+    func frame<T: Encodable>(_ value: T) throws -> ByteBuffer {
+        var data = try JSONBody.encoder().encode(value)
+        switch framing {
+        case .serverSentEvents:
+            data = Data("data: ".utf8) + data + Data("\n\n".utf8)
+        case .ndjson:
+            data.append(UInt8(ascii: "\n"))
+        }
+        return ByteBuffer(data: data)
+    }
+
+    var contentType: String {
+        switch framing {
+        case .serverSentEvents: "text/event-stream"
+        case .ndjson: "application/x-ndjson"
+        }
+    }
+
+    var headers: HTTPFields {
+        var fields = HTTPFields()
+        fields[.contentType] = contentType
+        fields[.cacheControl] = "no-cache"
+        return fields
+    }
+}

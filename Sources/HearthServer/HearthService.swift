@@ -1,0 +1,283 @@
+import Foundation
+import HTTPTypes
+import Hearth
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// How `hearth serve` runs.
+public struct ServerConfiguration: Sendable {
+    /// Address to listen on; loopback unless asked otherwise.
+    public var host = "127.0.0.1"
+    /// Port to listen on; 0 picks a free one.
+    public var port = 11435
+    /// When set, every route but /health and the web UI's files needs `Authorization: Bearer KEY`.
+    public var apiKey: String?
+    /// Requests one model serves at a time.
+    public var parallel = 4
+    /// Requests that may wait for a slot before the server answers 503.
+    public var queueLimit = 32
+    /// Largest request body accepted.
+    public var maxBodyBytes = 8 << 20
+    /// Models served under a name: `name → file or folder`.
+    public var models: [String: URL] = [:]
+    /// The model for requests that name none.
+    public var defaultModel: String?
+    /// How long a model stays loaded after its last request.
+    public var keepAliveSeconds: Double? = 300
+    /// The chat threads database.
+    public var databasePath: String
+
+    /// A configuration with the defaults above and `databasePath`.
+    public init(databasePath: String) {
+        self.databasePath = databasePath
+    }
+}
+
+/// The server's shared parts, which every route uses.
+final class HearthService: Sendable {
+    static let version = "0.1.0"
+
+    let configuration: ServerConfiguration
+    let hearth: Hearth
+    let models: ModelManager
+    let metrics = ServerMetrics()
+
+    init(configuration: ServerConfiguration, hearth: Hearth) {
+        self.configuration = configuration
+        self.hearth = hearth
+        models = ModelManager(hearth: hearth, registered: configuration.models, defaultModel: configuration.defaultModel,
+                              parallel: configuration.parallel, queueLimit: configuration.queueLimit,
+                              defaultKeepAlive: configuration.keepAliveSeconds.map { .seconds($0) } ?? .forever)
+    }
+
+    func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.add(middleware: ErrorMiddleware(metrics: metrics))
+        router.add(middleware: APIKeyMiddleware(key: configuration.apiKey))
+        router.get("health") { _, _ in try JSONBody.response(["status": "ok"]) }
+        router.get("metrics") { _, _ in
+            await self.updateGauges()
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: self.metrics.text())))
+        }
+        // Ollama clients probe the root.
+        router.head("/") { _, _ in Response(status: .ok) }
+        addOpenAIRoutes(to: router)
+        addOllamaRoutes(to: router)
+        return router
+    }
+
+    private func updateGauges() async {
+        let running = await models.running()
+        var busy = 0
+        var waiting = 0
+        for (model, _) in running {
+            if case .language(_, let slots) = model.kind {
+                busy += await slots.busyCount
+                waiting += await slots.waitingCount
+            }
+        }
+        metrics.gauges(loaded: running.count, busy: busy, waiting: waiting)
+    }
+
+    /// Vectors of `texts` from the embedding model called `name`.
+    func embed(model name: String?, texts: [String], keepAlive: KeepAlive?) async throws
+        -> (model: String, vectors: [[Float]], dimensions: Int, tokens: Int, loadSeconds: Double) {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let loaded = try await models.acquire(try await models.canonicalName(name))
+        let loadSeconds = (clock.now - started) / .seconds(1)
+        do {
+            guard case .embedding(let embedder) = loaded.kind else {
+                throw ServerError.badRequest("'\(loaded.name)' is a language model; name an embedding model such as all-MiniLM-L6-v2.",
+                                             param: "model")
+            }
+            let vectors = try await embedder.embed(texts)
+            let tokens = texts.reduce(0) { $0 + embedder.model.tokenizer.encode($1).count }
+            await models.release(loaded, keepAlive: keepAlive)
+            return (loaded.name, vectors, embedder.dimensions, tokens, loadSeconds)
+        } catch {
+            await models.release(loaded, keepAlive: keepAlive)
+            throw error
+        }
+    }
+
+    /// Unloads models idle past their keep-alive, once a second, until cancelled.
+    func sweepIdleModels() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            await models.sweep()
+        }
+    }
+}
+
+/// Answers errors in the caller's dialect (OpenAI's schema under /v1, Ollama's under /api)
+/// and counts every request.
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            response = Self.response(ServerError.notFound("There is no route \(request.method) \(request.uri.path)."), path: request.uri.path)
+        } catch let error as HTTPError where error.status == .methodNotAllowed {
+            response = Self.response(ServerError(status: .methodNotAllowed, message: "\(request.uri.path) does not take \(request.method).",
+                                                 type: "invalid_request_error"), path: request.uri.path)
+        } catch {
+            response = Self.response(ServerError.from(error), path: request.uri.path)
+        }
+        metrics.request(route: context.endpointPath ?? "unmatched", method: request.method.rawValue, status: response.status.code,
+                        seconds: (clock.now - started) / .seconds(1))
+        return response
+    }
+
+    static func response(_ error: ServerError, path: String) -> Response {
+        var headers = HTTPFields()
+        if let retryAfter = error.retryAfter { headers[.retryAfter] = String(retryAfter) }
+        let body: Response?
+        if path.hasPrefix("/api/") {
+            body = try? JSONBody.response(OllamaErrorBody(error: error.message), status: error.status, headers: headers)
+        } else {
+            body = try? JSONBody.response(OpenAIErrorBody(error), status: error.status, headers: headers)
+        }
+        return body ?? Response(status: error.status)
+    }
+}
+
+/// With a key set, turns away requests without `Authorization: Bearer KEY`, except /health
+/// and the web UI's static files (which hold no data; the UI sends the key with its calls).
+struct APIKeyMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let key: String?
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let key, !Self.isPublic(request.uri.path) else { return try await next(request, context) }
+        let given = request.headers[.authorization] ?? ""
+        guard given.hasPrefix("Bearer "), Self.constantTimeEqual(String(given.dropFirst("Bearer ".count)), key) else {
+            throw ServerError.unauthorized
+        }
+        return try await next(request, context)
+    }
+
+    static func isPublic(_ path: String) -> Bool {
+        path == "/health" || path == "/" || path.hasPrefix("/ui/")
+    }
+
+    /// Compares without stopping at the first difference, so timing does not reveal the key.
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
+        var difference = UInt8(x.count == y.count ? 0 : 1)
+        for index in 0..<max(x.count, y.count) {
+            difference |= (index < x.count ? x[index] : 0) ^ (index < y.count ? y[index] : 0)
+        }
+        return difference == 0
+    }
+}
+
+/// The server: `start()` binds and serves in the background, `wait()` returns when it stops.
+public final class HearthServer: Sendable {
+    let service: HearthService
+    private let state = Mutex<(port: Int, task: Task<Void, any Error>?, group: ServiceGroup?)>((0, nil, nil))
+
+    /// A server with `configuration`, loading models through `hearth`.
+    public init(configuration: ServerConfiguration, hearth: Hearth = Hearth()) {
+        service = HearthService(configuration: configuration, hearth: hearth)
+    }
+
+    /// The port it listens on, once started.
+    public var port: Int { state.withLock { $0.port } }
+
+    /// Binds and starts serving; returns once the port is open. Throws when the address cannot
+    /// be bound. With `handleSignals`, SIGINT and SIGTERM stop the server: requests in progress
+    /// get a few seconds to finish.
+    public func start(logger: Logger? = nil, handleSignals: Bool = false) async throws {
+        let configuration = service.configuration
+        var log = logger ?? Logger(label: "hearth.server")
+        if logger == nil { log.logLevel = .warning }
+        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+        let app = Application(router: service.router(),
+                              configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "hearth"),
+                              onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) },
+                              logger: log)
+        let service = self.service
+        var groupConfiguration = ServiceGroupConfiguration(services: [app], logger: log)
+        if handleSignals {
+            groupConfiguration.gracefulShutdownSignals = [.sigterm, .sigint]
+            groupConfiguration.cancellationSignals = [.sigquit]
+        }
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(5)
+        let group = ServiceGroup(configuration: groupConfiguration)
+        let task = Task {
+            let sweeper = Task { await service.sweepIdleModels() }
+            defer { sweeper.cancel() }
+            do {
+                try await group.run()
+            } catch {
+                portContinuation.finish()
+                throw error
+            }
+        }
+        var bound: Int?
+        for await value in ports {
+            bound = value
+            break
+        }
+        guard let bound else {
+            let result = await task.result
+            if case .failure(let error) = result { throw error }
+            throw HearthError.resourceUnavailable("The server stopped before it was listening.")
+        }
+        state.withLock { $0 = (bound, task, group) }
+    }
+
+    /// Returns when the server stops: after `stop()`, or on SIGINT / SIGTERM.
+    public func wait() async throws {
+        let task = state.withLock { $0.task }
+        try await task?.value
+    }
+
+    /// Stops serving, giving requests in progress a few seconds to finish.
+    public func stop() async {
+        let (task, group) = state.withLock { ($0.task, $0.group) }
+        await group?.triggerGracefulShutdown()
+        _ = await task?.result
+    }
+}
+
+extension ServerConfiguration {
+    /// `hearth.sqlite` under $HEARTH_DATA_DIR, else $XDG_DATA_HOME/hearth, else
+    /// ~/.local/share/hearth.
+    public static func defaultDatabasePath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        let directory: String
+        if let value = environment["HEARTH_DATA_DIR"], !value.isEmpty {
+            directory = value
+        } else if let value = environment["XDG_DATA_HOME"], !value.isEmpty {
+            directory = value + "/hearth"
+        } else {
+            directory = (environment["HOME"] ?? NSHomeDirectory()) + "/.local/share/hearth"
+        }
+        return directory + "/hearth.sqlite"
+    }
+
+    /// Seconds from a keep-alive such as "5m", "30s" or "1h"; nil (for ever) for a negative one.
+    public static func keepAliveSeconds(_ text: String) throws -> Double? {
+        do {
+            switch try KeepAlive(text) {
+            case .forever: return nil
+            case .seconds(let seconds): return seconds
+            }
+        } catch let error as ServerError {
+            throw HearthError.invalidArgument(error.message)
+        }
+    }
+}

@@ -1,0 +1,482 @@
+import Foundation
+import HTTPTypes
+import Hearth
+import Hummingbird
+import NIOCore
+
+// Wire types mirror the Ollama API's own field names.
+
+/// Ollama's `options` object: the sampling and length settings it names.
+struct OllamaOptions: Decodable, Sendable {
+    var temperature: Float?
+    var top_p: Float?
+    var top_k: Int?
+    var min_p: Float?
+    var seed: Int64?
+    var num_predict: Int?
+    var stop: OneOrMany<String>?
+    var repeat_penalty: Float?
+    var repeat_last_n: Int?
+    var frequency_penalty: Float?
+    var presence_penalty: Float?
+
+    /// Options from the balanced preset with the given fields; `format` of "json" or a schema
+    /// asks for a JSON answer.
+    static func options(_ given: OllamaOptions?, format: JSONValue?) throws -> GenerationOptions {
+        var options = GenerationOptions.balanced
+        if let given {
+            if let value = given.temperature { options.sampling.temperature = value }
+            if let value = given.top_p { options.sampling.topP = value }
+            if let value = given.top_k { options.sampling.topK = value > 0 ? value : nil }
+            if let value = given.min_p { options.sampling.minP = value }
+            if let value = given.seed { options.seed = UInt64(bitPattern: value) }
+            if let value = given.repeat_penalty { options.sampling.repetitionPenalty = value }
+            if let value = given.repeat_last_n, value > 0 { options.sampling.penaltyWindow = value }
+            if let value = given.frequency_penalty { options.sampling.frequencyPenalty = value }
+            if let value = given.presence_penalty { options.sampling.presencePenalty = value }
+            options.stop = given.stop?.all ?? []
+            // Ollama: -1 generates until the end, -2 until the context is full.
+            if let value = given.num_predict, value >= 0 { options.maxTokens = value }
+        }
+        switch format {
+        case nil, .null?, .string("")?: break
+        case .string("json")?, .object?: options.format = .json
+        default: throw ServerError.badRequest("format must be \"json\" or a JSON schema object.", param: "format")
+        }
+        return options
+    }
+}
+
+struct OllamaMessage: Codable, Sendable {
+    var role: String
+    var content: String
+}
+
+struct OllamaChatRequest: Decodable, Sendable {
+    var model: String?
+    var messages: [OllamaMessage]?
+    var stream: Bool?
+    var format: JSONValue?
+    var options: OllamaOptions?
+    var keep_alive: JSONValue?
+}
+
+struct OllamaGenerateRequest: Decodable, Sendable {
+    var model: String?
+    var prompt: String?
+    var system: String?
+    var raw: Bool?
+    var stream: Bool?
+    var format: JSONValue?
+    var options: OllamaOptions?
+    var keep_alive: JSONValue?
+}
+
+struct OllamaModelRequest: Decodable, Sendable {
+    var model: String?
+    var name: String?
+    var stream: Bool?
+    var insecure: Bool?
+
+    func required() throws -> String {
+        guard let value = model ?? name, !value.isEmpty else { throw ServerError.badRequest("Name the model in \"model\".", param: "model") }
+        return value
+    }
+}
+
+struct OllamaEmbedRequest: Decodable, Sendable {
+    var model: String?
+    var input: OneOrMany<String>
+    var truncate: Bool?
+    var keep_alive: JSONValue?
+}
+
+/// The closing line's timings, in nanoseconds as Ollama reports them.
+struct OllamaTimings: Encodable, Sendable {
+    var total_duration: Int64
+    var load_duration: Int64
+    var prompt_eval_count: Int
+    var prompt_eval_duration: Int64
+    var eval_count: Int
+    var eval_duration: Int64
+
+    init(_ stats: GenerationStatistics?, total: Double, load: Double) {
+        let stats = stats ?? GenerationStatistics()
+        total_duration = Int64(total * 1e9)
+        load_duration = Int64(load * 1e9)
+        prompt_eval_count = stats.promptTokens
+        prompt_eval_duration = Int64(stats.promptSeconds * 1e9)
+        eval_count = stats.completionTokens
+        eval_duration = Int64(stats.generationSeconds * 1e9)
+    }
+}
+
+struct OllamaChatLine: Encodable, Sendable {
+    var model: String
+    var created_at: String
+    var message: OllamaMessage
+    var done: Bool
+    var done_reason: String?
+    var timings: OllamaTimings?
+
+    enum CodingKeys: CodingKey { case model, created_at, message, done, done_reason }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(model, forKey: .model)
+        try container.encode(created_at, forKey: .created_at)
+        try container.encode(message, forKey: .message)
+        try container.encode(done, forKey: .done)
+        try container.encodeIfPresent(done_reason, forKey: .done_reason)
+        try timings?.encode(to: encoder)
+    }
+}
+
+struct OllamaGenerateLine: Encodable, Sendable {
+    var model: String
+    var created_at: String
+    var response: String
+    var done: Bool
+    var done_reason: String?
+    var timings: OllamaTimings?
+
+    enum CodingKeys: CodingKey { case model, created_at, response, done, done_reason }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(model, forKey: .model)
+        try container.encode(created_at, forKey: .created_at)
+        try container.encode(response, forKey: .response)
+        try container.encode(done, forKey: .done)
+        try container.encodeIfPresent(done_reason, forKey: .done_reason)
+        try timings?.encode(to: encoder)
+    }
+}
+
+/// A model as /api/tags and /api/ps list it.
+struct OllamaModel: Encodable, Sendable {
+    var name: String
+    var model: String
+    var modified_at: String?
+    var size: Int
+    var digest: String
+    var details: Details
+    var expires_at: String?
+    var size_vram: Int?
+
+    struct Details: Encodable, Sendable {
+        var format: String
+        var family: String
+        var families: [String]
+        var parameter_size: String
+        var quantization_level: String
+    }
+}
+
+/// Ollama's error body.
+struct OllamaErrorBody: Encodable, Sendable {
+    var error: String
+}
+
+extension HearthService {
+    func addOllamaRoutes(to router: Router<BasicRequestContext>) {
+        let api = router.group("api")
+        api.post("chat") { request, _ in try await self.ollamaChat(request) }
+        api.post("generate") { request, _ in try await self.ollamaGenerate(request) }
+        api.post("embed") { request, _ in try await self.ollamaEmbed(request) }
+        api.get("tags") { _, _ in try await self.ollamaTags() }
+        api.post("show") { request, _ in try await self.ollamaShow(request) }
+        api.post("pull") { request, _ in try await self.ollamaPull(request) }
+        api.get("ps") { _, _ in try await self.ollamaRunning() }
+        api.delete("delete") { request, _ in try await self.ollamaDelete(request) }
+        api.get("version") { _, _ in try JSONBody.response(["version": HearthService.version]) }
+    }
+
+    private func ollamaChat(_ request: Request) async throws -> Response {
+        let body = try await request.decodeJSON(OllamaChatRequest.self, limit: configuration.maxBodyBytes)
+        let keepAlive = try body.keep_alive.map(KeepAlive.init(json:))
+        let messages = try (body.messages ?? []).map { message -> ChatMessage in
+            guard let role = ChatMessage.Role(rawValue: message.role) else {
+                throw ServerError.badRequest("Message role '\(message.role)' is not supported; use system, user or assistant.")
+            }
+            return ChatMessage(role: role, content: message.content)
+        }
+        // No messages loads (or, with keep_alive 0, unloads) the model, as Ollama does.
+        guard !messages.isEmpty else {
+            let model = try await models.preload(body.model ?? "", keepAlive: keepAlive)
+            var name = model?.name ?? ""
+            if model == nil { name = try await models.canonicalName(body.model) }
+            return try JSONBody.response(OllamaChatLine(model: name, created_at: Self.timestamp(), message: .init(role: "assistant", content: ""),
+                                                        done: true, done_reason: keepAlive == .seconds(0) ? "unload" : "load"))
+        }
+        let options = try OllamaOptions.options(body.options, format: body.format)
+        let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
+                                                           prompt: .chat(messages), options: options, keepAlive: keepAlive)
+        let name = generation.model.name
+        let first = try await generation.next()
+        @Sendable func closing(_ response: Answer) -> OllamaChatLine {
+            OllamaChatLine(model: name, created_at: Self.timestamp(), message: .init(role: "assistant", content: ""), done: true,
+                           done_reason: response.finishReason.apiName,
+                           timings: OllamaTimings(response.statistics, total: generation.elapsedSeconds, load: generation.loadSeconds))
+        }
+        guard body.stream ?? true else {
+            var response = Answer()
+            if let first { response.append(first) }
+            while let chunk = try await generation.next() { response.append(chunk) }
+            var line = closing(response)
+            line.message.content = response.text
+            return try JSONBody.response(line)
+        }
+        let events = EventWriter(framing: .ndjson)
+        return Response(status: .ok, headers: events.headers, body: ResponseBody { writer in
+            defer { generation.cancel() }
+            var next = first
+            var response = Answer()
+            do {
+                while let chunk = next {
+                    response.append(chunk)
+                    if !chunk.text.isEmpty {
+                        try await writer.write(events.frame(OllamaChatLine(model: name, created_at: Self.timestamp(),
+                                                                           message: .init(role: "assistant", content: chunk.text), done: false)))
+                    }
+                    next = try await generation.next()
+                }
+                try await writer.write(events.frame(closing(response)))
+            } catch let error where !(error is CancellationError) {
+                try await writer.write(events.frame(OllamaErrorBody(error: ServerError.from(error).message)))
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    private func ollamaGenerate(_ request: Request) async throws -> Response {
+        let body = try await request.decodeJSON(OllamaGenerateRequest.self, limit: configuration.maxBodyBytes)
+        let keepAlive = try body.keep_alive.map(KeepAlive.init(json:))
+        guard let text = body.prompt, !text.isEmpty else {
+            let model = try await models.preload(body.model ?? "", keepAlive: keepAlive)
+            var name = model?.name ?? ""
+            if model == nil { name = try await models.canonicalName(body.model) }
+            return try JSONBody.response(OllamaGenerateLine(model: name, created_at: Self.timestamp(), response: "", done: true,
+                                                            done_reason: keepAlive == .seconds(0) ? "unload" : "load"))
+        }
+        let options = try OllamaOptions.options(body.options, format: body.format)
+        let prompt: Prompt = body.raw == true
+            ? .text(text)
+            : .chat((body.system.map { [ChatMessage(role: .system, content: $0)] } ?? []) + [ChatMessage(role: .user, content: text)])
+        let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
+                                                           prompt: prompt, options: options, keepAlive: keepAlive)
+        let name = generation.model.name
+        let first = try await generation.next()
+        @Sendable func closing(_ response: Answer) -> OllamaGenerateLine {
+            OllamaGenerateLine(model: name, created_at: Self.timestamp(), response: "", done: true, done_reason: response.finishReason.apiName,
+                               timings: OllamaTimings(response.statistics, total: generation.elapsedSeconds, load: generation.loadSeconds))
+        }
+        guard body.stream ?? true else {
+            var response = Answer()
+            if let first { response.append(first) }
+            while let chunk = try await generation.next() { response.append(chunk) }
+            var line = closing(response)
+            line.response = response.text
+            return try JSONBody.response(line)
+        }
+        let events = EventWriter(framing: .ndjson)
+        return Response(status: .ok, headers: events.headers, body: ResponseBody { writer in
+            defer { generation.cancel() }
+            var next = first
+            var response = Answer()
+            do {
+                while let chunk = next {
+                    response.append(chunk)
+                    if !chunk.text.isEmpty {
+                        try await writer.write(events.frame(OllamaGenerateLine(model: name, created_at: Self.timestamp(),
+                                                                               response: chunk.text, done: false)))
+                    }
+                    next = try await generation.next()
+                }
+                try await writer.write(events.frame(closing(response)))
+            } catch let error where !(error is CancellationError) {
+                try await writer.write(events.frame(OllamaErrorBody(error: ServerError.from(error).message)))
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    private func ollamaEmbed(_ request: Request) async throws -> Response {
+        let body = try await request.decodeJSON(OllamaEmbedRequest.self, limit: configuration.maxBodyBytes)
+        let texts = body.input.all
+        guard !texts.isEmpty else { throw ServerError.badRequest("input must not be empty.", param: "input") }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let result = try await embed(model: body.model, texts: texts, keepAlive: try body.keep_alive.map(KeepAlive.init(json:)))
+        struct Body: Encodable {
+            var model: String
+            var embeddings: [[Float]]
+            var total_duration: Int64
+            var load_duration: Int64
+            var prompt_eval_count: Int
+        }
+        return try JSONBody.response(Body(model: result.model, embeddings: result.vectors,
+                                          total_duration: Int64((clock.now - started) / .nanoseconds(1)),
+                                          load_duration: Int64(result.loadSeconds * 1e9), prompt_eval_count: result.tokens))
+    }
+
+    private func ollamaTags() async throws -> Response {
+        let entries = await models.catalog()
+        return try JSONBody.response(["models": entries.map { ollamaModel($0) }])
+    }
+
+    private func ollamaRunning() async throws -> Response {
+        let running = await models.running()
+        let list = running.map { model, expiresAt in
+            var entry = ollamaModel(ModelEntry(name: model.name, url: model.url, size: model.size, modified: model.loadedAt,
+                                               isEmbedding: { if case .embedding = model.kind { true } else { false } }()))
+            entry.modified_at = nil
+            entry.expires_at = Self.timestamp(expiresAt ?? Date.distantFuture)
+            entry.size_vram = 0
+            return entry
+        }
+        return try JSONBody.response(["models": list])
+    }
+
+    private func ollamaShow(_ request: Request) async throws -> Response {
+        let name = try await models.canonicalName(try await request.decodeJSON(OllamaModelRequest.self, limit: configuration.maxBodyBytes).required())
+        let url = try await models.locate(name)
+        struct Body: Encodable {
+            var modelfile: String
+            var parameters: String
+            var template: String
+            var details: OllamaModel.Details
+            var model_info: [String: JSONValue]
+            var capabilities: [String]
+            var modified_at: String
+        }
+        let modified = (try? FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date) ?? Date()
+        if ModelManager.isDirectory(url) {
+            return try JSONBody.response(Body(modelfile: "", parameters: "", template: "",
+                                              details: .init(format: "safetensors", family: "bert", families: ["bert"], parameter_size: "",
+                                                             quantization_level: "F32"),
+                                              model_info: ["general.architecture": .string("bert")], capabilities: ["embedding"],
+                                              modified_at: Self.timestamp(modified)))
+        }
+        let file = try GGUFFile(path: url.path)
+        let summary = ModelSummary(file)
+        var info: [String: JSONValue] = [:]
+        for (key, value) in file.metadata where !key.hasPrefix("tokenizer.ggml.") {
+            switch value {
+            case .string(let text): info[key] = .string(text)
+            case .bool(let flag): info[key] = .bool(flag)
+            default:
+                if let number = value.doubleValue { info[key] = .number(number) }
+            }
+        }
+        let template = file.metadata["tokenizer.chat_template"]?.stringValue ?? ""
+        return try JSONBody.response(Body(
+            modelfile: "FROM \(url.path)\n", parameters: "", template: template, details: details(summary), model_info: info,
+            capabilities: template.isEmpty ? ["completion"] : ["completion", "chat"], modified_at: Self.timestamp(modified)))
+    }
+
+    private func ollamaPull(_ request: Request) async throws -> Response {
+        let body = try await request.decodeJSON(OllamaModelRequest.self, limit: configuration.maxBodyBytes)
+        let name = try body.required()
+        if case .path = try hearth.reference(name) {
+            throw ServerError.badRequest("Pull takes a Hub name (org/repo[:QUANT]) or an alias, not a path.", param: "model")
+        }
+        let progress = hearth.pull(name)
+        struct Line: Encodable {
+            var status: String
+            var digest: String?
+            var total: Int?
+            var completed: Int?
+        }
+        @Sendable func line(_ event: DownloadProgress) -> Line {
+            switch event.phase {
+            case .resolving:
+                return Line(status: "pulling manifest")
+            case .downloading:
+                guard let file = event.file else { return Line(status: "pulling manifest") }
+                return Line(status: "pulling \(file)", digest: file, total: event.totalBytes, completed: event.completedBytes)
+            case .verifying:
+                return Line(status: "verifying sha256 digest", total: event.totalBytes, completed: event.completedBytes)
+            case .done:
+                return Line(status: "success")
+            }
+        }
+        guard body.stream ?? true else {
+            var last: DownloadProgress?
+            for try await event in progress { last = event }
+            return try JSONBody.response(Line(status: last?.phase == .done ? "success" : "incomplete"))
+        }
+        let events = EventWriter(framing: .ndjson)
+        return Response(status: .ok, headers: events.headers, body: ResponseBody { writer in
+            // Progress comes many times a second; a client needs a few lines a second, and the
+            // newest line of each phase before the next phase begins.
+            var held: Line?
+            var sentStatus = ""
+            var lastSent = ContinuousClock.now
+            do {
+                for try await event in progress {
+                    let entry = line(event)
+                    let now = ContinuousClock.now
+                    if entry.status != sentStatus {
+                        if let held { try await writer.write(events.frame(held)) }
+                        try await writer.write(events.frame(entry))
+                        (sentStatus, lastSent, held) = (entry.status, now, nil)
+                    } else if now - lastSent >= .milliseconds(100) {
+                        try await writer.write(events.frame(entry))
+                        (lastSent, held) = (now, nil)
+                    } else {
+                        held = entry
+                    }
+                }
+                if let held { try await writer.write(events.frame(held)) }
+            } catch {
+                try await writer.write(events.frame(OllamaErrorBody(error: ServerError.from(error).message)))
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    private func ollamaDelete(_ request: Request) async throws -> Response {
+        let name = try await models.canonicalName(try await request.decodeJSON(OllamaModelRequest.self, limit: configuration.maxBodyBytes).required())
+        guard case .hub(let repo, _, _) = try? hearth.reference(name), hearth.cache.cachedRepo(repo) != nil else {
+            throw ServerError.notFound("model '\(name)' not found in the cache; only pulled Hub models can be deleted.")
+        }
+        await models.unload(name)
+        try hearth.cache.remove(repo)
+        CacheUsage(cache: hearth.cache).forget(repo)
+        return Response(status: .ok)
+    }
+
+    func ollamaModel(_ entry: ModelEntry) -> OllamaModel {
+        let details: OllamaModel.Details
+        if entry.isEmbedding {
+            details = .init(format: "safetensors", family: "bert", families: ["bert"], parameter_size: "", quantization_level: "F32")
+        } else if let file = try? GGUFFile(path: entry.url.path) {
+            details = self.details(ModelSummary(file))
+        } else {
+            details = .init(format: "gguf", family: "", families: [], parameter_size: "", quantization_level: "")
+        }
+        return OllamaModel(name: entry.name, model: entry.name, modified_at: Self.timestamp(entry.modified), size: entry.size,
+                           digest: Self.digest(entry), details: details)
+    }
+
+    private func details(_ summary: ModelSummary) -> OllamaModel.Details {
+        let family = summary.architecture ?? ""
+        return .init(format: "gguf", family: family, families: [family], parameter_size: ModelSummary.formatCount(summary.parameterCount),
+                     quantization_level: summary.fileType ?? "")
+    }
+
+    /// A stable identifier for a model file: its blob name in the hub cache, else a hash of
+    /// its path, size and date.
+    static func digest(_ entry: ModelEntry) -> String {
+        let resolved = entry.url.resolvingSymlinksInPath().lastPathComponent
+        if resolved.count == 64, resolved.allSatisfy(\.isHexDigit) { return resolved }
+        var hasher = Hasher()
+        hasher.combine(entry.url.path)
+        hasher.combine(entry.size)
+        return String(format: "%016llx", UInt64(bitPattern: Int64(hasher.finalize())))
+    }
+
+    /// RFC 3339 with fractional seconds, as Ollama writes times.
+    static func timestamp(_ date: Date = Date()) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+}

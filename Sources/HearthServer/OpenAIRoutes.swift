@@ -1,0 +1,549 @@
+import Foundation
+import HTTPTypes
+import Hearth
+import Hummingbird
+import NIOCore
+
+// Wire types mirror the OpenAI API's own field names.
+
+/// A chat message as OpenAI clients send it: content as a string or as text parts.
+struct OpenAIMessage: Decodable, Sendable {
+    var role: String
+    var content: JSONValue?
+
+    func message() throws -> ChatMessage {
+        guard let role = ChatMessage.Role(rawValue: role) else {
+            throw ServerError.badRequest("Message role '\(role)' is not supported; use system, user or assistant.", param: "messages")
+        }
+        switch content {
+        case .string(let text)?:
+            return ChatMessage(role: role, content: text)
+        case .array(let parts)?:
+            var text = ""
+            for part in parts {
+                guard case .object(let fields) = part, fields["type"] == .string("text"), case .string(let piece)? = fields["text"] else {
+                    throw ServerError.badRequest("Only text content parts ({\"type\": \"text\", \"text\": …}) are supported.", param: "messages")
+                }
+                text += piece
+            }
+            return ChatMessage(role: role, content: text)
+        case .null?, nil:
+            return ChatMessage(role: role, content: "")
+        default:
+            throw ServerError.badRequest("Message content must be a string or an array of text parts.", param: "messages")
+        }
+    }
+}
+
+/// Sampling fields OpenAI's chat and completion requests share.
+struct OpenAISampling: Decodable, Sendable {
+    var temperature: Float?
+    var top_p: Float?
+    var top_k: Int?
+    var min_p: Float?
+    var seed: Int64?
+    var stop: OneOrMany<String>?
+    var frequency_penalty: Float?
+    var presence_penalty: Float?
+    var repeat_penalty: Float?
+    var n: Int?
+
+    /// Options starting from the balanced preset, with each field the request set.
+    func options(maxTokens: Int?) throws -> GenerationOptions {
+        var options = GenerationOptions.balanced
+        if let temperature { options.sampling.temperature = temperature }
+        if let top_p { options.sampling.topP = top_p }
+        if let top_k { options.sampling.topK = top_k > 0 ? top_k : nil }
+        if let min_p { options.sampling.minP = min_p }
+        if let seed { options.seed = UInt64(bitPattern: seed) }
+        if let frequency_penalty { options.sampling.frequencyPenalty = frequency_penalty }
+        if let presence_penalty { options.sampling.presencePenalty = presence_penalty }
+        if let repeat_penalty { options.sampling.repetitionPenalty = repeat_penalty }
+        options.stop = stop?.all ?? []
+        if let maxTokens {
+            guard maxTokens >= 1 else { throw ServerError.badRequest("max_tokens must be at least 1.", param: "max_tokens") }
+            options.maxTokens = maxTokens
+        }
+        if let n, n != 1 { throw ServerError.badRequest("n must be 1; Hearth generates one choice per request.", param: "n") }
+        return options
+    }
+}
+
+struct ChatCompletionRequest: Decodable, Sendable {
+    var model: String?
+    var messages: [OpenAIMessage]
+    var stream: Bool?
+    var stream_options: StreamOptions?
+    var max_tokens: Int?
+    var max_completion_tokens: Int?
+    var logprobs: Bool?
+    var top_logprobs: Int?
+    var response_format: ResponseFormatField?
+    var sampling: OpenAISampling
+
+    struct StreamOptions: Decodable, Sendable { var include_usage: Bool? }
+    struct ResponseFormatField: Decodable, Sendable { var type: String }
+
+    enum CodingKeys: String, CodingKey {
+        case model, messages, stream, stream_options, max_tokens, max_completion_tokens, logprobs, top_logprobs, response_format
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        model = try container.decodeIfPresent(String.self, forKey: .model)
+        messages = try container.decode([OpenAIMessage].self, forKey: .messages)
+        stream = try container.decodeIfPresent(Bool.self, forKey: .stream)
+        stream_options = try container.decodeIfPresent(StreamOptions.self, forKey: .stream_options)
+        max_tokens = try container.decodeIfPresent(Int.self, forKey: .max_tokens)
+        max_completion_tokens = try container.decodeIfPresent(Int.self, forKey: .max_completion_tokens)
+        logprobs = try container.decodeIfPresent(Bool.self, forKey: .logprobs)
+        top_logprobs = try container.decodeIfPresent(Int.self, forKey: .top_logprobs)
+        response_format = try container.decodeIfPresent(ResponseFormatField.self, forKey: .response_format)
+        sampling = try OpenAISampling(from: decoder)
+    }
+}
+
+struct CompletionRequest: Decodable, Sendable {
+    var model: String?
+    var prompt: OneOrMany<String>
+    var stream: Bool?
+    var stream_options: ChatCompletionRequest.StreamOptions?
+    var max_tokens: Int?
+    var logprobs: Int?
+    var echo: Bool?
+    var suffix: String?
+    var sampling: OpenAISampling
+
+    enum CodingKeys: String, CodingKey { case model, prompt, stream, stream_options, max_tokens, logprobs, echo, suffix }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        model = try container.decodeIfPresent(String.self, forKey: .model)
+        prompt = try container.decode(OneOrMany<String>.self, forKey: .prompt)
+        stream = try container.decodeIfPresent(Bool.self, forKey: .stream)
+        stream_options = try container.decodeIfPresent(ChatCompletionRequest.StreamOptions.self, forKey: .stream_options)
+        max_tokens = try container.decodeIfPresent(Int.self, forKey: .max_tokens)
+        logprobs = try container.decodeIfPresent(Int.self, forKey: .logprobs)
+        echo = try container.decodeIfPresent(Bool.self, forKey: .echo)
+        suffix = try container.decodeIfPresent(String.self, forKey: .suffix)
+        sampling = try OpenAISampling(from: decoder)
+    }
+}
+
+struct EmbeddingRequest: Decodable, Sendable {
+    var model: String?
+    var input: OneOrMany<String>
+    var encoding_format: String?
+    var dimensions: Int?
+}
+
+struct OpenAIUsage: Encodable, Sendable {
+    var prompt_tokens: Int
+    var completion_tokens: Int
+    var total_tokens: Int
+    var prompt_tokens_details: Details?
+
+    struct Details: Encodable, Sendable { var cached_tokens: Int }
+
+    init(_ stats: GenerationStatistics?) {
+        let stats = stats ?? GenerationStatistics()
+        prompt_tokens = stats.promptTokens
+        completion_tokens = stats.completionTokens
+        total_tokens = stats.promptTokens + stats.completionTokens
+        prompt_tokens_details = Details(cached_tokens: stats.cachedPromptTokens)
+    }
+}
+
+/// A token with its log-probability, as chat completions report it.
+struct OpenAITokenLogprob: Encodable, Sendable {
+    var token: String
+    var logprob: Float
+    var bytes: [UInt8]
+    var top_logprobs: [Alternative]?
+
+    struct Alternative: Encodable, Sendable {
+        var token: String
+        var logprob: Float
+        var bytes: [UInt8]
+    }
+
+    init(token: Int32, logprob: Float, top: [TokenLogprob], tokenizer: any Tokenizer) {
+        bytes = tokenizer.tokenBytes(token)
+        self.token = String(decoding: bytes, as: UTF8.self)
+        self.logprob = logprob
+        top_logprobs = top.map {
+            let bytes = tokenizer.tokenBytes($0.token)
+            return Alternative(token: String(decoding: bytes, as: UTF8.self), logprob: $0.logprob, bytes: bytes)
+        }
+    }
+}
+
+struct ChatLogprobs: Encodable, Sendable { var content: [OpenAITokenLogprob] }
+
+struct ChatCompletion: Encodable, Sendable {
+    var id: String
+    var object = "chat.completion"
+    var created: Int
+    var model: String
+    var choices: [Choice]
+    var usage: OpenAIUsage
+    var system_fingerprint = "hearth"
+
+    struct Choice: Encodable, Sendable {
+        var index = 0
+        var message: Message
+        var logprobs: ChatLogprobs?
+        var finish_reason: String
+
+        enum CodingKeys: CodingKey { case index, message, logprobs, finish_reason }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(index, forKey: .index)
+            try container.encode(message, forKey: .message)
+            try container.encode(logprobs, forKey: .logprobs)
+            try container.encode(finish_reason, forKey: .finish_reason)
+        }
+    }
+
+    struct Message: Encodable, Sendable {
+        var role = "assistant"
+        var content: String
+    }
+}
+
+struct ChatCompletionChunk: Encodable, Sendable {
+    var id: String
+    var object = "chat.completion.chunk"
+    var created: Int
+    var model: String
+    var choices: [Choice]
+    var usage: OpenAIUsage?
+    var system_fingerprint = "hearth"
+
+    struct Choice: Encodable, Sendable {
+        var index = 0
+        var delta: Delta
+        var logprobs: ChatLogprobs?
+        var finish_reason: String?
+
+        enum CodingKeys: CodingKey { case index, delta, logprobs, finish_reason }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(index, forKey: .index)
+            try container.encode(delta, forKey: .delta)
+            try container.encode(logprobs, forKey: .logprobs)
+            try container.encode(finish_reason, forKey: .finish_reason)
+        }
+    }
+
+    struct Delta: Encodable, Sendable {
+        var role: String?
+        var content: String?
+    }
+}
+
+struct TextCompletion: Encodable, Sendable {
+    var id: String
+    var object = "text_completion"
+    var created: Int
+    var model: String
+    var choices: [Choice]
+    var usage: OpenAIUsage?
+    var system_fingerprint = "hearth"
+
+    struct Choice: Encodable, Sendable {
+        var index = 0
+        var text: String
+        var logprobs: Logprobs?
+        var finish_reason: String?
+
+        enum CodingKeys: CodingKey { case index, text, logprobs, finish_reason }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(index, forKey: .index)
+            try container.encode(text, forKey: .text)
+            try container.encode(logprobs, forKey: .logprobs)
+            try container.encode(finish_reason, forKey: .finish_reason)
+        }
+    }
+
+    /// The legacy completions log-probability layout: parallel arrays.
+    struct Logprobs: Encodable, Sendable {
+        var tokens: [String] = []
+        var token_logprobs: [Float] = []
+        var top_logprobs: [[String: Float]] = []
+        var text_offset: [Int] = []
+
+        mutating func append(token: Int32, logprob: Float, top: [TokenLogprob], offset: Int, tokenizer: any Tokenizer) {
+            tokens.append(String(decoding: tokenizer.tokenBytes(token), as: UTF8.self))
+            token_logprobs.append(logprob)
+            var alternatives: [String: Float] = [:]
+            for alternative in top {
+                alternatives[String(decoding: tokenizer.tokenBytes(alternative.token), as: UTF8.self)] = alternative.logprob
+            }
+            top_logprobs.append(alternatives)
+            text_offset.append(offset)
+        }
+    }
+}
+
+/// OpenAI's error body.
+struct OpenAIErrorBody: Encodable, Sendable {
+    var error: Detail
+
+    struct Detail: Encodable, Sendable {
+        var message: String
+        var type: String
+        var param: String?
+        var code: String?
+
+        enum CodingKeys: CodingKey { case message, type, param, code }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(message, forKey: .message)
+            try container.encode(type, forKey: .type)
+            try container.encode(param, forKey: .param)
+            try container.encode(code, forKey: .code)
+        }
+    }
+
+    init(_ error: ServerError) {
+        self.error = Detail(message: error.message, type: error.type, param: error.param, code: error.code)
+    }
+}
+
+extension FinishReason {
+    /// The name OpenAI and Ollama give it.
+    var apiName: String {
+        switch self {
+        case .stop, .cancelled: "stop"
+        case .length: "length"
+        case .error: "error"
+        }
+    }
+}
+
+extension HearthService {
+    func addOpenAIRoutes(to router: Router<BasicRequestContext>) {
+        let v1 = router.group("v1")
+        v1.post("chat/completions") { request, _ in try await self.chatCompletion(request) }
+        v1.post("completions") { request, _ in try await self.completion(request) }
+        v1.post("embeddings") { request, _ in try await self.embeddings(request) }
+        v1.get("models") { _, _ in try await self.listModels() }
+        v1.get("models/{id}") { _, context in
+            let id = try context.parameters.require("id")
+            return try await self.model(id)
+        }
+        // Hub names have a slash: "org/repo".
+        v1.get("models/{org}/{repo}") { _, context in
+            try await self.model("\(try context.parameters.require("org"))/\(try context.parameters.require("repo"))")
+        }
+    }
+
+    private func chatCompletion(_ request: Request) async throws -> Response {
+        let body = try await request.decodeJSON(ChatCompletionRequest.self, limit: configuration.maxBodyBytes)
+        guard !body.messages.isEmpty else { throw ServerError.badRequest("messages must not be empty.", param: "messages") }
+        var options = try body.sampling.options(maxTokens: body.max_completion_tokens ?? body.max_tokens)
+        options.logprobs = body.logprobs ?? false
+        options.topLogprobs = body.top_logprobs ?? 0
+        if let format = body.response_format?.type {
+            switch format {
+            case "text": break
+            case "json_object": options.format = .json
+            default:
+                throw ServerError.badRequest("response_format type '\(format)' is not supported; use text or json_object.",
+                                             param: "response_format")
+            }
+        }
+        let messages = try body.messages.map { try $0.message() }
+        let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
+                                                           prompt: .chat(messages), options: options, keepAlive: nil)
+        let id = "chatcmpl-" + Self.randomID()
+        let created = Int(Date().timeIntervalSince1970)
+        let name = generation.model.name
+        let tokenizer = generation.model.engine.tokenizer
+        // The first chunk comes after the prompt is evaluated; a prompt that does not fit fails
+        // here, before any response is sent.
+        let first = try await generation.next()
+        guard body.stream == true else {
+            var response = Answer()
+            if let first { response.append(first) }
+            while let chunk = try await generation.next() { response.append(chunk) }
+            let logprobs = options.logprobs ? ChatLogprobs(content: response.logprobs.map {
+                OpenAITokenLogprob(token: $0.token, logprob: $0.logprob, top: $0.top, tokenizer: tokenizer)
+            }) : nil
+            return try JSONBody.response(ChatCompletion(
+                id: id, created: created, model: name,
+                choices: [.init(message: .init(content: response.text), logprobs: logprobs, finish_reason: response.finishReason.apiName)],
+                usage: OpenAIUsage(response.statistics)))
+        }
+        let includeUsage = body.stream_options?.include_usage ?? false
+        let events = EventWriter(framing: .serverSentEvents)
+        return Response(status: .ok, headers: events.headers, body: ResponseBody { writer in
+            defer { generation.cancel() }
+            func send(_ choice: ChatCompletionChunk.Choice?, usage: OpenAIUsage? = nil) async throws {
+                try await writer.write(events.frame(ChatCompletionChunk(id: id, created: created, model: name,
+                                                                         choices: choice.map { [$0] } ?? [], usage: usage)))
+            }
+            try await send(.init(delta: .init(role: "assistant", content: "")))
+            var next = first
+            do {
+                while let chunk = next {
+                    if let reason = chunk.finishReason {
+                        if !chunk.text.isEmpty { try await send(.init(delta: .init(content: chunk.text))) }
+                        try await send(.init(delta: .init(), finish_reason: reason.apiName))
+                        if includeUsage { try await send(nil, usage: OpenAIUsage(chunk.statistics)) }
+                    } else if !chunk.text.isEmpty || chunk.logprob != nil {
+                        let logprobs = chunk.logprob.map { logprob in
+                            ChatLogprobs(content: [OpenAITokenLogprob(token: chunk.token ?? 0, logprob: logprob, top: chunk.topLogprobs,
+                                                                      tokenizer: tokenizer)])
+                        }
+                        try await send(.init(delta: .init(content: chunk.text), logprobs: logprobs))
+                    }
+                    next = try await generation.next()
+                }
+            } catch let error where !(error is CancellationError) {
+                try await writer.write(events.frame(OpenAIErrorBody(ServerError.from(error))))
+            }
+            try await writer.write(ByteBuffer(string: "data: [DONE]\n\n"))
+            try await writer.finish(nil)
+        })
+    }
+
+    private func completion(_ request: Request) async throws -> Response {
+        let body = try await request.decodeJSON(CompletionRequest.self, limit: configuration.maxBodyBytes)
+        let prompts = body.prompt.all
+        guard prompts.count == 1, let prompt = prompts.first else {
+            throw ServerError.badRequest("prompt must be one string; send one request per prompt.", param: "prompt")
+        }
+        if body.suffix != nil { throw ServerError.badRequest("suffix (fill-in-the-middle) is not supported.", param: "suffix") }
+        // OpenAI's default for this endpoint.
+        var options = try body.sampling.options(maxTokens: body.max_tokens ?? 16)
+        if let logprobs = body.logprobs {
+            guard (0...5).contains(logprobs) else { throw ServerError.badRequest("logprobs must be between 0 and 5.", param: "logprobs") }
+            options.logprobs = true
+            options.topLogprobs = logprobs
+        }
+        let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
+                                                           prompt: .text(prompt), options: options, keepAlive: nil)
+        let id = "cmpl-" + Self.randomID()
+        let created = Int(Date().timeIntervalSince1970)
+        let name = generation.model.name
+        let tokenizer = generation.model.engine.tokenizer
+        let echo = body.echo == true ? prompt : ""
+        let first = try await generation.next()
+        guard body.stream == true else {
+            var response = Answer()
+            if let first { response.append(first) }
+            while let chunk = try await generation.next() { response.append(chunk) }
+            var logprobs: TextCompletion.Logprobs?
+            if options.logprobs {
+                var table = TextCompletion.Logprobs()
+                var offset = echo.utf8.count
+                for entry in response.logprobs {
+                    table.append(token: entry.token, logprob: entry.logprob, top: entry.top, offset: offset, tokenizer: tokenizer)
+                    offset += tokenizer.tokenBytes(entry.token).count
+                }
+                logprobs = table
+            }
+            return try JSONBody.response(TextCompletion(
+                id: id, created: created, model: name,
+                choices: [.init(text: echo + response.text, logprobs: logprobs, finish_reason: response.finishReason.apiName)],
+                usage: OpenAIUsage(response.statistics)))
+        }
+        let includeUsage = body.stream_options?.include_usage ?? false
+        let events = EventWriter(framing: .serverSentEvents)
+        return Response(status: .ok, headers: events.headers, body: ResponseBody { writer in
+            defer { generation.cancel() }
+            func send(_ text: String, reason: String? = nil, usage: OpenAIUsage? = nil) async throws {
+                try await writer.write(events.frame(TextCompletion(id: id, created: created, model: name,
+                                                                    choices: [.init(text: text, finish_reason: reason)], usage: usage)))
+            }
+            if !echo.isEmpty { try await send(echo) }
+            var next = first
+            do {
+                while let chunk = next {
+                    if let reason = chunk.finishReason {
+                        try await send(chunk.text, reason: reason.apiName, usage: includeUsage ? OpenAIUsage(chunk.statistics) : nil)
+                    } else if !chunk.text.isEmpty {
+                        try await send(chunk.text)
+                    }
+                    next = try await generation.next()
+                }
+            } catch let error where !(error is CancellationError) {
+                try await writer.write(events.frame(OpenAIErrorBody(ServerError.from(error))))
+            }
+            try await writer.write(ByteBuffer(string: "data: [DONE]\n\n"))
+            try await writer.finish(nil)
+        })
+    }
+
+    private func embeddings(_ request: Request) async throws -> Response {
+        let body = try await request.decodeJSON(EmbeddingRequest.self, limit: configuration.maxBodyBytes)
+        let texts = body.input.all
+        guard !texts.isEmpty else { throw ServerError.badRequest("input must not be empty.", param: "input") }
+        let format = body.encoding_format ?? "float"
+        guard format == "float" || format == "base64" else {
+            throw ServerError.badRequest("encoding_format must be float or base64.", param: "encoding_format")
+        }
+        let result = try await embed(model: body.model, texts: texts, keepAlive: nil)
+        if let dimensions = body.dimensions, dimensions != result.dimensions {
+            throw ServerError.badRequest("\(result.model) makes vectors of \(result.dimensions) dimensions; it cannot shorten them to \(dimensions).",
+                                         param: "dimensions")
+        }
+        struct Item: Encodable {
+            var object = "embedding"
+            var index: Int
+            var embedding: JSONValue
+        }
+        struct Body: Encodable {
+            var object = "list"
+            var data: [Item]
+            var model: String
+            var usage: Usage
+        }
+        struct Usage: Encodable {
+            var prompt_tokens: Int
+            var total_tokens: Int
+        }
+        let items = result.vectors.enumerated().map { index, vector in
+            if format == "base64" {
+                let data = vector.withUnsafeBufferPointer { Data(buffer: $0) }
+                return Item(index: index, embedding: .string(data.base64EncodedString()))
+            }
+            return Item(index: index, embedding: .array(vector.map { .number(Double($0)) }))
+        }
+        return try JSONBody.response(Body(data: items, model: result.model,
+                                          usage: Usage(prompt_tokens: result.tokens, total_tokens: result.tokens)))
+    }
+
+    private func listModels() async throws -> Response {
+        struct Body: Encodable {
+            var object = "list"
+            var data: [OpenAIModel]
+        }
+        return try JSONBody.response(Body(data: await models.catalog().map(OpenAIModel.init)))
+    }
+
+    private func model(_ id: String) async throws -> Response {
+        let name = try await models.canonicalName(id)
+        guard let entry = await models.catalog().first(where: { $0.name == name }) else { throw ServerError.modelNotFound(id) }
+        return try JSONBody.response(OpenAIModel(entry))
+    }
+
+    static func randomID() -> String {
+        String(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(24))
+    }
+}
+
+struct OpenAIModel: Encodable, Sendable {
+    var id: String
+    var object = "model"
+    var created: Int
+    var owned_by = "hearth"
+
+    init(_ entry: ModelEntry) {
+        id = entry.name
+        created = Int(entry.modified.timeIntervalSince1970)
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Hearth
+import Prometheus
+
+/// What `/metrics` reports, in Prometheus' text format.
+final class ServerMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    private let promptTokens: Counter
+    private let cachedPromptTokens: Counter
+    private let completionTokens: Counter
+    private let generations: Counter
+    private let timeToFirstToken: DurationHistogram
+    private let tokensPerSecond: ValueHistogram
+    private let modelsLoaded: Gauge
+    private let slotsBusy: Gauge
+    private let requestsWaiting: Gauge
+
+    init() {
+        promptTokens = registry.makeCounter(name: "hearth_prompt_tokens_total", help: "Prompt tokens of finished generations, cached ones included.")
+        cachedPromptTokens = registry.makeCounter(name: "hearth_cached_prompt_tokens_total", help: "Prompt tokens reused from a slot's cache.")
+        completionTokens = registry.makeCounter(name: "hearth_completion_tokens_total", help: "Tokens generated.")
+        generations = registry.makeCounter(name: "hearth_generations_total", help: "Generations that ran to their end, cancelled ones included.")
+        timeToFirstToken = registry.makeDurationHistogram(
+            name: "hearth_time_to_first_token_seconds",
+            buckets: [.milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+                      .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(30)],
+            help: "Time from a generation's start to its first token, prompt evaluation included.")
+        tokensPerSecond = registry.makeValueHistogram(
+            name: "hearth_generation_tokens_per_second", buckets: [5, 10, 25, 50, 100, 150, 200, 300, 500, 1000],
+            help: "Generation speed of each finished generation, after its first token.")
+        modelsLoaded = registry.makeGauge(name: "hearth_models_loaded", help: "Models in memory.")
+        slotsBusy = registry.makeGauge(name: "hearth_slots_busy", help: "Slots generating now, over all models.")
+        requestsWaiting = registry.makeGauge(name: "hearth_requests_waiting", help: "Requests waiting for a slot.")
+    }
+
+    /// Counts one HTTP request by route, method and status.
+    func request(route: String, method: String, status: Int, seconds: Double) {
+        let labels = [("route", route), ("method", method), ("status", String(status))]
+        registry.makeCounter(name: "hearth_http_requests_total", labels: labels, help: "HTTP requests answered.").increment()
+        registry.makeDurationHistogram(
+            name: "hearth_http_request_duration_seconds", labels: [("route", route)],
+            buckets: [.milliseconds(5), .milliseconds(25), .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5),
+                      .seconds(15), .seconds(60)],
+            help: "Time to answer an HTTP request, to the end of a streamed body."
+        ).record(.milliseconds(Int64(seconds * 1000)))
+    }
+
+    /// Records a finished generation.
+    func generation(_ stats: GenerationStatistics) {
+        generations.increment()
+        promptTokens.increment(by: Int64(stats.promptTokens))
+        cachedPromptTokens.increment(by: Int64(stats.cachedPromptTokens))
+        completionTokens.increment(by: Int64(stats.completionTokens))
+        if stats.completionTokens > 0 {
+            timeToFirstToken.record(.milliseconds(Int64(stats.timeToFirstToken * 1000)))
+        }
+        if stats.completionTokens > 1 { tokensPerSecond.record(stats.tokensPerSecond) }
+    }
+
+    /// Updates the gauges from the models in memory.
+    func gauges(loaded: Int, busy: Int, waiting: Int) {
+        modelsLoaded.set(Double(loaded))
+        slotsBusy.set(Double(busy))
+        requestsWaiting.set(Double(waiting))
+    }
+
+    func text() -> String { registry.emitToString() }
+}

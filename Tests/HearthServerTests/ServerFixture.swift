@@ -1,0 +1,128 @@
+import AsyncHTTPClient
+import Foundation
+import Hearth
+import HearthServer
+import HearthTestSupport
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// A server on loopback, in this process, serving the real SmolLM2 as "smollm2" (the default)
+/// and all-MiniLM-L6-v2 as "all-minilm", with its own database and hub cache in a temporary
+/// directory.
+final class ServerFixture: @unchecked Sendable {
+    let server: HearthServer
+    let directory: TemporaryDirectory
+    let configuration: ServerConfiguration
+
+    init(parallel: Int = 4, queueLimit: Int = 32, apiKey: String? = nil, maxBodyBytes: Int = 1 << 20,
+         keepAliveSeconds: Double? = 300, hubEndpoint: URL? = nil, contextLength: Int? = nil) async throws {
+        directory = try TemporaryDirectory()
+        var configuration = ServerConfiguration(databasePath: directory.file("hearth.sqlite").path)
+        configuration.port = 0
+        configuration.parallel = parallel
+        configuration.queueLimit = queueLimit
+        configuration.apiKey = apiKey
+        configuration.maxBodyBytes = maxBodyBytes
+        configuration.keepAliveSeconds = keepAliveSeconds
+        configuration.models = [
+            "smollm2": try TestFiles.modelURL(TestFiles.smolLM2),
+            "all-minilm": try TestFiles.modelURL("all-MiniLM-L6-v2"),
+        ]
+        configuration.defaultModel = "smollm2"
+        var hub = HubEnvironment(environment: [:])
+        hub.cacheDirectory = directory.file("hub")
+        if let hubEndpoint { hub.endpoint = hubEndpoint }
+        let hearth = Hearth(configuration: .init(threads: 2, contextLength: contextLength ?? 2048, hub: hub))
+        self.configuration = configuration
+        server = HearthServer(configuration: configuration, hearth: hearth)
+        try await server.start()
+    }
+
+    var base: String { "http://127.0.0.1:\(server.port)" }
+
+    func stop() async { await server.stop() }
+
+    /// Sends a request and reads the whole answer.
+    func send(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [String: String] = [:]) async throws -> HTTPAnswer {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(300))
+        let bytes = try await response.body.collect(upTo: 64 << 20)
+        return HTTPAnswer(status: Int(response.status.code), headers: response.headers, body: Data(bytes.readableBytesView))
+    }
+
+    func post(_ path: String, _ json: [String: Any], headers: [String: String] = [:]) async throws -> HTTPAnswer {
+        try await send(.POST, path, body: String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self), headers: headers)
+    }
+
+    func get(_ path: String, headers: [String: String] = [:]) async throws -> HTTPAnswer {
+        try await send(.GET, path, headers: headers)
+    }
+
+    /// Sends `json` and calls `onLine` with each line of the streamed answer (SSE `data:`
+    /// payloads or NDJSON lines) until it returns false or the stream ends. Returns the status.
+    @discardableResult
+    func stream(_ path: String, _ json: [String: Any], headers: [String: String] = [:],
+                onLine: (String) throws -> Bool) async throws -> Int {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = .POST
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(data: try JSONSerialization.data(withJSONObject: json)))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(300))
+        var pending = Data()
+        for try await buffer in response.body {
+            pending.append(contentsOf: buffer.readableBytesView)
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                var line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                pending.removeSubrange(pending.startIndex...newline)
+                if line.hasPrefix("data: ") { line.removeFirst(6) }
+                if line.isEmpty { continue }
+                if try !onLine(line) { return Int(response.status.code) }
+            }
+        }
+        return Int(response.status.code)
+    }
+}
+
+/// A whole HTTP answer.
+struct HTTPAnswer {
+    var status: Int
+    var headers: HTTPHeaders
+    var body: Data
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    func json() throws -> [String: Any] {
+        let value = try JSONSerialization.jsonObject(with: body)
+        return try #require(value as? [String: Any], "not a JSON object: \(text)")
+    }
+}
+
+/// Parses one JSON line.
+func jsonObject(_ line: String) throws -> [String: Any] {
+    try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not a JSON object: \(line)")
+}
+
+/// SmolLM2 loaded in the test process, to compare the server's answers with the engine's own.
+let referenceModel = Result { try LocalModel(path: TestFiles.model(TestFiles.smolLM2), threads: 2, contextLength: 2048) }
+
+/// The engine's own greedy answer to one user message.
+func greedyAnswer(_ prompt: String, system: String? = nil, maxTokens: Int) async throws -> String {
+    let model = try referenceModel.get()
+    return try await model.respond(to: prompt, system: system, options: GenerationOptions(sampling: .greedy, maxTokens: maxTokens)).text
+}
+
+/// A tiny random llama model's GGUF bytes, to serve from the Hub emulator.
+func tinyModelBytes() throws -> Data {
+    var model = TinyLlama()
+    (model.embedding, model.layers, model.heads, model.kvHeads, model.feedForward) = (32, 1, 2, 1, 64)
+    (model.vocabulary, model.contextLength) = (8, 4096)
+    return try model.data()
+}

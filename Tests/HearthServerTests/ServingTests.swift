@@ -1,0 +1,179 @@
+import Foundation
+import Hearth
+import HearthTestSupport
+import Synchronization
+import Testing
+
+@Suite("Errors: status codes and bodies", .serialized)
+struct ErrorTests {
+    @Test("bad JSON, wrong types, unknown models, bad values and unknown routes get 4xx with a message")
+    func badRequests() async throws {
+        let server = try await ServerFixture(maxBodyBytes: 4096)
+        defer { Task { await server.stop() } }
+        let notJSON = try await server.send(.POST, "/v1/chat/completions", body: "{not json")
+        #expect(notJSON.status == 400)
+        let error = try #require(try notJSON.json()["error"] as? [String: Any])
+        #expect(error["type"] as? String == "invalid_request_error")
+        #expect((error["message"] as? String ?? "").contains("not JSON"))
+
+        let wrongType = try await server.send(.POST, "/v1/chat/completions", body: #"{"messages": "hello"}"#)
+        #expect(wrongType.status == 400)
+        #expect(((try wrongType.json()["error"] as? [String: Any])?["message"] as? String ?? "").contains("'messages'"))
+
+        let unknown = try await server.post("/v1/chat/completions", ["model": "no-such-model", "messages": [["role": "user", "content": "hi"]]])
+        #expect(unknown.status == 404)
+        #expect((try unknown.json()["error"] as? [String: Any])?["code"] as? String == "model_not_found")
+
+        let path = try await server.post("/v1/chat/completions", ["model": "/etc/passwd", "messages": [["role": "user", "content": "hi"]]])
+        #expect(path.status == 404, "a client cannot make the server open a path")
+
+        let ollamaUnknown = try await server.post("/api/chat", ["model": "no-such-model", "messages": [["role": "user", "content": "hi"]]])
+        #expect(ollamaUnknown.status == 404)
+        #expect((try ollamaUnknown.json()["error"] as? String ?? "").contains("no-such-model"))
+
+        let badRole = try await server.post("/v1/chat/completions", ["messages": [["role": "wizard", "content": "hi"]]])
+        #expect(badRole.status == 400)
+        let badTemperature = try await server.post("/v1/chat/completions", ["temperature": -1, "messages": [["role": "user", "content": "hi"]]])
+        #expect(badTemperature.status == 400)
+        let twoChoices = try await server.post("/v1/chat/completions", ["n": 2, "messages": [["role": "user", "content": "hi"]]])
+        #expect(twoChoices.status == 400)
+        let embeddingAsChat = try await server.post("/v1/chat/completions", ["model": "all-minilm", "messages": [["role": "user", "content": "hi"]]])
+        #expect(embeddingAsChat.status == 400)
+
+        let big = try await server.post("/v1/chat/completions", ["messages": [["role": "user", "content": String(repeating: "x", count: 10_000)]]])
+        #expect(big.status == 413)
+        #expect((try big.json()["error"] as? [String: Any])?["message"] as? String != nil)
+
+        #expect(try await server.get("/v1/nothing-here").status == 404)
+    }
+
+    @Test("a prompt longer than the context gets 400 context_length_exceeded, streaming or not")
+    func contextOverflow() async throws {
+        let server = try await ServerFixture(contextLength: 64)
+        defer { Task { await server.stop() } }
+        let long = String(repeating: "This sentence is rather long. ", count: 20)
+        for stream in [false, true] {
+            let answer = try await server.post("/v1/chat/completions", ["stream": stream, "messages": [["role": "user", "content": long]]])
+            #expect(answer.status == 400)
+            let error = try #require(try answer.json()["error"] as? [String: Any])
+            #expect(error["code"] as? String == "context_length_exceeded")
+            #expect((error["message"] as? String ?? "").contains("64"))
+        }
+    }
+
+    @Test("with an API key, every route but /health needs the bearer key")
+    func apiKey() async throws {
+        let server = try await ServerFixture(apiKey: "sesame")
+        defer { Task { await server.stop() } }
+        #expect(try await server.get("/health").status == 200)
+        let missing = try await server.get("/v1/models")
+        #expect(missing.status == 401)
+        #expect((try missing.json()["error"] as? [String: Any])?["code"] as? String == "invalid_api_key")
+        #expect(try await server.get("/v1/models", headers: ["Authorization": "Bearer wrong"]).status == 401)
+        #expect(try await server.get("/api/tags").status == 401)
+        #expect(try await server.get("/metrics").status == 401)
+        #expect(try await server.get("/v1/models", headers: ["Authorization": "Bearer sesame"]).status == 200)
+    }
+}
+
+@Suite("Slots, the queue and disconnects", .serialized)
+struct ConcurrencyTests {
+    static let prompts = ["Name a fruit.", "Name a color.", "Name an animal.", "Name a country.",
+                          "Name a planet.", "Name a metal.", "Name a flower.", "Name a river."]
+
+    @Test("8 concurrent streaming clients each get their own greedy answer")
+    func eightStreams() async throws {
+        let server = try await ServerFixture(parallel: 4)
+        defer { Task { await server.stop() } }
+        var expected: [String] = []
+        for prompt in Self.prompts { expected.append(try await greedyAnswer(prompt, maxTokens: 20)) }
+        let answers = try await withThrowingTaskGroup(of: (Int, String, Int).self) { group in
+            for (index, prompt) in Self.prompts.enumerated() {
+                group.addTask {
+                    var text = ""
+                    let status = try await server.stream("/v1/chat/completions", [
+                        "temperature": 0, "max_tokens": 20, "stream": true, "messages": [["role": "user", "content": prompt]],
+                    ]) { line in
+                        guard line != "[DONE]" else { return false }
+                        for choice in try jsonObject(line)["choices"] as? [[String: Any]] ?? [] {
+                            text += (choice["delta"] as? [String: Any])?["content"] as? String ?? ""
+                        }
+                        return true
+                    }
+                    return (index, text, status)
+                }
+            }
+            var answers = Array(repeating: "", count: Self.prompts.count)
+            for try await (index, text, status) in group {
+                #expect(status == 200)
+                answers[index] = text
+            }
+            return answers
+        }
+        #expect(answers == expected)
+    }
+
+    /// Starts a long streamed answer that reads `lines` lines and then hangs up.
+    static func longStream(_ server: ServerFixture, lines: Int, started: Count) -> Task<Int, any Error> {
+        Task {
+            var seen = 0
+            return try await server.stream("/v1/chat/completions", [
+                "temperature": 0, "max_tokens": 1500, "stream": true,
+                "messages": [["role": "user", "content": "Write a very long story about a dragon and a knight."]],
+            ]) { _ in
+                seen += 1
+                if seen == 2 { started.increment() }
+                return seen < lines
+            }
+        }
+    }
+
+    @Test("a client that disconnects frees its slot at once")
+    func disconnectFreesSlot() async throws {
+        let server = try await ServerFixture(parallel: 1, queueLimit: 0)
+        defer { Task { await server.stop() } }
+        let started = Count()
+        _ = try await Self.longStream(server, lines: 5, started: started).value
+        // The next request finds the slot free (with no queue, a busy slot would answer 503).
+        var status = 0
+        for _ in 0..<50 where status != 200 {
+            status = try await server.post("/v1/chat/completions", ["max_tokens": 3, "messages": [["role": "user", "content": "Hi"]]]).status
+            if status != 200 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(status == 200)
+        // The abandoned generation stopped: far fewer tokens than its 1500 were generated.
+        let metrics = try await server.get("/metrics").text
+        let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("hearth_completion_tokens_total ") })
+        let total = try #require(Double(line.split(separator: " ").last ?? ""))
+        #expect(total < 200, "\(line)")
+    }
+
+    @Test("requests beyond the slots and the queue get 503 with Retry-After")
+    func queueBound() async throws {
+        let server = try await ServerFixture(parallel: 1, queueLimit: 1)
+        defer { Task { await server.stop() } }
+        let started = Count()
+        let running = Self.longStream(server, lines: 100_000, started: started)
+        while started.value == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        // The second waits in the queue; the third finds the queue full.
+        let waiting = Task {
+            try await server.post("/v1/chat/completions", ["max_tokens": 2, "messages": [["role": "user", "content": "Hi"]]]).status
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let refused = try await server.post("/v1/chat/completions", ["max_tokens": 2, "messages": [["role": "user", "content": "Hi"]]])
+        #expect(refused.status == 503)
+        #expect(refused.headers.first(name: "Retry-After") != nil)
+        #expect((try refused.json()["error"] as? [String: Any])?["code"] as? String == "server_busy")
+        running.cancel()
+        _ = await running.result
+        // Once the slot is free, the queued request is served.
+        #expect(try await waiting.value == 200)
+    }
+}
+
+/// A count shared between tasks.
+final class Count: Sendable {
+    private let storage = Atomic<Int>(0)
+    func increment() { storage.add(1, ordering: .relaxed) }
+    var value: Int { storage.load(ordering: .relaxed) }
+}
