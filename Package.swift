@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .target(name: "CHearthKernels"),
@@ -34,6 +35,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        .target(name: "HearthStore", dependencies: ["HearthFormats", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "Hearth", dependencies: ["HearthEngine", "HearthHub"]),
         .executableTarget(
             name: "HearthCLI",
