@@ -53,6 +53,8 @@ let package = Package(
             path: "Tests/HubEmulator"
         ),
         .executableTarget(name: "hub-emulator", dependencies: ["HubEmulator"], path: "Tests/HubEmulatorServer"),
+        // A child process for the store's durability test: it appends messages until killed.
+        .executableTarget(name: "store-writer", dependencies: ["HearthStore"], path: "Tests/StoreWriter"),
         .testTarget(name: "HearthHubTests", dependencies: ["HearthHub", "Hearth", "HubEmulator", "HearthTestSupport"]),
         .testTarget(name: "HearthFormatsTests", dependencies: ["HearthFormats", "HearthTestSupport"]),
         .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels", "HearthTestSupport"]),
@@ -61,5 +63,10 @@ let package = Package(
         .testTarget(name: "HearthCLITests", dependencies: ["HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "Hearth", "HearthTestSupport"]),
         .testTarget(name: "HearthTests", dependencies: ["Hearth", "HearthTestSupport"]),
+        // GRDB too, to look at the file from outside the store (integrity, pragmas, foreign files).
+        .testTarget(
+            name: "HearthStoreTests",
+            dependencies: ["HearthStore", "HearthTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
     ]
 )
