@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .target(name: "CHearthKernels"),
@@ -36,6 +37,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        .target(name: "HearthStore", dependencies: ["HearthFormats", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "Hearth", dependencies: ["HearthEngine", "HearthHub"]),
         .target(
             name: "HearthServer",
@@ -65,6 +67,8 @@ let package = Package(
             path: "Tests/HubEmulator"
         ),
         .executableTarget(name: "hub-emulator", dependencies: ["HubEmulator"], path: "Tests/HubEmulatorServer"),
+        // A child process for the store's durability test: it appends messages until killed.
+        .executableTarget(name: "store-writer", dependencies: ["HearthStore"], path: "Tests/StoreWriter"),
         .testTarget(name: "HearthHubTests", dependencies: ["HearthHub", "Hearth", "HubEmulator", "HearthTestSupport"]),
         .testTarget(name: "HearthFormatsTests", dependencies: ["HearthFormats", "HearthTestSupport"]),
         .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels", "HearthTestSupport"]),
@@ -81,6 +85,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
+        ),
+        // GRDB too, to look at the file from outside the store (integrity, pragmas, foreign files).
+        .testTarget(
+            name: "HearthStoreTests",
+            dependencies: ["HearthStore", "HearthTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
     ]
 )

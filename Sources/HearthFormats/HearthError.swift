@@ -53,6 +53,16 @@ public enum HearthError: Error, Sendable, Equatable {
     case insufficientDiskSpace(needed: Int, available: Int, path: String)
     /// A file name from a server that would land outside the cache (`..`, an absolute path).
     case unsafeRemotePath(String)
+    /// No chat thread has this id (it never existed, or it was deleted).
+    case threadNotFound(id: String)
+    /// The chat database file cannot be used: it is not a SQLite database, it is damaged, or it
+    /// belongs to another application.
+    case chatStoreDamaged(path: String, reason: String)
+    /// The chat database was written by a newer Hearth: it has schema migrations this build does
+    /// not know, so reading or writing it could lose data.
+    case chatStoreTooNew(path: String, unknownMigrations: [String])
+    /// Reading or writing the chat database failed (permissions, a full disk, a lock held too long).
+    case chatStoreFailed(path: String, reason: String)
 
     /// What went wrong, and what to do.
     public var message: String {
@@ -111,16 +121,26 @@ public enum HearthError: Error, Sendable, Equatable {
             return "The download needs \(ModelSummary.formatBytes(needed)) but only \(ModelSummary.formatBytes(available)) is free at \(path). Free some space (`hearth prune`) or set HF_HUB_CACHE to a larger disk."
         case .unsafeRemotePath(let path):
             return "Refused the file name \"\(path)\" from the server: it would land outside the cache. Check HF_ENDPOINT points at a trustworthy hub."
+        case .threadNotFound(let id):
+            return "No chat thread with id \(id). It may have been deleted; list the threads to get a current id."
+        case .chatStoreDamaged(let path, let reason):
+            return "\(path) cannot be used as Hearth's chat database: \(reason). Move it aside (for example `mv \(path) \(path).bak`) and Hearth starts a new one, or set HEARTH_DATA_DIR to another directory."
+        case .chatStoreTooNew(let path, let unknownMigrations):
+            return "\(path) was written by a newer version of Hearth (schema changes this version does not know: \(unknownMigrations.joined(separator: ", "))). Upgrade Hearth, or set HEARTH_DATA_DIR to another directory to keep a separate database."
+        case .chatStoreFailed(let path, let reason):
+            return "The chat database \(path) failed: \(reason). Check that its directory is writable and the disk is not full, then try again."
         }
     }
 
     /// The part of the system the error comes from.
     public var category: Category {
         switch self {
-        case .fileNotFound, .modelNotFound, .invalidArgument, .invalidTemplate: return .input
+        case .fileNotFound, .modelNotFound, .invalidArgument, .invalidTemplate, .threadNotFound: return .input
         case .invalidModelFile, .unsupportedModel: return .model
         case .contextOverflow, .generationFailed: return .generation
-        case .resourceUnavailable, .insufficientMemory, .insufficientDiskSpace: return .resource
+        case .resourceUnavailable, .insufficientMemory, .insufficientDiskSpace,
+             .chatStoreDamaged, .chatStoreTooNew, .chatStoreFailed:
+            return .resource
         case .hubAuthenticationRequired, .hubAccessDenied, .hubNotFound, .hubRateLimited, .hubServerError,
              .hubInvalidResponse, .networkFailure, .offlineNotCached, .checksumMismatch, .unsafeRemotePath:
             return .network

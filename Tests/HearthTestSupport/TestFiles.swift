@@ -87,13 +87,17 @@ public final class TemporaryDirectory {
 extension TestFiles {
     /// The `hearth` executable, which SwiftPM builds into the same directory as the tests.
     public static var hearthBinary: URL {
-        get throws {
-            let directory = Bundle.main.bundleURL.deletingLastPathComponent()
-            for candidate in [directory, Bundle.main.bundleURL] {
-                let url = candidate.appendingPathComponent("hearth")
-                if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-            }
-            throw Missing(description: "The hearth executable was not built next to the tests (\(directory.path)); run swift build first.")
+        get throws { try executable("hearth") }
+    }
+
+    /// An executable of this package (`hearth`, `store-writer`…), which SwiftPM builds into the
+    /// same directory as the tests.
+    public static func executable(_ name: String) throws -> URL {
+        let directory = Bundle.main.bundleURL.deletingLastPathComponent()
+        for candidate in [directory, Bundle.main.bundleURL] {
+            let url = candidate.appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
         }
+        throw Missing(description: "The \(name) executable was not built next to the tests (\(directory.path)); run swift build first.")
     }
 }

@@ -1,0 +1,158 @@
+import Foundation
+import HearthFormats
+import HearthStore
+import HearthTestSupport
+import Testing
+
+@Suite("Messages")
+struct MessageTests {
+    @Test("messages come back oldest first, with their roles, statistics and growing ids")
+    func order() async throws {
+        let file = try StoreFile()
+        defer { withExtendedLifetime(file) {} }
+        let store = try file.open()
+        let thread = try await store.createThread()
+        let other = try await store.createThread()
+        var appended: [StoredMessage] = []
+        appended.append(try await store.appendMessage(threadID: thread.id, role: "system", content: "Be brief."))
+        for i in 0..<20 {
+            _ = try await store.appendMessage(threadID: other.id, role: "user", content: "elsewhere \(i)")
+            appended.append(try await store.appendMessage(threadID: thread.id, role: "user", content: "question \(i)"))
+            appended.append(try await store.appendMessage(threadID: thread.id, role: "assistant", content: "answer \(i)",
+                                                          completionTokens: i, tokensPerSecond: Double(i) + 0.25))
+        }
+        let stored = try await store.messages(threadID: thread.id)
+        #expect(stored == appended)
+        #expect(stored.map(\.id) == stored.map(\.id).sorted())
+        #expect(Set(stored.map(\.id)).count == stored.count)
+        #expect(stored.allSatisfy { $0.threadID == thread.id })
+        #expect(stored[2].completionTokens == 0 && stored[2].tokensPerSecond == 0.25)
+        #expect(stored[1].completionTokens == nil && stored[1].tokensPerSecond == nil)
+        #expect(try await store.messages(threadID: other.id).count == 20)
+    }
+
+    @Test("text comes back byte for byte: Unicode, newlines, NUL characters, long messages", arguments: [
+        "", "plain", "line one\nline two\r\n\ttabbed", "emoji 👩🏽‍💻 and accents é ü", "a\u{0}b\u{0}",
+        "'; DROP TABLE message; --", String(repeating: "long text ", count: 50_000),
+    ])
+    func textRoundTrip(content: String) async throws {
+        let file = try StoreFile()
+        defer { withExtendedLifetime(file) {} }
+        let store = try file.open()
+        let thread = try await store.createThread(systemPrompt: content)
+        let message = try await store.appendMessage(threadID: thread.id, role: "assistant", content: content)
+        let reopened = try file.open()
+        let stored = try #require(try await reopened.messages(threadID: thread.id).first)
+        #expect(stored == message)
+        #expect(stored.content.utf8.count == content.utf8.count)
+        #expect(try await reopened.thread(id: thread.id)?.systemPrompt == content)
+    }
+
+    @Test("a name with a NUL character is kept whole")
+    func nameWithNUL() async throws {
+        let file = try StoreFile()
+        defer { withExtendedLifetime(file) {} }
+        let store = try file.open()
+        let thread = try await store.createThread(model: "m\u{0}x")
+        #expect(try await store.renameThread(id: thread.id, to: "a\u{0}b").name == "a\u{0}b")
+        #expect(try await store.thread(id: thread.id)?.name == "a\u{0}b")
+        #expect(try await store.thread(id: thread.id)?.model == "m\u{0}x")
+    }
+
+    @Test("deleteLastAssistantMessage removes the final answer only, for Regenerate")
+    func deleteLastAssistant() async throws {
+        let file = try StoreFile()
+        defer { withExtendedLifetime(file) {} }
+        let store = try file.open()
+        let thread = try await store.createThread()
+        #expect(try await store.deleteLastAssistantMessage(threadID: thread.id) == nil)
+        let question = try await store.appendMessage(threadID: thread.id, role: "user", content: "Why?")
+        let answer = try await store.appendMessage(threadID: thread.id, role: "assistant", content: "Because.",
+                                                   completionTokens: 2, tokensPerSecond: 10)
+        #expect(try await store.deleteLastAssistantMessage(threadID: thread.id) == answer)
+        #expect(try await store.messages(threadID: thread.id) == [question])
+        // The thread now ends with the user's question: an earlier answer is never taken instead.
+        let second = try await store.appendMessage(threadID: thread.id, role: "assistant", content: "Because, again.")
+        let followUp = try await store.appendMessage(threadID: thread.id, role: "user", content: "And?")
+        #expect(try await store.deleteLastAssistantMessage(threadID: thread.id) == nil)
+        #expect(try await store.messages(threadID: thread.id) == [question, second, followUp])
+        // A regenerated answer gets a new id, never the deleted one's.
+        let regenerated = try await store.appendMessage(threadID: thread.id, role: "assistant", content: "Since.")
+        #expect(try await store.deleteLastAssistantMessage(threadID: thread.id) == regenerated)
+        let again = try await store.appendMessage(threadID: thread.id, role: "assistant", content: "Since, again.")
+        #expect(again.id > regenerated.id)
+    }
+
+    @Test("clearAll deletes every message and keeps threads, names, settings and times")
+    func clearAll() async throws {
+        let file = try StoreFile()
+        defer { withExtendedLifetime(file) {} }
+        let store = try file.open()
+        let a = try await store.createThread(preset: "code")
+        let b = try await store.renameThread(id: try await store.createThread().id, to: "Named")
+        _ = try await store.appendMessage(threadID: a.id, role: "user", content: "one")
+        _ = try await store.appendMessage(threadID: b.id, role: "user", content: "two")
+        let before = try await store.threads()
+        try await store.clearAll()
+        #expect(try await store.threads() == before)
+        #expect(try await store.messages(threadID: a.id).isEmpty)
+        #expect(try await store.messages(threadID: b.id).isEmpty)
+        #expect(try file.count("message") == 0)
+        // Ids go on growing after a clear.
+        let next = try await store.appendMessage(threadID: a.id, role: "user", content: "three")
+        #expect(next.id == 3)
+    }
+
+    @Test("after clearAll the deleted text is gone from the file and its write-ahead log")
+    func clearAllScrubs() async throws {
+        let file = try StoreFile()
+        defer { withExtendedLifetime(file) {} }
+        let store = try file.open()
+        let thread = try await store.createThread()
+        let secret = "correct-horse-battery-staple-4417"
+        for _ in 0..<3 {
+            _ = try await store.appendMessage(threadID: thread.id, role: "user", content: "my password is \(secret)")
+            _ = try await store.appendMessage(threadID: thread.id, role: "assistant", content: String(repeating: "\(secret) ", count: 2000))
+        }
+        func fileHoldsSecret() -> Bool {
+            [file.path, file.path + "-wal"].contains { path in
+                guard let bytes = FileManager.default.contents(atPath: path) else { return false }
+                return bytes.range(of: Data(secret.utf8)) != nil
+            }
+        }
+        #expect(fileHoldsSecret())
+        try await store.clearAll()
+        #expect(!fileHoldsSecret())
+        #expect(try file.integrityCheck() == ["ok"])
+    }
+
+    @Test("a role other than system, user or assistant is refused", arguments: ["tool", "User", "", "assistant "])
+    func invalidRole(role: String) async throws {
+        let file = try StoreFile()
+        defer { withExtendedLifetime(file) {} }
+        let store = try file.open()
+        let thread = try await store.createThread()
+        let error = await hearthError { _ = try await store.appendMessage(threadID: thread.id, role: role, content: "x") }
+        let text = try #require(invalidArgumentText(error))
+        #expect(text.contains("\"\(role)\"") && text.contains("system, user, assistant"))
+        #expect(try file.count("message") == 0)
+        #expect(try await store.thread(id: thread.id) == thread)
+    }
+
+    @Test("statistics that cannot be right are refused rather than stored")
+    func invalidStatistics() async throws {
+        let file = try StoreFile()
+        defer { withExtendedLifetime(file) {} }
+        let store = try file.open()
+        let thread = try await store.createThread()
+        let cases: [(Int?, Double?)] = [(-1, nil), (nil, -0.5), (nil, .nan), (nil, .infinity)]
+        for (tokens, speed) in cases {
+            let error = await hearthError {
+                _ = try await store.appendMessage(threadID: thread.id, role: "assistant", content: "x",
+                                                  completionTokens: tokens, tokensPerSecond: speed)
+            }
+            #expect(invalidArgumentText(error) != nil)
+        }
+        #expect(try await store.messages(threadID: thread.id).isEmpty)
+    }
+}
