@@ -43,17 +43,19 @@ let package = Package(
             name: "HearthServer",
             dependencies: [
                 "Hearth",
+                "HearthStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            resources: [.copy("Web")]
         ),
         .executableTarget(
             name: "HearthCLI",
-            dependencies: ["Hearth", "HearthServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Hearth", "HearthServer", "HearthStore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .target(name: "HearthTestSupport", dependencies: ["HearthFormats"], path: "Tests/HearthTestSupport"),
         .target(
@@ -80,7 +82,7 @@ let package = Package(
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "Hearth", "HubEmulator", "HearthTestSupport",
+                "HearthServer", "HearthStore", "Hearth", "HubEmulator", "HearthTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Hearth
 import HearthServer
+import HearthStore
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -58,7 +59,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let hearth = Hearth(configuration: .init(threads: threads, contextLength: contextLength))
-            var configuration = ServerConfiguration(databasePath: database ?? ServerConfiguration.defaultDatabasePath())
+            var configuration = ServerConfiguration(databasePath: database ?? ChatStore.defaultPath())
             configuration.host = host
             configuration.port = port
             configuration.apiKey = apiKey ?? ProcessInfo.processInfo.environment["HEARTH_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
@@ -77,7 +78,7 @@ struct ServeCommand: AsyncParsableCommand {
             if host != "127.0.0.1", host != "localhost", host != "::1", configuration.apiKey == nil {
                 printError("warning: listening on \(host) without --api-key; anyone who can reach this address can use it.")
             }
-            let server = HearthServer(configuration: configuration, hearth: hearth)
+            let server = try HearthServer(configuration: configuration, hearth: hearth)
             try await server.start(handleSignals: true)
             let names = configuration.models.keys.sorted().joined(separator: ", ")
             writeNow("Hearth listening on http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)"

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hearth
+import HearthStore
 import Hummingbird
 import Logging
 import NIOCore
@@ -30,8 +31,9 @@ public struct ServerConfiguration: Sendable {
     /// The chat threads database.
     public var databasePath: String
 
-    /// A configuration with the defaults above and `databasePath`.
-    public init(databasePath: String) {
+    /// A configuration with the defaults above and the chat threads in `databasePath`
+    /// (default: `ChatStore.defaultPath()`).
+    public init(databasePath: String = ChatStore.defaultPath()) {
         self.databasePath = databasePath
     }
 }
@@ -43,11 +45,13 @@ final class HearthService: Sendable {
     let configuration: ServerConfiguration
     let hearth: Hearth
     let models: ModelManager
+    let store: ChatStore
     let metrics = ServerMetrics()
 
-    init(configuration: ServerConfiguration, hearth: Hearth) {
+    init(configuration: ServerConfiguration, hearth: Hearth) throws {
         self.configuration = configuration
         self.hearth = hearth
+        store = try ChatStore(path: configuration.databasePath)
         models = ModelManager(hearth: hearth, registered: configuration.models, defaultModel: configuration.defaultModel,
                               parallel: configuration.parallel, queueLimit: configuration.queueLimit,
                               defaultKeepAlive: configuration.keepAliveSeconds.map { .seconds($0) } ?? .forever)
@@ -68,6 +72,8 @@ final class HearthService: Sendable {
         router.head("/") { _, _ in Response(status: .ok) }
         addOpenAIRoutes(to: router)
         addOllamaRoutes(to: router)
+        addThreadRoutes(to: router)
+        addWebRoutes(to: router)
         return router
     }
 
@@ -189,9 +195,10 @@ public final class HearthServer: Sendable {
     let service: HearthService
     private let state = Mutex<(port: Int, task: Task<Void, any Error>?, group: ServiceGroup?)>((0, nil, nil))
 
-    /// A server with `configuration`, loading models through `hearth`.
-    public init(configuration: ServerConfiguration, hearth: Hearth = Hearth()) {
-        service = HearthService(configuration: configuration, hearth: hearth)
+    /// A server with `configuration`, loading models through `hearth`. Opens (or creates) the
+    /// chat threads database; throws when it cannot.
+    public init(configuration: ServerConfiguration, hearth: Hearth = Hearth()) throws {
+        service = try HearthService(configuration: configuration, hearth: hearth)
     }
 
     /// The port it listens on, once started.
@@ -255,20 +262,6 @@ public final class HearthServer: Sendable {
 }
 
 extension ServerConfiguration {
-    /// `hearth.sqlite` under $HEARTH_DATA_DIR, else $XDG_DATA_HOME/hearth, else
-    /// ~/.local/share/hearth.
-    public static func defaultDatabasePath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        let directory: String
-        if let value = environment["HEARTH_DATA_DIR"], !value.isEmpty {
-            directory = value
-        } else if let value = environment["XDG_DATA_HOME"], !value.isEmpty {
-            directory = value + "/hearth"
-        } else {
-            directory = (environment["HOME"] ?? NSHomeDirectory()) + "/.local/share/hearth"
-        }
-        return directory + "/hearth.sqlite"
-    }
-
     /// Seconds from a keep-alive such as "5m", "30s" or "1h"; nil (for ever) for a negative one.
     public static func keepAliveSeconds(_ text: String) throws -> Double? {
         do {

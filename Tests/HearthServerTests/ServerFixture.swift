@@ -35,7 +35,7 @@ final class ServerFixture: @unchecked Sendable {
         if let hubEndpoint { hub.endpoint = hubEndpoint }
         let hearth = Hearth(configuration: .init(threads: 2, contextLength: contextLength ?? 2048, hub: hub))
         self.configuration = configuration
-        server = HearthServer(configuration: configuration, hearth: hearth)
+        server = try HearthServer(configuration: configuration, hearth: hearth)
         try await server.start()
     }
 

@@ -1,0 +1,265 @@
+import Foundation
+import HTTPTypes
+import Hearth
+import HearthStore
+import Hummingbird
+import NIOCore
+
+/// A thread as the API sends it.
+struct WireThread: Encodable, Sendable {
+    var id: String
+    var object = "thread"
+    var name: String
+    var model: String?
+    var preset: String?
+    var system_prompt: String?
+    var created_at: Int
+    var updated_at: Int
+
+    init(_ thread: ChatThread) {
+        id = thread.id
+        name = thread.name
+        model = thread.model
+        preset = thread.preset
+        system_prompt = thread.systemPrompt
+        created_at = Int(thread.createdAt.timeIntervalSince1970)
+        updated_at = Int(thread.updatedAt.timeIntervalSince1970)
+    }
+
+    enum CodingKeys: CodingKey { case id, object, name, model, preset, system_prompt, created_at, updated_at }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(object, forKey: .object)
+        try container.encode(name, forKey: .name)
+        try container.encode(model, forKey: .model)
+        try container.encode(preset, forKey: .preset)
+        try container.encode(system_prompt, forKey: .system_prompt)
+        try container.encode(created_at, forKey: .created_at)
+        try container.encode(updated_at, forKey: .updated_at)
+    }
+}
+
+/// A stored message as the API sends it.
+struct WireMessage: Encodable, Sendable {
+    var id: Int64
+    var thread_id: String
+    var role: String
+    var content: String
+    var created_at: Int
+    var completion_tokens: Int?
+    var tokens_per_second: Double?
+
+    init(_ message: StoredMessage) {
+        id = message.id
+        thread_id = message.threadID
+        role = message.role
+        content = message.content
+        created_at = Int(message.createdAt.timeIntervalSince1970)
+        completion_tokens = message.completionTokens
+        tokens_per_second = message.tokensPerSecond
+    }
+}
+
+/// One event of a thread's streamed answer.
+struct ThreadEvent: Encodable, Sendable {
+    /// message (the stored question), delta (text), done (the stored answer), error.
+    var type: String
+    var message: WireMessage?
+    var content: String?
+    var error: OpenAIErrorBody.Detail?
+}
+
+struct List<Item: Encodable & Sendable>: Encodable, Sendable {
+    var object = "list"
+    var data: [Item]
+}
+
+extension HearthService {
+    /// The style presets a thread may use.
+    static let stylePresets = ["creative", "balanced", "precise", "code"]
+
+    func addThreadRoutes(to router: Router<BasicRequestContext>) {
+        let threads = router.group("v1/threads")
+        threads.get { _, _ in try JSONBody.response(List(data: try await self.store.threads().map(WireThread.init))) }
+        threads.post { request, _ in
+            let settings = try await self.settings(request)
+            let thread = try await self.store.createThread(model: settings.model ?? nil, preset: settings.preset ?? nil,
+                                                           systemPrompt: settings.systemPrompt ?? nil)
+            return try JSONBody.response(WireThread(thread), status: .created)
+        }
+        threads.get("{id}") { _, context in
+            let id = try context.parameters.require("id")
+            guard let thread = try await self.store.thread(id: id) else { throw HearthError.threadNotFound(id: id) }
+            return try JSONBody.response(WireThread(thread))
+        }
+        threads.patch("{id}") { request, context in try await self.updateThread(request, id: try context.parameters.require("id")) }
+        threads.delete("{id}") { _, context in
+            try await self.store.deleteThread(id: try context.parameters.require("id"))
+            return Response(status: .noContent)
+        }
+        threads.get("{id}/messages") { _, context in
+            let messages = try await self.store.messages(threadID: try context.parameters.require("id"))
+            return try JSONBody.response(List(data: messages.map(WireMessage.init)))
+        }
+        threads.post("{id}/messages") { request, context in
+            try await self.send(request, threadID: try context.parameters.require("id"))
+        }
+        threads.post("{id}/regenerate") { _, context in
+            try await self.regenerate(threadID: try context.parameters.require("id"))
+        }
+        router.delete("v1/messages") { _, _ in
+            try await self.store.clearAll()
+            return Response(status: .noContent)
+        }
+        router.get("v1/presets") { _, _ in
+            struct Preset: Encodable {
+                var name: String
+                var temperature: Float
+                var top_k: Int?
+                var top_p: Float?
+                var min_p: Float?
+            }
+            let presets = Self.stylePresets.compactMap { name in
+                GenerationOptions.preset(named: name).map {
+                    Preset(name: name, temperature: $0.temperature, top_k: $0.sampling.topK, top_p: $0.sampling.topP, min_p: $0.sampling.minP)
+                }
+            }
+            return try JSONBody.response(List(data: presets))
+        }
+        router.get("v1/storage") { _, _ in try await self.storage() }
+    }
+
+    /// Settings in a create or update body: absent fields are nil, null ones `.some(nil)`.
+    private func settings(_ request: Request) async throws
+        -> (name: String?, model: String??, preset: String??, systemPrompt: String??) {
+        var request = request
+        let buffer = try await request.collectBody(upTo: configuration.maxBodyBytes)
+        guard buffer.readableBytes > 0 else { return (nil, nil, nil, nil) }
+        let fields = try await request.decodeJSON([String: JSONValue].self, limit: configuration.maxBodyBytes)
+        func optionalString(_ key: String) throws -> String?? {
+            switch fields[key] {
+            case nil: return nil
+            case .null?: return .some(nil)
+            case .string(let text)?: return .some(text)
+            default: throw ServerError.badRequest("\(key) must be a string or null.", param: key)
+            }
+        }
+        let name: String?
+        switch fields["name"] {
+        case nil: name = nil
+        case .string(let text)?: name = text
+        default: throw ServerError.badRequest("name must be a string.", param: "name")
+        }
+        let preset = try optionalString("preset")
+        if case .some(.some(let value)) = preset, !Self.stylePresets.contains(value) {
+            throw ServerError.badRequest("Unknown style preset '\(value)'; use one of \(Self.stylePresets.joined(separator: ", ")).",
+                                         param: "preset")
+        }
+        let model = try optionalString("model")
+        if case .some(.some(let value)) = model, !value.isEmpty {
+            _ = try await models.locate(try await models.canonicalName(value))
+        }
+        return (name, model, preset, try optionalString("system_prompt"))
+    }
+
+    private func updateThread(_ request: Request, id: String) async throws -> Response {
+        let settings = try await settings(request)
+        guard var thread = try await store.thread(id: id) else { throw HearthError.threadNotFound(id: id) }
+        if let name = settings.name { thread = try await store.renameThread(id: id, to: name) }
+        if settings.model != nil || settings.preset != nil || settings.systemPrompt != nil {
+            thread = try await store.updateSettings(id: id, model: settings.model ?? thread.model, preset: settings.preset ?? thread.preset,
+                                                    systemPrompt: settings.systemPrompt ?? thread.systemPrompt)
+        }
+        return try JSONBody.response(WireThread(thread))
+    }
+
+    private func send(_ request: Request, threadID: String) async throws -> Response {
+        struct Body: Decodable { var content: String }
+        let body = try await request.decodeJSON(Body.self, limit: configuration.maxBodyBytes)
+        guard !body.content.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            throw ServerError.badRequest("content must not be empty.", param: "content")
+        }
+        guard try await store.thread(id: threadID) != nil else { throw HearthError.threadNotFound(id: threadID) }
+        let question = try await store.appendMessage(threadID: threadID, role: "user", content: body.content)
+        return try await answer(threadID: threadID, question: question)
+    }
+
+    private func regenerate(threadID: String) async throws -> Response {
+        let messages = try await store.messages(threadID: threadID)
+        guard messages.contains(where: { $0.role == "user" }) else {
+            throw ServerError.badRequest("This thread has no question to answer yet; send a message first.")
+        }
+        if messages.last?.role == "assistant" { _ = try await store.deleteLastAssistantMessage(threadID: threadID) }
+        return try await answer(threadID: threadID, question: nil)
+    }
+
+    /// Streams the answer to the thread's conversation and stores it when it completes; an
+    /// answer stopped by the client is not stored.
+    private func answer(threadID: String, question: StoredMessage?) async throws -> Response {
+        guard let thread = try await store.thread(id: threadID) else { throw HearthError.threadNotFound(id: threadID) }
+        var conversation: [ChatMessage] = []
+        if let system = thread.systemPrompt, !system.isEmpty { conversation.append(ChatMessage(role: .system, content: system)) }
+        for message in try await store.messages(threadID: threadID) {
+            guard let role = ChatMessage.Role(rawValue: message.role) else { continue }
+            conversation.append(ChatMessage(role: role, content: message.content))
+        }
+        let options = GenerationOptions.preset(named: thread.preset ?? "balanced") ?? .balanced
+        let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: thread.model, prompt: .chat(conversation),
+                                                           options: options, keepAlive: nil)
+        let first = try await generation.next()
+        let store = self.store
+        let events = EventWriter(framing: .serverSentEvents)
+        return Response(status: .ok, headers: events.headers, body: ResponseBody { writer in
+            defer { generation.cancel() }
+            if let question { try await writer.write(events.frame(ThreadEvent(type: "message", message: WireMessage(question)))) }
+            var answer = Answer()
+            var next = first
+            do {
+                while let chunk = next {
+                    answer.append(chunk)
+                    if !chunk.text.isEmpty { try await writer.write(events.frame(ThreadEvent(type: "delta", content: chunk.text))) }
+                    next = try await generation.next()
+                }
+                guard answer.finishReason == .stop || answer.finishReason == .length else { return }
+                let stats = answer.statistics
+                // Stored apart from this request, so a client leaving now does not undo it.
+                let stored = try await Task.detached {
+                    try await store.appendMessage(threadID: threadID, role: "assistant", content: answer.text,
+                                                  completionTokens: stats?.completionTokens, tokensPerSecond: stats?.tokensPerSecond)
+                }.value
+                try await writer.write(events.frame(ThreadEvent(type: "done", message: WireMessage(stored))))
+            } catch let error where !(error is CancellationError) {
+                try await writer.write(events.frame(ThreadEvent(type: "error", error: OpenAIErrorBody(ServerError.from(error)).error)))
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    private func storage() async throws -> Response {
+        struct Model: Encodable {
+            var name: String
+            var kind: String
+            var size: Int
+            var last_used: Int?
+            var loaded: Bool
+            var deletable: Bool
+        }
+        struct Body: Encodable {
+            var cache_directory: String
+            var total_bytes: Int
+            var models: [Model]
+        }
+        let usage = CacheUsage(cache: hearth.cache).entries()
+        let loaded = Set(await models.running().map(\.model.name))
+        let entries = await models.catalog()
+        let list = entries.map { entry in
+            let isHub = configuration.models[entry.name] == nil
+            return Model(name: entry.name, kind: entry.isEmbedding ? "embedding" : "language", size: entry.size,
+                         last_used: usage[entry.name]?.lastUsed.map { Int($0.timeIntervalSince1970) }, loaded: loaded.contains(entry.name),
+                         deletable: isHub)
+        }
+        let cached = hearth.cache.scan().reduce(0) { $0 + $1.size }
+        return try JSONBody.response(Body(cache_directory: hearth.cache.root.path, total_bytes: cached, models: list))
+    }
+}
