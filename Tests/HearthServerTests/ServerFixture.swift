@@ -43,6 +43,31 @@ final class ServerFixture: @unchecked Sendable {
 
     func stop() async { await server.stop() }
 
+    var client: RemoteServer { RemoteServer(base: base) }
+
+    func send(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [String: String] = [:]) async throws -> HTTPAnswer {
+        try await client.send(method, path, body: body, headers: headers)
+    }
+
+    func post(_ path: String, _ json: [String: Any], headers: [String: String] = [:]) async throws -> HTTPAnswer {
+        try await client.post(path, json, headers: headers)
+    }
+
+    func get(_ path: String, headers: [String: String] = [:]) async throws -> HTTPAnswer {
+        try await client.get(path, headers: headers)
+    }
+
+    @discardableResult
+    func stream(_ path: String, _ json: [String: Any], headers: [String: String] = [:],
+                onLine: (String) throws -> Bool) async throws -> Int {
+        try await client.stream(path, json, headers: headers, onLine: onLine)
+    }
+}
+
+/// An HTTP client for a server at `base`.
+struct RemoteServer {
+    let base: String
+
     /// Sends a request and reads the whole answer.
     func send(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [String: String] = [:]) async throws -> HTTPAnswer {
         var request = HTTPClientRequest(url: base + path)

@@ -1,0 +1,144 @@
+import Foundation
+import Hearth
+import HearthTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("Chat threads over HTTP", .serialized)
+struct ThreadTests {
+    /// Sends `content` to a thread and reads the streamed events.
+    static func send(_ server: ServerFixture, thread: String, _ content: String) async throws -> [[String: Any]] {
+        var events: [[String: Any]] = []
+        let status = try await server.stream("/v1/threads/\(thread)/messages", ["content": content]) { line in
+            events.append(try jsonObject(line))
+            return true
+        }
+        #expect(status == 200)
+        return events
+    }
+
+    @Test("create, list, rename, settings, send, regenerate, delete, clear-all")
+    func lifecycle() async throws {
+        let server = try await ServerFixture()
+        defer { Task { await server.stop() } }
+        let first = try await server.post("/v1/threads", [:])
+        #expect(first.status == 201)
+        let id = try #require(try first.json()["id"] as? String)
+        #expect(try first.json()["name"] as? String == "Chat 1")
+        let second = try await server.post("/v1/threads", ["preset": "precise", "system_prompt": "Answer in one word."])
+        let secondID = try #require(try second.json()["id"] as? String)
+        #expect(try second.json()["name"] as? String == "Chat 2")
+
+        let renamed = try await server.send(.PATCH, "/v1/threads/\(id)", body: #"{"name": "  Trip planning  "}"#)
+        #expect(try renamed.json()["name"] as? String == "Trip planning")
+        #expect(try await server.send(.PATCH, "/v1/threads/\(id)", body: #"{"name": "   "}"#).status == 400)
+        #expect(try await server.send(.PATCH, "/v1/threads/\(id)", body: #"{"preset": "wild"}"#).status == 400)
+        #expect(try await server.send(.PATCH, "/v1/threads/\(id)", body: #"{"model": "no-such-model"}"#).status == 404)
+        let settings = try await server.send(.PATCH, "/v1/threads/\(id)", body: #"{"preset": "code", "system_prompt": "Be brief."}"#)
+        #expect(try settings.json()["preset"] as? String == "code")
+        #expect(try settings.json()["name"] as? String == "Trip planning")
+
+        // A greedy thread's answer equals the engine's own.
+        _ = try await server.send(.PATCH, "/v1/threads/\(secondID)", body: #"{"preset": null}"#)
+        let events = try await Self.send(server, thread: secondID, "Name a fruit.")
+        #expect(events.first?["type"] as? String == "message")
+        let done = try #require(events.last)
+        #expect(done["type"] as? String == "done", "\(events)")
+        let streamed = events.filter { $0["type"] as? String == "delta" }.map { $0["content"] as? String ?? "" }.joined()
+        let stored = try #require(done["message"] as? [String: Any])
+        #expect(stored["content"] as? String == streamed)
+        #expect((stored["tokens_per_second"] as? Double ?? 0) > 0)
+
+        var messages = try await server.get("/v1/threads/\(secondID)/messages").json()["data"] as? [[String: Any]] ?? []
+        #expect(messages.map { $0["role"] as? String ?? "" } == ["user", "assistant"])
+        let regenerated = try await server.stream("/v1/threads/\(secondID)/regenerate", [:]) { _ in true }
+        #expect(regenerated == 200)
+        messages = try await server.get("/v1/threads/\(secondID)/messages").json()["data"] as? [[String: Any]] ?? []
+        #expect(messages.map { $0["role"] as? String ?? "" } == ["user", "assistant"])
+
+        let listed = try await server.get("/v1/threads").json()["data"] as? [[String: Any]] ?? []
+        #expect(listed.first?["id"] as? String == secondID, "the thread written last comes first")
+
+        #expect(try await server.send(.DELETE, "/v1/messages").status == 204)
+        #expect((try await server.get("/v1/threads/\(secondID)/messages").json()["data"] as? [Any])?.isEmpty == true)
+        #expect((try await server.get("/v1/threads").json()["data"] as? [Any])?.count == 2)
+
+        #expect(try await server.send(.DELETE, "/v1/threads/\(id)").status == 204)
+        #expect(try await server.get("/v1/threads/\(id)").status == 404)
+        let third = try await server.post("/v1/threads", [:])
+        #expect(try third.json()["name"] as? String == "Chat 3", "the counter never goes back")
+        #expect(try await server.post("/v1/threads/\(id)/messages", ["content": "hi"]).status == 404)
+        #expect(try await server.post("/v1/threads/\(secondID)/messages", ["content": "  "]).status == 400)
+    }
+
+    @Test("a stopped answer is not stored; the question stays")
+    func stoppedAnswer() async throws {
+        let server = try await ServerFixture()
+        defer { Task { await server.stop() } }
+        let id = try #require(try await server.post("/v1/threads", [:]).json()["id"] as? String)
+        var deltas = 0
+        _ = try await server.stream("/v1/threads/\(id)/messages", ["content": "Write a very long story about a dragon."]) { line in
+            if try jsonObject(line)["type"] as? String == "delta" { deltas += 1 }
+            return deltas < 5
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        let messages = try await server.get("/v1/threads/\(id)/messages").json()["data"] as? [[String: Any]] ?? []
+        #expect(messages.map { $0["role"] as? String ?? "" } == ["user"])
+    }
+
+    @Test("kill -9 of hearth serve mid-stream, then a restart: every thread and completed message is there")
+    func killAndRestart() async throws {
+        let directory = try TemporaryDirectory()
+        let database = directory.file("threads.sqlite").path
+        func serve() async throws -> (Child, String) {
+            let child = try Child(try TestFiles.hearthBinary,
+                                  ["serve", "--port", "0", "--database", database, "--model", "smollm2=\(try TestFiles.model(TestFiles.smolLM2))",
+                                   "-t", "2", "-c", "2048"],
+                                  environment: ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1"]) { _, b in b },
+                                  directory: directory)
+            for _ in 0..<300 {
+                if let line = child.outputText.split(separator: "\n").first(where: { $0.hasPrefix("Hearth listening on ") }) {
+                    let url = line.dropFirst("Hearth listening on ".count).split(separator: " ").first.map(String.init) ?? ""
+                    return (child, url)
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            Issue.record("hearth serve did not start: \(child.errorText)")
+            throw CancellationError()
+        }
+        var (child, url) = try await serve()
+        let client = RemoteServer(base: url)
+        var threadIDs: [String] = []
+        for _ in 0..<3 { threadIDs.append(try #require(try await client.post("/v1/threads", [:]).json()["id"] as? String)) }
+        for id in threadIDs.prefix(2) {
+            let answer = try await client.stream("/v1/threads/\(id)/messages", ["content": "Say hi."]) { _ in true }
+            #expect(answer == 200)
+        }
+        // A third answer is streaming when the server is killed.
+        var deltas = 0
+        _ = try? await client.stream("/v1/threads/\(threadIDs[2])/messages", ["content": "Write a very long story about a dragon."]) { line in
+            if try jsonObject(line)["type"] as? String == "delta" { deltas += 1 }
+            if deltas == 3 { kill(child.process.processIdentifier, SIGKILL) }
+            return true
+        }
+        #expect(await child.wait() == SIGKILL)
+
+        (child, url) = try await serve()
+        defer { kill(child.process.processIdentifier, SIGTERM) }
+        let restarted = RemoteServer(base: url)
+        let listed = (try await restarted.get("/v1/threads").json()["data"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        #expect(Set(listed) == Set(threadIDs))
+        for id in threadIDs.prefix(2) {
+            let messages = try await restarted.get("/v1/threads/\(id)/messages").json()["data"] as? [[String: Any]] ?? []
+            #expect(messages.map { $0["role"] as? String ?? "" } == ["user", "assistant"])
+            let content = messages.last?["content"] as? String ?? ""
+            #expect(content.count > 1)
+        }
+        let interrupted = try await restarted.get("/v1/threads/\(threadIDs[2])/messages").json()["data"] as? [[String: Any]] ?? []
+        #expect(interrupted.map { $0["role"] as? String ?? "" } == ["user"])
+        #expect(try await restarted.post("/v1/threads", [:]).json()["name"] as? String == "Chat 4")
+    }
+}
