@@ -38,7 +38,15 @@ let package = Package(
             ]
         ),
         .target(name: "HearthStore", dependencies: ["HearthFormats", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "Hearth", dependencies: ["HearthEngine", "HearthHub"]),
+        .target(
+            name: "Hearth",
+            dependencies: [
+                "HearthEngine", "HearthHub",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .target(
             name: "HearthServer",
             dependencies: [
@@ -84,6 +92,9 @@ let package = Package(
             dependencies: [
                 "HearthServer", "HearthStore", "Hearth", "HubEmulator", "HearthTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]

@@ -53,6 +53,8 @@ public enum HearthError: Error, Sendable, Equatable {
     case insufficientDiskSpace(needed: Int, available: Int, path: String)
     /// A file name from a server that would land outside the cache (`..`, an absolute path).
     case unsafeRemotePath(String)
+    /// A model server (an OpenAI-compatible endpoint) refused or failed a request.
+    case remoteRejected(endpoint: String, status: Int, message: String, retryAfter: Int?)
     /// No chat thread has this id (it never existed, or it was deleted).
     case threadNotFound(id: String)
     /// The chat database file cannot be used: it is not a SQLite database, it is damaged, or it
@@ -121,6 +123,15 @@ public enum HearthError: Error, Sendable, Equatable {
             return "The download needs \(ModelSummary.formatBytes(needed)) but only \(ModelSummary.formatBytes(available)) is free at \(path). Free some space (`hearth prune`) or set HF_HUB_CACHE to a larger disk."
         case .unsafeRemotePath(let path):
             return "Refused the file name \"\(path)\" from the server: it would land outside the cache. Check HF_ENDPOINT points at a trustworthy hub."
+        case .remoteRejected(let endpoint, let status, let message, let retryAfter):
+            let said = message.isEmpty ? "" : ": \(message)"
+            switch status {
+            case 401, 403: return "\(endpoint) refused the request (HTTP \(status))\(said). Check the API key."
+            case 404: return "\(endpoint) answered HTTP 404\(said). Check the model name and the base URL (it usually ends in /v1)."
+            case 429: return "\(endpoint) is rate-limiting requests (HTTP 429)\(said). Retry \(retryAfter.map { "after \($0) s" } ?? "in a minute")."
+            case 500...: return "\(endpoint) failed with HTTP \(status)\(said). It is usually temporary: retry later."
+            default: return "\(endpoint) rejected the request (HTTP \(status))\(said)."
+            }
         case .threadNotFound(let id):
             return "No chat thread with id \(id). It may have been deleted; list the threads to get a current id."
         case .chatStoreDamaged(let path, let reason):
@@ -142,7 +153,7 @@ public enum HearthError: Error, Sendable, Equatable {
              .chatStoreDamaged, .chatStoreTooNew, .chatStoreFailed:
             return .resource
         case .hubAuthenticationRequired, .hubAccessDenied, .hubNotFound, .hubRateLimited, .hubServerError,
-             .hubInvalidResponse, .networkFailure, .offlineNotCached, .checksumMismatch, .unsafeRemotePath:
+             .hubInvalidResponse, .networkFailure, .offlineNotCached, .checksumMismatch, .unsafeRemotePath, .remoteRejected:
             return .network
         }
     }
@@ -151,6 +162,7 @@ public enum HearthError: Error, Sendable, Equatable {
     public var isRetryable: Bool {
         switch self {
         case .resourceUnavailable, .hubRateLimited, .hubServerError, .networkFailure, .checksumMismatch: return true
+        case .remoteRejected(_, let status, _, _): return status == 408 || status == 429 || status >= 500
         default: return false
         }
     }

@@ -24,15 +24,18 @@ public struct RetryPolicy: Sendable, Equatable {
         let cap = Double(maximumDelay.components.seconds) + Double(maximumDelay.components.attoseconds) / 1e18
         let base = Double(baseDelay.components.seconds) + Double(baseDelay.components.attoseconds) / 1e18
         var seconds = Double.random(in: 0...min(cap, base * pow(2, Double(min(retry, 30)))))
-        if case .hubRateLimited(let retryAfter?) = error as? HearthError {
+        switch error as? HearthError {
+        case .hubRateLimited(let retryAfter?)?, .remoteRejected(_, _, _, let retryAfter?)?:
             seconds = max(seconds, Double(retryAfter))
+        default:
+            break
         }
         return .milliseconds(Int64(seconds * 1000))
     }
 
     /// Runs `body` until it succeeds, fails with an error that is not retryable, or runs out of
     /// tries. `onRetry` hears about each failure that will be retried.
-    func run<T>(_ body: () async throws -> T, onRetry: (Error, Int) -> Void = { _, _ in }) async throws -> T {
+    public func run<T>(_ body: () async throws -> T, onRetry: (Error, Int) -> Void = { _, _ in }) async throws -> T {
         var retry = 0
         while true {
             do {
