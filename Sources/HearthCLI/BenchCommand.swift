@@ -14,10 +14,15 @@ struct BenchCommand: AsyncParsableCommand {
             --chat measures a two-turn conversation instead: the time from asking to the first \
             token of the answer, for a first question (about 60 prompt tokens with the chat \
             template) and a follow-up that reuses the first turn's cache.
+
+            --server URL measures an OpenAI-compatible server (hearth serve, llama-server, …) \
+            instead: for each count in --streams, that many chat requests stream -n tokens at \
+            once; the table shows generated tokens per second over all of them, and the mean \
+            time to first token. MODEL is then the model's name at the server.
             """
     )
 
-    @Argument(help: "Path to a GGUF model file.")
+    @Argument(help: "Path to a GGUF model file (with --server: the model's name there).")
     var model: String
 
     @Option(name: [.customShort("p"), .customLong("n-prompt")], help: "Prompt tokens for the pp test (0 skips it).")
@@ -37,6 +42,15 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Flag(help: "Measure the time to first token of a two-turn chat instead.")
     var chat = false
+
+    @Option(help: "Measure concurrent streams against this OpenAI-compatible base URL (such as http://127.0.0.1:11435/v1).")
+    var server: String?
+
+    @Option(help: "With --server: comma-separated numbers of concurrent streams.")
+    var streams = "1,4,8"
+
+    @Option(name: .customLong("api-key"), help: "With --server: the API key to send.")
+    var apiKey: String?
 
     var threadCounts: [Int] {
         get throws {
@@ -69,6 +83,10 @@ struct BenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let server {
+            try await reportingErrors { try await runServer(server) }
+            return
+        }
         if chat {
             try await reportingErrors { try await runChat() }
             return
@@ -199,6 +217,82 @@ struct BenchCommand: AsyncParsableCommand {
                           + "\(pad(String(row.promptTokens - row.cachedPromptTokens), 9, right: true)) | "
                           + "\(pad(String(format: "%.1f ± %.1f", mean, row.standardDeviation), 24, right: true)) |")
                 }
+            }
+        }
+    }
+
+    struct ServerResult: Codable {
+        var server: String
+        var model: String
+        var streams: Int
+        var tokensPerSecond: Double
+        var standardDeviation: Double
+        var timeToFirstTokenMilliseconds: Double
+        var completionTokens: Int
+        var samples: [Double]
+    }
+
+    static let storyTopics = ["a dragon", "a lighthouse keeper", "a lost robot", "a sailing ship", "a mountain village",
+                              "a clockmaker", "a desert caravan", "a space station"]
+
+    /// Streams `n` tokens in `count` concurrent chats, after one warm-up round, and reports the
+    /// tokens generated over all of them per second of wall time.
+    private func runServer(_ address: String) async throws {
+        guard let base = URL(string: address), base.scheme == "http" || base.scheme == "https" else {
+            throw HearthError.invalidArgument("--server takes an http(s) base URL such as http://127.0.0.1:11435/v1.")
+        }
+        let counts = streams.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !counts.isEmpty, counts.allSatisfy({ (1...256).contains($0) }) else {
+            throw ValidationError("--streams takes counts between 1 and 256 separated by commas, such as 1,4,8.")
+        }
+        let remote = RemoteModel(name: model, baseURL: base, apiKey: apiKey)
+        let options = GenerationOptions(sampling: .greedy, maxTokens: max(1, generatedTokens))
+        let topics = Self.storyTopics
+        if !json {
+            print("| streams | generated tokens | aggregate (t/s)   | time to first token (ms) |")
+            print("| ------: | ---------------: | ----------------: | -----------------------: |")
+        }
+        for count in counts {
+            var samples: [Double] = []
+            var firstTokens: [Double] = []
+            var tokens = 0
+            for repetition in 0...repetitions {
+                let started = ContinuousClock.now
+                let results = try await withThrowingTaskGroup(of: (Int, Double).self) { group in
+                    for index in 0..<count {
+                        group.addTask {
+                            let prompt = "Write a long story about \(topics[index % topics.count]) (\(index / topics.count + 1))."
+                            let asked = ContinuousClock.now
+                            var first: Double?
+                            var generated = 0
+                            for try await chunk in remote.stream(prompt, options: options) {
+                                if first == nil, !chunk.text.isEmpty { first = (ContinuousClock.now - asked) / .milliseconds(1) }
+                                if let stats = chunk.statistics { generated = stats.completionTokens }
+                            }
+                            return (generated, first ?? 0)
+                        }
+                    }
+                    var all: [(Int, Double)] = []
+                    for try await result in group { all.append(result) }
+                    return all
+                }
+                let seconds = (ContinuousClock.now - started) / .seconds(1)
+                guard repetition > 0 else { continue }
+                let generated = results.reduce(0) { $0 + $1.0 }
+                samples.append(Double(generated) / seconds)
+                firstTokens.append(results.reduce(0) { $0 + $1.1 } / Double(results.count))
+                tokens = generated
+            }
+            let (mean, deviation) = Self.meanAndDeviation(samples)
+            let row = ServerResult(server: address, model: model, streams: count, tokensPerSecond: mean, standardDeviation: deviation,
+                                   timeToFirstTokenMilliseconds: Self.meanAndDeviation(firstTokens).0, completionTokens: tokens,
+                                   samples: samples)
+            if json {
+                try Self.printJSONLine(row)
+            } else {
+                print("| \(pad(String(count), 7, right: true)) | \(pad(String(tokens), 16, right: true)) | "
+                      + "\(pad(String(format: "%.2f ± %.2f", mean, deviation), 17, right: true)) | "
+                      + "\(pad(String(format: "%.0f", row.timeToFirstTokenMilliseconds), 24, right: true)) |")
             }
         }
     }
