@@ -63,6 +63,10 @@ final class RunningGeneration: @unchecked Sendable {
                                  loadSeconds: loadSeconds)
     }
 
+    // A response dropped before its body was written (the client left first) still stops the
+    // generation and frees the slot.
+    deinit { task.cancel() }
+
     /// The next chunk; nil at the end.
     func next() async throws -> GenerationChunk? {
         try await iterator.next()
