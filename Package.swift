@@ -86,7 +86,9 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]
+            ],
+            // Run by WebUITests with python3, not built.
+            exclude: ["web_ui_test.py"]
         ),
         // GRDB too, to look at the file from outside the store (integrity, pragmas, foreign files).
         .testTarget(
