@@ -97,7 +97,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]
+            ],
+            // Run by WebUITests with python3, not built.
+            exclude: ["web_ui_test.py"]
         ),
         // GRDB too, to look at the file from outside the store (integrity, pragmas, foreign files).
         .testTarget(

@@ -1,1 +1,778 @@
-// Hearth web chat
+// Hearth web chat: threads, streamed answers, per-thread settings and the models page, on the
+// server's own API. Model output only ever reaches the page through textContent.
+"use strict";
+
+const KEY_STORAGE = "hearth.apiKey";
+
+const state = {
+  threads: [],
+  currentId: null,
+  // The current thread's stored messages, in order.
+  messages: [],
+  presets: [],
+  // The answer being streamed: { threadId, controller }.
+  stream: null,
+  pulling: false,
+};
+
+const $ = (id) => document.getElementById(id);
+
+// ---------------------------------------------------------------------------------------------
+// The API
+
+class ApiError extends Error {
+  constructor(message, status) {
+    super(message);
+    this.status = status;
+  }
+
+  // The server answers OpenAI's {error:{message}} under /v1 and Ollama's {error:"..."} under
+  // /api; anything else is shown as the status line.
+  static async from(response) {
+    let message = `${response.status} ${response.statusText}`.trim();
+    try {
+      const body = await response.json();
+      message = ApiError.messageOf(body) || message;
+    } catch (_) {
+      // Not JSON: the status line says enough.
+    }
+    return new ApiError(message, response.status);
+  }
+
+  static messageOf(body) {
+    if (!body || body.error === undefined) return null;
+    return typeof body.error === "string" ? body.error : body.error.message || null;
+  }
+}
+
+// One key dialog at a time: every request that met a 401 waits for the same answer.
+let keyPrompt = null;
+
+async function api(path, { method = "GET", body, signal } = {}) {
+  for (;;) {
+    const key = localStorage.getItem(KEY_STORAGE);
+    const headers = {};
+    if (key) headers.Authorization = `Bearer ${key}`;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await fetch(path, {
+      method, headers, signal, body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (response.status === 401) {
+      await askForKey(Boolean(key));
+      continue;
+    }
+    if (!response.ok) throw await ApiError.from(response);
+    return response;
+  }
+}
+
+async function getJSON(path) {
+  return (await api(path)).json();
+}
+
+function askForKey(rejected) {
+  if (keyPrompt) return keyPrompt;
+  keyPrompt = new Promise((resolve) => {
+    const dialog = $("key-dialog");
+    $("key-error").hidden = !rejected;
+    $("key-input").value = "";
+    const submitted = (event) => {
+      event.preventDefault();
+      const key = $("key-input").value.trim();
+      if (!key) return;
+      localStorage.setItem(KEY_STORAGE, key);
+      $("key-form").removeEventListener("submit", submitted);
+      dialog.close();
+      keyPrompt = null;
+      resolve();
+    };
+    $("key-form").addEventListener("submit", submitted);
+    dialog.showModal();
+    $("key-input").focus();
+  });
+  return keyPrompt;
+}
+
+// Yields the JSON payload of each event of a streamed response: SSE `data:` blocks, or NDJSON
+// lines. Bytes are decoded as a stream so a character split across reads stays whole.
+async function* streamedEvents(response, framing) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const separator = framing === "sse" ? "\n\n" : "\n";
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    buffer += decoder.decode(value || new Uint8Array(), { stream: !done });
+    let end;
+    while ((end = buffer.indexOf(separator)) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + separator.length);
+      const payload = framing === "sse"
+        ? block.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5).replace(/^ /, "")).join("\n")
+        : block.trim();
+      if (payload) yield JSON.parse(payload);
+    }
+    if (done) return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+function icon(name) {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("class", "icon");
+  svg.setAttribute("aria-hidden", "true");
+  const use = document.createElementNS("http://www.w3.org/2000/svg", "use");
+  use.setAttribute("href", `#i-${name}`);
+  svg.append(use);
+  return svg;
+}
+
+function element(tag, { className, text, attributes = {} } = {}) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  return node;
+}
+
+function button({ label, text, iconName, className = "", testId, onClick }) {
+  const node = element("button", { className, attributes: { type: "button", "aria-label": label } });
+  if (testId) node.dataset.testid = testId;
+  if (iconName) node.append(icon(iconName));
+  if (text) node.append(element("span", { text }));
+  node.addEventListener("click", onClick);
+  return node;
+}
+
+// Binary units with one decimal, as the hearth command line prints sizes.
+function formatBytes(bytes) {
+  const units = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+  if (bytes < 1024) return `${bytes} B`;
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1023.95 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}
+
+function formatAgo(seconds) {
+  // Models served from a file given on the command line have no recorded use.
+  if (!seconds) return "—";
+  const elapsed = Date.now() / 1000 - seconds;
+  const format = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+  const steps = [[60, "second"], [60, "minute"], [24, "hour"], [30, "day"], [12, "month"], [Infinity, "year"]];
+  let value = elapsed;
+  for (const [size, unit] of steps) {
+    if (Math.abs(value) < size) return format.format(-Math.round(value), unit);
+    value /= size;
+  }
+  return "";
+}
+
+let toastTimer = null;
+function toast(message) {
+  const node = $("toast");
+  node.textContent = message;
+  node.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { node.hidden = true; }, 5000);
+}
+
+function confirmAction(title, text, action) {
+  const dialog = $("confirm-dialog");
+  $("confirm-title").textContent = title;
+  $("confirm-text").textContent = text;
+  $("confirm-ok").textContent = action;
+  dialog.returnValue = "";
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    dialog.showModal();
+  });
+}
+
+function currentThread() {
+  return state.threads.find((thread) => thread.id === state.currentId) || null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threads
+
+async function loadThreads() {
+  state.threads = (await getJSON("/v1/threads")).data;
+  renderThreads();
+}
+
+function renderThreads() {
+  const list = $("thread-list");
+  list.replaceChildren();
+  for (const thread of state.threads) {
+    const item = element("li", { className: "thread-item" });
+    item.dataset.testid = "thread-item";
+    item.dataset.threadId = thread.id;
+    const selected = thread.id === state.currentId;
+    item.classList.toggle("selected", selected);
+    const open = element("button", { className: "thread-open", attributes: { type: "button" } });
+    open.dataset.testid = "thread-name";
+    if (selected) open.setAttribute("aria-current", "page");
+    open.append(element("span", { text: thread.name }));
+    open.addEventListener("click", () => navigate(`#/chat/${thread.id}`));
+    item.append(
+      open,
+      button({ label: `Rename ${thread.name}`, iconName: "pencil", className: "icon-button", testId: "rename-thread",
+        onClick: () => startRename(item, thread) }),
+      button({ label: `Delete ${thread.name}`, iconName: "trash", className: "icon-button", testId: "delete-thread",
+        onClick: () => deleteThread(thread) }),
+    );
+    list.append(item);
+  }
+  renderHeader();
+}
+
+function renderHeader() {
+  const thread = currentThread();
+  $("thread-title").textContent = thread ? thread.name : "Hearth";
+  $("thread-model").textContent = thread
+    ? `${thread.model || "default model"} · ${thread.preset || "balanced"}${thread.system_prompt ? " · system prompt" : ""}`
+    : "";
+  $("open-settings").disabled = !thread;
+  document.title = thread ? `${thread.name} — Hearth` : "Hearth";
+}
+
+async function createThread() {
+  stopStreaming();
+  const thread = await (await api("/v1/threads", { method: "POST", body: {} })).json();
+  state.threads.unshift(thread);
+  await navigate(`#/chat/${thread.id}`);
+  return thread;
+}
+
+function startRename(item, thread) {
+  const input = element("input", {
+    className: "thread-rename",
+    attributes: { type: "text", "aria-label": `New name for ${thread.name}`, maxlength: "200" },
+  });
+  input.dataset.testid = "rename-input";
+  input.value = thread.name;
+  let finished = false;
+  const finish = async (save) => {
+    if (finished) return;
+    finished = true;
+    const name = input.value.trim();
+    if (save && name !== thread.name) {
+      try {
+        const updated = await (await api(`/v1/threads/${thread.id}`, { method: "PATCH", body: { name } })).json();
+        Object.assign(thread, updated);
+      } catch (error) {
+        toast(error.message);
+      }
+    }
+    renderThreads();
+  };
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") { event.preventDefault(); finish(true); }
+    if (event.key === "Escape") { event.preventDefault(); finish(false); }
+  });
+  input.addEventListener("blur", () => finish(true));
+  item.replaceChildren(input);
+  input.focus();
+  input.select();
+}
+
+async function deleteThread(thread) {
+  if (!(await confirmAction("Delete chat?", `“${thread.name}” and all its messages will be deleted.`, "Delete"))) return;
+  if (state.stream && state.stream.threadId === thread.id) stopStreaming();
+  try {
+    await api(`/v1/threads/${thread.id}`, { method: "DELETE" });
+  } catch (error) {
+    toast(error.message);
+  }
+  state.threads = state.threads.filter((other) => other.id !== thread.id);
+  if (state.currentId === thread.id) {
+    const next = state.threads[0];
+    await navigate(next ? `#/chat/${next.id}` : "#/");
+  }
+  renderThreads();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+async function openThread(id) {
+  // Opening the thread that is streaming again must not wipe the answer being written.
+  if (state.stream && state.stream.threadId === id && state.currentId === id) return;
+  if (state.stream) stopStreaming();
+  state.currentId = id;
+  renderThreads();
+  state.messages = [];
+  renderMessages();
+  if (!id) return;
+  try {
+    const messages = (await getJSON(`/v1/threads/${id}/messages`)).data;
+    // Another thread may have been opened while this one was loading.
+    if (state.currentId !== id) return;
+    state.messages = messages;
+    renderMessages();
+  } catch (error) {
+    if (error.status === 404) {
+      await navigate("#/");
+      return;
+    }
+    toast(error.message);
+  }
+}
+
+function messageElement(role, text) {
+  const item = element("li", { className: `message ${role}` });
+  item.dataset.testid = "message";
+  item.dataset.role = role;
+  const bubble = element("div", { className: "bubble", text });
+  bubble.dataset.testid = "bubble";
+  item.append(bubble);
+  return item;
+}
+
+function storedMessageElement(message) {
+  const item = messageElement(message.role, message.content);
+  item.dataset.messageId = message.id;
+  item.dataset.state = "done";
+  if (message.role === "assistant") addStatistics(item, message);
+  return item;
+}
+
+function addStatistics(item, message) {
+  const meta = element("div", { className: "meta muted small" });
+  if (message.tokens_per_second != null) {
+    const tokens = message.completion_tokens != null ? `${message.completion_tokens} tokens · ` : "";
+    const speed = element("span", { text: `${tokens}${message.tokens_per_second.toFixed(1)} tokens/s` });
+    speed.dataset.testid = "tokens-per-second";
+    meta.append(speed);
+  }
+  item.append(meta);
+}
+
+function renderMessages() {
+  const list = $("message-list");
+  list.replaceChildren(...state.messages.map(storedMessageElement));
+  updateChatControls();
+  scrollToEnd(true);
+}
+
+// Regenerate sits on the last answer; a question left without one (stopped, or failed) gets
+// the same action in a notice.
+function updateChatControls() {
+  const list = $("message-list");
+  for (const node of list.querySelectorAll("[data-testid=regenerate], [data-testid=unanswered]")) node.remove();
+  const streaming = Boolean(state.stream);
+  $("send").hidden = streaming;
+  $("stop").hidden = !streaming;
+  document.body.dataset.streaming = String(streaming);
+  $("messages").setAttribute("aria-busy", String(streaming));
+  $("empty-state").hidden = list.children.length > 0;
+  if (streaming || list.querySelector("[data-testid=error-message]")) return;
+  const last = state.messages[state.messages.length - 1];
+  if (!last) return;
+  const regenerate = button({ label: "Regenerate the last answer", text: "Regenerate", iconName: "retry", testId: "regenerate",
+    onClick: () => regenerateAnswer() });
+  if (last.role === "assistant") {
+    const item = list.querySelector(`[data-message-id="${last.id}"] .meta`);
+    if (item) item.append(regenerate);
+  } else if (last.role === "user") {
+    const notice = element("li", { className: "notice" });
+    notice.dataset.testid = "unanswered";
+    notice.append(element("span", { text: "No answer yet." }), regenerate);
+    list.append(notice);
+  }
+}
+
+function scrollToEnd(force) {
+  const box = $("messages");
+  const nearEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 120;
+  if (force || nearEnd) box.scrollTop = box.scrollHeight;
+}
+
+async function sendMessage(text) {
+  if (state.stream || !text.trim()) return;
+  const thread = currentThread() || await createThread();
+  const question = messageElement("user", text);
+  question.dataset.state = "pending";
+  $("message-list").append(question);
+  await streamAnswer(thread.id, `/v1/threads/${thread.id}/messages`, { content: text }, question, text);
+}
+
+async function regenerateAnswer() {
+  const thread = currentThread();
+  if (!thread || state.stream) return;
+  // The server deletes the last answer before writing the new one, whatever happens next.
+  const last = state.messages[state.messages.length - 1];
+  if (last && last.role === "assistant") {
+    state.messages.pop();
+    const node = $("message-list").querySelector(`[data-message-id="${last.id}"]`);
+    if (node) node.remove();
+  }
+  await streamAnswer(thread.id, `/v1/threads/${thread.id}/regenerate`, undefined, null, null);
+}
+
+// Streams one answer into a new bubble. `question` is the unsent question's element (nil when
+// regenerating), `text` its text, kept for Retry.
+async function streamAnswer(threadId, path, body, question, text) {
+  const controller = new AbortController();
+  state.stream = { threadId, controller };
+  const answer = messageElement("assistant", "");
+  answer.dataset.state = "streaming";
+  answer.classList.add("streaming");
+  const bubble = answer.querySelector(".bubble");
+  $("message-list").append(answer);
+  updateChatControls();
+  scrollToEnd(true);
+
+  let outcome = "failed";
+  let failure = null;
+  try {
+    const response = await api(path, { method: "POST", body, signal: controller.signal });
+    for await (const event of streamedEvents(response, "sse")) {
+      if (event.type === "message" && question) {
+        question.dataset.messageId = event.message.id;
+        question.dataset.state = "done";
+        state.messages.push(event.message);
+      } else if (event.type === "delta") {
+        bubble.textContent += event.content;
+        scrollToEnd(false);
+      } else if (event.type === "done") {
+        answer.dataset.messageId = event.message.id;
+        answer.dataset.state = "done";
+        answer.classList.remove("streaming");
+        addStatistics(answer, event.message);
+        state.messages.push(event.message);
+        outcome = "done";
+      } else if (event.type === "error") {
+        throw new ApiError(ApiError.messageOf(event) || "The answer failed.");
+      }
+    }
+    if (outcome !== "done") throw new ApiError("The answer ended before it was complete.");
+  } catch (error) {
+    if (error.name === "AbortError") {
+      outcome = "stopped";
+    } else {
+      failure = error;
+    }
+  } finally {
+    if (state.stream && state.stream.controller === controller) state.stream = null;
+  }
+
+  if (outcome === "done") {
+    updateChatControls();
+    refreshThreadOrder();
+    return;
+  }
+  // Stopped or failed: nothing of the partial answer is kept, on the server or here. What the
+  // server did store (the question) is read back, so the page shows exactly that.
+  answer.remove();
+  if (state.currentId === threadId) await reloadMessages(threadId);
+  if (failure && state.currentId === threadId) showError(failure.message, text);
+  updateChatControls();
+  refreshThreadOrder();
+}
+
+async function reloadMessages(threadId) {
+  try {
+    const messages = (await getJSON(`/v1/threads/${threadId}/messages`)).data;
+    if (state.currentId !== threadId) return;
+    state.messages = messages;
+    renderMessages();
+  } catch (error) {
+    toast(error.message);
+  }
+}
+
+function showError(message, text) {
+  const item = messageElement("error", message);
+  item.dataset.testid = "error-message";
+  item.setAttribute("role", "alert");
+  const meta = element("div", { className: "meta muted small" });
+  meta.append(button({ label: "Retry", text: "Retry", iconName: "retry", testId: "retry", onClick: () => retry(item, text) }));
+  item.append(meta);
+  $("message-list").append(item);
+  updateChatControls();
+  scrollToEnd(true);
+}
+
+// A question the server stored is answered again; one it never got is sent again.
+async function retry(errorItem, text) {
+  errorItem.remove();
+  const last = state.messages[state.messages.length - 1];
+  if ((last && last.role === "user") || !text) {
+    await regenerateAnswer();
+  } else {
+    await sendMessage(text);
+  }
+}
+
+// The server drops an answer whose request is aborted, so Stop is only the abort.
+function stopStreaming() {
+  if (!state.stream) return;
+  state.stream.controller.abort();
+  state.stream = null;
+  updateChatControls();
+}
+
+async function refreshThreadOrder() {
+  try {
+    await loadThreads();
+  } catch (_) {
+    // The list stays as it was; the next action reloads it.
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settings
+
+async function openSettings() {
+  const thread = currentThread();
+  if (!thread) return;
+  $("settings-error").hidden = true;
+  const [storage, presets] = await Promise.all([getJSON("/v1/storage"), state.presets.length ? null : getJSON("/v1/presets")]);
+  if (presets) state.presets = presets.data;
+
+  const models = storage.models.filter((model) => model.kind === "language").map((model) => model.name);
+  if (thread.model && !models.includes(thread.model)) models.push(thread.model);
+  const modelSelect = $("settings-model");
+  modelSelect.replaceChildren(element("option", { text: "Server default", attributes: { value: "" } }),
+    ...models.map((name) => element("option", { text: name, attributes: { value: name } })));
+  modelSelect.value = thread.model || "";
+
+  const presetSelect = $("settings-preset");
+  presetSelect.replaceChildren(element("option", { text: "Default (balanced)", attributes: { value: "" } }),
+    ...state.presets.map((preset) => element("option", {
+      text: `${preset.name[0].toUpperCase()}${preset.name.slice(1)} · temperature ${preset.temperature}`,
+      attributes: { value: preset.name },
+    })));
+  presetSelect.value = thread.preset || "";
+  $("settings-system").value = thread.system_prompt || "";
+  $("settings-dialog").showModal();
+}
+
+async function saveSettings(event) {
+  event.preventDefault();
+  const thread = currentThread();
+  if (!thread) return;
+  const body = {
+    model: $("settings-model").value || null,
+    preset: $("settings-preset").value || null,
+    system_prompt: $("settings-system").value.trim() ? $("settings-system").value : null,
+  };
+  try {
+    const updated = await (await api(`/v1/threads/${thread.id}`, { method: "PATCH", body })).json();
+    Object.assign(thread, updated);
+    $("settings-dialog").close();
+    renderThreads();
+  } catch (error) {
+    $("settings-error").textContent = error.message;
+    $("settings-error").hidden = false;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models and storage
+
+async function loadModels() {
+  let storage;
+  try {
+    storage = await getJSON("/v1/storage");
+  } catch (error) {
+    toast(error.message);
+    return;
+  }
+  $("storage-total").textContent = formatBytes(storage.total_bytes);
+  $("storage-total").dataset.bytes = storage.total_bytes;
+  $("storage-directory").textContent = storage.cache_directory;
+  const rows = $("model-rows");
+  rows.replaceChildren();
+  for (const model of storage.models) {
+    const row = element("tr");
+    row.dataset.testid = "model-row";
+    row.dataset.model = model.name;
+    const name = element("td", { text: model.name });
+    name.dataset.testid = "model-name";
+    if (model.loaded) name.append(element("span", { className: "badge", text: "loaded" }));
+    const size = element("td", { className: "num", text: formatBytes(model.size) });
+    size.dataset.testid = "model-size";
+    size.dataset.bytes = model.size;
+    const used = element("td", { text: formatAgo(model.last_used) });
+    used.dataset.testid = "model-last-used";
+    if (model.last_used) used.title = new Date(model.last_used * 1000).toLocaleString();
+    const actions = element("td", { className: "num" });
+    if (model.deletable) {
+      actions.append(button({ label: `Delete ${model.name}`, iconName: "trash", className: "icon-button", testId: "delete-model",
+        onClick: () => deleteModel(model.name) }));
+    }
+    row.append(name, element("td", { text: model.kind }), size, used, actions);
+    rows.append(row);
+  }
+  if (!storage.models.length) {
+    rows.append(element("tr")).append(element("td", { className: "empty", text: "No models yet.", attributes: { colspan: "5" } }));
+  }
+}
+
+async function deleteModel(name) {
+  if (!(await confirmAction("Delete model?", `${name} will be removed from the cache; pull it again to use it.`, "Delete"))) return;
+  try {
+    await api("/api/delete", { method: "DELETE", body: { model: name } });
+  } catch (error) {
+    toast(error.message);
+  }
+  await loadModels();
+}
+
+async function pullModel(event) {
+  event.preventDefault();
+  const name = $("pull-name").value.trim();
+  if (!name || state.pulling) return;
+  state.pulling = true;
+  const box = $("pull-progress-box");
+  const bar = $("pull-progress");
+  const status = $("pull-status");
+  box.hidden = false;
+  box.dataset.state = "pulling";
+  bar.removeAttribute("value");
+  status.textContent = `Pulling ${name}…`;
+  $("pull-button").disabled = true;
+  try {
+    const response = await api("/api/pull", { method: "POST", body: { model: name } });
+    let finished = false;
+    for await (const line of streamedEvents(response, "ndjson")) {
+      if (line.error) throw new ApiError(line.error);
+      if (line.status === "success") {
+        finished = true;
+        break;
+      }
+      if (line.total) {
+        bar.max = line.total;
+        bar.value = line.completed || 0;
+        const percent = Math.floor((100 * (line.completed || 0)) / line.total);
+        status.textContent = `${line.status} — ${formatBytes(line.completed || 0)} of ${formatBytes(line.total)} (${percent}%)`;
+      } else {
+        bar.removeAttribute("value");
+        status.textContent = line.status;
+      }
+    }
+    if (!finished) throw new ApiError("The pull ended before it was complete.");
+    bar.max = 1;
+    bar.value = 1;
+    box.dataset.state = "done";
+    status.textContent = `Pulled ${name}.`;
+    $("pull-name").value = "";
+  } catch (error) {
+    box.dataset.state = "error";
+    bar.max = 1;
+    bar.value = 0;
+    status.textContent = error.message;
+  } finally {
+    state.pulling = false;
+    $("pull-button").disabled = false;
+  }
+  await loadModels();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views and start-up
+
+function showView(name) {
+  $("chat-view").hidden = name !== "chat";
+  $("models-view").hidden = name !== "models";
+}
+
+// The address says what is shown (#/chat/ID, #/models), so reload and Back keep their place.
+// pushState fires no event, so the page routes itself; Back and Forward come as popstate.
+async function navigate(hash) {
+  if (location.hash !== hash) history.pushState(null, "", hash);
+  await route();
+}
+
+async function route() {
+  const hash = location.hash;
+  if (hash === "#/models") {
+    showView("models");
+    await loadModels();
+    return;
+  }
+  showView("chat");
+  const match = /^#\/chat\/(.+)$/.exec(hash);
+  if (match) {
+    if (!state.threads.some((thread) => thread.id === match[1])) await loadThreads();
+    await openThread(match[1]);
+  } else if (state.threads.length) {
+    history.replaceState(null, "", `#/chat/${state.threads[0].id}`);
+    await openThread(state.threads[0].id);
+  } else {
+    await openThread(null);
+  }
+  $("prompt").focus();
+}
+
+function resizePrompt() {
+  const prompt = $("prompt");
+  prompt.style.height = "auto";
+  prompt.style.height = `${Math.min(prompt.scrollHeight, 200)}px`;
+}
+
+async function clearAll() {
+  if (!(await confirmAction("Clear all messages?", "Every message in every chat will be deleted. The chats themselves stay.", "Clear all"))) return;
+  stopStreaming();
+  try {
+    await api("/v1/messages", { method: "DELETE" });
+    toast("All messages deleted.");
+  } catch (error) {
+    toast(error.message);
+  }
+  if (state.currentId) await reloadMessages(state.currentId);
+  await refreshThreadOrder();
+}
+
+function wire() {
+  $("new-thread").addEventListener("click", () => createThread().catch((error) => toast(error.message)));
+  $("open-models").addEventListener("click", () => navigate("#/models"));
+  $("back-to-chat").addEventListener("click", () => navigate(state.currentId ? `#/chat/${state.currentId}` : "#/"));
+  $("clear-all").addEventListener("click", clearAll);
+  $("open-settings").addEventListener("click", () => openSettings().catch((error) => toast(error.message)));
+  $("settings-form").addEventListener("submit", saveSettings);
+  $("settings-cancel").addEventListener("click", () => $("settings-dialog").close());
+  $("pull-form").addEventListener("submit", pullModel);
+  // The key is needed for everything else, so its dialog does not close on Escape.
+  $("key-dialog").addEventListener("cancel", (event) => event.preventDefault());
+
+  const prompt = $("prompt");
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = prompt.value;
+    if (!text.trim() || state.stream) return;
+    prompt.value = "";
+    resizePrompt();
+    sendMessage(text).catch((error) => toast(error.message));
+  });
+  prompt.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  prompt.addEventListener("input", resizePrompt);
+  $("stop").addEventListener("click", stopStreaming);
+  window.addEventListener("popstate", () => route().catch((error) => toast(error.message)));
+}
+
+async function start() {
+  wire();
+  try {
+    await loadThreads();
+    await route();
+  } catch (error) {
+    toast(error.message);
+  }
+  document.body.dataset.ready = "true";
+}
+
+start();

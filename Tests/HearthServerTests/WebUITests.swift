@@ -1,0 +1,82 @@
+import Foundation
+import HearthTestSupport
+import HubEmulator
+import Testing
+
+/// Headless Chromium driven by Selenium from Python (web_ui_test.py beside this file).
+enum Browser {
+    static let chromium = "/usr/bin/chromium"
+    static let chromedriver = "/usr/bin/chromedriver"
+
+    static let available: Bool = {
+        guard FileManager.default.isExecutableFile(atPath: chromium), FileManager.default.isExecutableFile(atPath: chromedriver) else {
+            return false
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import selenium"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }()
+
+    /// On CI the tools are installed by .ci/run, so their absence is a failure, not a skip.
+    static var enabled: Bool { available || ProcessInfo.processInfo.environment["CI"] != nil }
+
+    static let missing = "chromium, chromedriver or Python's selenium is missing: apt-get install chromium chromium-driver; pip install selenium (.ci/run does)"
+
+    static let script = TestFiles.packageRoot.appendingPathComponent("Tests/HearthServerTests/web_ui_test.py")
+
+    /// Screenshots stay after the run, under .build where CI keeps its artifacts.
+    static func screenshotFolder(_ name: String) throws -> URL {
+        let folder = TestFiles.packageRoot.appendingPathComponent(".build/test-artifacts/web-ui/\(name)")
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    /// Runs the script against `server` and fails the test with its output unless it exits 0.
+    static func run(_ server: ServerFixture, screenshots: URL, _ arguments: [String] = []) async throws {
+        try #require(available, "\(missing)")
+        let child = try Child(URL(fileURLWithPath: "/usr/bin/env"),
+                              ["python3", script.path, server.base, screenshots.path] + arguments,
+                              environment: ProcessInfo.processInfo.environment.merging(["PYTHONUNBUFFERED": "1"]) { _, new in new },
+                              directory: server.directory)
+        // The script bounds each step; this bounds a browser that stops answering altogether.
+        let pid = child.process.processIdentifier
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(900))
+            kill(pid, SIGTERM)
+        }
+        let status = await child.wait()
+        watchdog.cancel()
+        #expect(status == 0, "web_ui_test.py exited \(status); screenshots in \(screenshots.path)\n\(child.outputText)\n\(child.errorText)")
+    }
+}
+
+@Suite("Web UI in headless Chromium", .serialized, .enabled(if: Browser.enabled, "\(Browser.missing)"))
+struct WebUITests {
+    @Test("chat: create, rename, settings, streamed answer, regenerate, stop, error and retry, delete, clear all, models, pull")
+    func chat() async throws {
+        // A small model on the Hub, sent slowly enough that the page shows its progress.
+        let bytes = try tinyModelBytes()
+        let repo = HubEmulator.Repo("test-org/tiny-GGUF", files: [.init("tiny-Q8_0.gguf", bytes)], tags: ["gguf"])
+        let emulator = try HubEmulator(repos: [repo])
+        try await emulator.start()
+        defer { Task { await emulator.stop() } }
+        emulator.inject(.trickle(bytesPerSecond: max(bytes.count / 3, 1024)), times: 8)
+        let server = try await ServerFixture(hubEndpoint: emulator.endpoint)
+        defer { Task { await server.stop() } }
+        try await Browser.run(server, screenshots: try Browser.screenshotFolder("chat"), ["--pull", repo.id])
+    }
+
+    @Test("a server with an API key: the page asks for it once and keeps it")
+    func apiKey() async throws {
+        let key = "web-ui-test-key"
+        let server = try await ServerFixture(apiKey: key)
+        defer { Task { await server.stop() } }
+        try await Browser.run(server, screenshots: try Browser.screenshotFolder("api-key"), ["--api-key", key])
+    }
+}
