@@ -108,6 +108,8 @@ actor ModelManager {
     private var loading: [String: Task<LoadedModel, any Error>] = [:]
     private var inUse: [String: Int] = [:]
     private var expiry: [String: Date] = [:]
+    /// When each model last finished a request, since the server started.
+    private(set) var lastUsed: [String: Date] = [:]
 
     init(hearth: Hearth, registered: [String: URL], defaultModel: String?, parallel: Int, queueLimit: Int,
          defaultKeepAlive: KeepAlive) {
@@ -161,6 +163,7 @@ actor ModelManager {
     func release(_ model: LoadedModel, keepAlive: KeepAlive?) {
         let count = (inUse[model.name] ?? 1) - 1
         inUse[model.name] = count
+        lastUsed[model.name] = Date()
         guard count == 0, loaded[model.name] === model else { return }
         switch keepAlive ?? defaultKeepAlive {
         case .forever: expiry[model.name] = nil

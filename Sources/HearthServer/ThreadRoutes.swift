@@ -251,12 +251,14 @@ extension HearthService {
             var models: [Model]
         }
         let usage = CacheUsage(cache: hearth.cache).entries()
+        let served = await models.lastUsed
         let loaded = Set(await models.running().map(\.model.name))
         let entries = await models.catalog()
         let list = entries.map { entry in
             let isHub = configuration.models[entry.name] == nil
             return Model(name: entry.name, kind: entry.isEmbedding ? "embedding" : "language", size: entry.size,
-                         last_used: usage[entry.name]?.lastUsed.map { Int($0.timeIntervalSince1970) }, loaded: loaded.contains(entry.name),
+                         last_used: (served[entry.name] ?? usage[entry.name]?.lastUsed).map { Int($0.timeIntervalSince1970) },
+                         loaded: loaded.contains(entry.name),
                          deletable: isHub)
         }
         let cached = hearth.cache.scan().reduce(0) { $0 + $1.size }
