@@ -14,10 +14,15 @@ struct BenchCommand: AsyncParsableCommand {
             --chat measures a two-turn conversation instead: the time from asking to the first \
             token of the answer, for a first question (about 60 prompt tokens with the chat \
             template) and a follow-up that reuses the first turn's cache.
+
+            --embed measures a sentence-transformers model (MODEL is its folder) instead: each \
+            repetition embeds every line of --sentences, in consecutive batches of each --batch \
+            size, and the table shows sentences per second, tokenizing, pooling and normalizing \
+            included.
             """
     )
 
-    @Argument(help: "Path to a GGUF model file.")
+    @Argument(help: "Path to a GGUF model file (with --embed, a sentence-transformers folder).")
     var model: String
 
     @Option(name: [.customShort("p"), .customLong("n-prompt")], help: "Prompt tokens for the pp test (0 skips it).")
@@ -38,6 +43,15 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Measure the time to first token of a two-turn chat instead.")
     var chat = false
 
+    @Flag(help: "Measure sentence embeddings per second instead.")
+    var embed = false
+
+    @Option(name: .customLong("batch"), help: "With --embed: comma-separated batch sizes to test.")
+    var batchSizes = "1,32"
+
+    @Option(help: "With --embed: a text file of sentences to embed, one per line.")
+    var sentences: String?
+
     var threadCounts: [Int] {
         get throws {
             let values = threads.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
@@ -50,6 +64,11 @@ struct BenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try threadCounts
+        guard !(chat && embed) else { throw ValidationError("--chat and --embed are different benchmarks: choose one.") }
+        if embed {
+            _ = try embedBatchSizes
+            guard sentences != nil else { throw ValidationError("--embed needs --sentences FILE, a text file with one sentence per line.") }
+        }
         guard (0...65_536).contains(promptTokens), (0...65_536).contains(generatedTokens),
               promptTokens + generatedTokens > 0 else {
             throw ValidationError("-p and -n must be between 0 and 65536, and one must be more than 0.")
@@ -71,6 +90,10 @@ struct BenchCommand: AsyncParsableCommand {
     func run() async throws {
         if chat {
             try await reportingErrors { try await runChat() }
+            return
+        }
+        if embed {
+            try reportingErrors { try runEmbed() }
             return
         }
         try reportingErrors {
@@ -217,7 +240,7 @@ struct BenchCommand: AsyncParsableCommand {
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
-    private func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+    func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
         let fill = String(repeating: " ", count: max(0, width - text.count))
         return right ? fill + text : text + fill
     }
