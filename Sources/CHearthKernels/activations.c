@@ -1,5 +1,6 @@
 #include "hk_activations.h"
 #include "internal.h"
+#include "exp_approx.h"
 #include <math.h>
 #include <string.h>
 
@@ -10,29 +11,15 @@
 #define HK_X86 1
 #endif
 
-// Constants of the approximation: 1.5 * 2^23 rounds to an integer when added, log2(e),
-// ln(2) split in a high and a low part, and the polynomial's coefficients.
-#define SHIFT 0x1.8p23f
-#define LOG2E 0x1.715476p+0f
-#define LN2_HI 0x1.62e4p-1f
-#define LN2_LO 0x1.7f7d1cp-20f
-#define C1 0x1.ffffecp-1f
-#define C2 0x1.fffdb6p-2f
-#define C3 0x1.555e66p-3f
-#define C4 0x1.573e2ep-5f
-#define C5 0x1.0e4020p-7f
-
-static inline uint32_t bits_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline float float_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-
 float hk_exp_approx(float x) {
-    const float z = fmaf(x, LOG2E, SHIFT);
-    const float n = z - SHIFT;                                  // round(x / ln2)
-    const float b = fmaf(-n, LN2_LO, fmaf(-n, LN2_HI, x));      // x - n ln2, in two steps
+    const float z = fmaf(x, HK_EXP_LOG2E, HK_EXP_SHIFT);
+    const float n = z - HK_EXP_SHIFT;                                     // round(x / ln2)
+    const float b = fmaf(-n, HK_EXP_LN2_LO, fmaf(-n, HK_EXP_LN2_HI, x));  // x - n ln2, in two steps
     const uint32_t e = bits_of(z) << 23;                        // n in the exponent field
     const float k = float_of(e + bits_of(1.0f));                // 2^n
     const float u = b * b;
-    const float j = fmaf(fmaf(fmaf(C5, b, C4), u, fmaf(C3, b, C2)), u, C1 * b);  // e^b - 1
+    // e^b - 1
+    const float j = fmaf(fmaf(fmaf(HK_EXP_C5, b, HK_EXP_C4), u, fmaf(HK_EXP_C3, b, HK_EXP_C2)), u, HK_EXP_C1 * b);
     if (!(fabsf(n) > 126)) return fmaf(j, k, k);
     // 2^n alone would overflow or underflow: scale in two factors.
     const uint32_t g = n <= 0 ? 0x82000000u : 0;
@@ -44,39 +31,12 @@ float hk_exp_approx(float x) {
 
 #ifdef HK_X86
 __attribute__((target("avx2,fma")))
-static __m256 exp_approx8(__m256 x) {
-    const __m256 shift = _mm256_set1_ps(SHIFT);
-    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(LOG2E), shift);
-    const __m256 n = _mm256_sub_ps(z, shift);
-    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x));
-    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
-    const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1.0f))));
-    const __m256 u = _mm256_mul_ps(b, b);
-    const __m256 j = _mm256_fmadd_ps(
-        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(C5), b, _mm256_set1_ps(C4)), u,
-                        _mm256_fmadd_ps(_mm256_set1_ps(C3), b, _mm256_set1_ps(C2))),
-        u, _mm256_mul_ps(_mm256_set1_ps(C1), b));
-    const __m256 absn = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
-    const __m256 big = _mm256_cmp_ps(absn, _mm256_set1_ps(126), _CMP_GT_OQ);
-    const __m256 normal = _mm256_fmadd_ps(j, k, k);
-    if (!_mm256_movemask_ps(big)) return normal;
-    const __m256i g = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ)),
-                                       _mm256_set1_epi32((int)0x82000000u));
-    const __m256 s1 = _mm256_castsi256_ps(_mm256_add_epi32(g, _mm256_set1_epi32(0x7f000000)));
-    const __m256 s2 = _mm256_castsi256_ps(_mm256_sub_epi32(e, g));
-    const __m256 huge = _mm256_cmp_ps(absn, _mm256_set1_ps(192), _CMP_GT_OQ);
-    const __m256 scaled = _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1);
-    const __m256 r = _mm256_blendv_ps(normal, scaled, big);
-    return _mm256_blendv_ps(r, _mm256_mul_ps(s1, s1), huge);
-}
-
-__attribute__((target("avx2,fma")))
 static void silu_mul_avx2(const float *gate, const float *up, float *out, int64_t n) {
     int64_t i = 0;
     const __m256 one = _mm256_set1_ps(1.0f);
     for (; i + 8 <= n; i += 8) {
         const __m256 x = _mm256_loadu_ps(gate + i);
-        const __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, exp_approx8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+        const __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, hk_exp_approx8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
         _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
     }
     for (; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
@@ -88,7 +48,7 @@ static double exp_sum_avx2(float *s, int64_t n, float max) {
     int64_t i = 0;
     const __m256 m = _mm256_set1_ps(max);
     for (; i + 8 <= n; i += 8) {
-        const __m256 v = exp_approx8(_mm256_sub_ps(_mm256_loadu_ps(s + i), m));
+        const __m256 v = hk_exp_approx8(_mm256_sub_ps(_mm256_loadu_ps(s + i), m));
         _mm256_storeu_ps(s + i, v);
         __m128 h = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
         h = _mm_add_ps(h, _mm_movehl_ps(h, h));

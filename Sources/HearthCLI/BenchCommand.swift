@@ -19,10 +19,15 @@ struct BenchCommand: AsyncParsableCommand {
             instead: for each count in --streams, that many chat requests stream -n tokens at \
             once; the table shows generated tokens per second over all of them, and the mean \
             time to first token. MODEL is then the model's name at the server.
+
+            --embed measures a sentence-transformers model (MODEL is its folder) instead: each \
+            repetition embeds every line of --sentences, in consecutive batches of each --batch \
+            size, and the table shows sentences per second, tokenizing, pooling and normalizing \
+            included.
             """
     )
 
-    @Argument(help: "Path to a GGUF model file (with --server: the model's name there).")
+    @Argument(help: "Path to a GGUF model file (with --embed, a sentence-transformers folder; with --server, the model's name there).")
     var model: String
 
     @Option(name: [.customShort("p"), .customLong("n-prompt")], help: "Prompt tokens for the pp test (0 skips it).")
@@ -52,6 +57,15 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("api-key"), help: "With --server: the API key to send.")
     var apiKey: String?
 
+    @Flag(help: "Measure sentence embeddings per second instead.")
+    var embed = false
+
+    @Option(name: .customLong("batch"), help: "With --embed: comma-separated batch sizes to test.")
+    var batchSizes = "1,32"
+
+    @Option(help: "With --embed: a text file of sentences to embed, one per line.")
+    var sentences: String?
+
     var threadCounts: [Int] {
         get throws {
             let values = threads.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
@@ -64,6 +78,13 @@ struct BenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try threadCounts
+        guard [chat, embed, server != nil].filter({ $0 }).count <= 1 else {
+            throw ValidationError("--chat, --embed and --server are different benchmarks: choose one.")
+        }
+        if embed {
+            _ = try embedBatchSizes
+            guard sentences != nil else { throw ValidationError("--embed needs --sentences FILE, a text file with one sentence per line.") }
+        }
         guard (0...65_536).contains(promptTokens), (0...65_536).contains(generatedTokens),
               promptTokens + generatedTokens > 0 else {
             throw ValidationError("-p and -n must be between 0 and 65536, and one must be more than 0.")
@@ -89,6 +110,10 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if chat {
             try await reportingErrors { try await runChat() }
+            return
+        }
+        if embed {
+            try reportingErrors { try runEmbed() }
             return
         }
         try reportingErrors {
@@ -311,7 +336,7 @@ struct BenchCommand: AsyncParsableCommand {
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
-    private func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+    func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
         let fill = String(repeating: " ", count: max(0, width - text.count))
         return right ? fill + text : text + fill
     }

@@ -191,7 +191,7 @@ public final class BertModel: @unchecked Sendable {
                 let out = hidden + row * h
                 let word = wordEmbeddings + Int(token) * h, place = positionEmbeddings + position * h
                 for j in 0..<h { out[j] = word[j] + place[j] + typeEmbeddings[j] }
-                layerNorm(out, embeddingNorm)
+                layerNorm(out, adding: nil, embeddingNorm)
                 row += 1
             }
         }
@@ -207,27 +207,16 @@ public final class BertModel: @unchecked Sendable {
         // The attention projection into `qkv`'s first columns, then residual and norm.
         multiply([layer.output], attended, inputStride: h, tokens: tokens, output: qkv, outputStride: 3 * h)
         pool.parallelFor(tokens) { range in
-            for t in range {
-                let row = hidden + t * h, projected = qkv + t * 3 * h
-                for j in 0..<h { row[j] += projected[j] }
-                self.layerNorm(row, layer.attentionNorm)
-            }
+            for t in range { self.layerNorm(hidden + t * h, adding: qkv + t * 3 * h, layer.attentionNorm) }
         }
         multiply([layer.intermediate], hidden, inputStride: h, tokens: tokens, output: wide, outputStride: c.intermediateSize)
         pool.parallelFor(tokens) { range in
             let width = c.intermediateSize
-            for t in range {
-                let row = wide + t * width
-                for j in 0..<width { row[j] = Self.gelu(row[j]) }
-            }
+            EncoderKernels.gelu(wide + range.lowerBound * width, count: range.count * width)
         }
         multiply([layer.down], wide, inputStride: c.intermediateSize, tokens: tokens, output: attended, outputStride: h)
         pool.parallelFor(tokens) { range in
-            for t in range {
-                let row = hidden + t * h, down = attended + t * h
-                for j in 0..<h { row[j] += down[j] }
-                self.layerNorm(row, layer.outputNorm)
-            }
+            for t in range { self.layerNorm(hidden + t * h, adding: attended + t * h, layer.outputNorm) }
         }
     }
 
@@ -257,55 +246,22 @@ public final class BertModel: @unchecked Sendable {
         let scale = 1 / Float(d).squareRoot()
         let longest = sequences.map(\.count).max() ?? 0
         pool.parallelFor(sequences.count * heads) { range in
-            var scores = [Float](repeating: 0, count: longest)
-            for task in range {
-                let (start, count) = sequences[task / heads]
-                let head = task % heads
-                for i in 0..<count {
-                    let q = qkv + (start + i) * 3 * h + head * d
-                    var largest = -Float.infinity
-                    for j in 0..<count {
-                        let k = qkv + (start + j) * 3 * h + h + head * d
-                        var s: Float = 0
-                        for e in 0..<d { s += q[e] * k[e] }
-                        scores[j] = s * scale
-                        largest = max(largest, scores[j])
-                    }
-                    var sum: Float = 0
-                    for j in 0..<count {
-                        scores[j] = Foundation.exp(scores[j] - largest)
-                        sum += scores[j]
-                    }
-                    let out = output + (start + i) * h + head * d
-                    for e in 0..<d { out[e] = 0 }
-                    for j in 0..<count {
-                        let weight = scores[j] / sum
-                        let v = qkv + (start + j) * 3 * h + 2 * h + head * d
-                        for e in 0..<d { out[e] += weight * v[e] }
-                    }
+            withUnsafeTemporaryAllocation(of: Float.self, capacity: longest) { scores in
+                for task in range {
+                    let (start, count) = sequences[task / heads]
+                    let q = qkv + start * 3 * h + (task % heads) * d
+                    EncoderKernels.attention(query: q, key: q + h, value: q + 2 * h, stride: 3 * h, count: count,
+                                             headDimension: d, scale: scale, scratch: scores.baseAddress!,
+                                             output: output + start * h + (task % heads) * d, outputStride: h)
                 }
             }
         }
     }
 
-    private func layerNorm(_ row: UnsafeMutablePointer<Float>, _ norm: Norm) {
-        let n = configuration.hiddenSize
-        var mean: Float = 0
-        for j in 0..<n { mean += row[j] }
-        mean /= Float(n)
-        var variance: Float = 0
-        for j in 0..<n {
-            let centred = row[j] - mean
-            variance += centred * centred
-        }
-        variance /= Float(n)
-        let inverse = 1 / (variance + configuration.layerNormEpsilon).squareRoot()
-        for j in 0..<n { row[j] = (row[j] - mean) * inverse * norm.weight[j] + norm.bias[j] }
-    }
-
-    /// GELU with the error function, as BERT's `gelu` is.
-    static func gelu(_ x: Float) -> Float {
-        0.5 * x * (1 + Foundation.erf(x * 0.70710678118654752))
+    /// `row = norm(row + residual)`, BERT's post-norm.
+    private func layerNorm(_ row: UnsafeMutablePointer<Float>, adding residual: UnsafePointer<Float>?, _ norm: Norm) {
+        EncoderKernels.layerNorm(row, adding: residual, weight: norm.weight, bias: norm.bias, count: configuration.hiddenSize,
+                                 epsilon: configuration.layerNormEpsilon)
     }
 }
 

@@ -69,6 +69,11 @@ struct CLITests {
         ["tokenize", "/nonexistent.gguf", "hi"],
         ["bench", "/nonexistent.gguf"],
         ["bench", "x.gguf", "-t", "0"],
+        ["bench", "models/all-MiniLM-L6-v2", "--embed"],
+        ["bench", "models/all-MiniLM-L6-v2", "--embed", "--sentences", "s.txt", "--batch", "0"],
+        ["bench", "models/all-MiniLM-L6-v2", "--embed", "--sentences", "s.txt", "--batch", "65"],
+        ["bench", "models/all-MiniLM-L6-v2", "--embed", "--chat", "--sentences", "s.txt"],
+        ["bench", "/nonexistent", "--embed", "--sentences", "/nonexistent.txt"],
         ["run", "x.gguf", "hi", "--temp", "-1"],
         ["run", "x.gguf", "hi", "--top-p", "1.5"],
     ])
@@ -131,6 +136,27 @@ struct CLITests {
         #expect(result.output.contains("pp16"))
         #expect(result.output.contains("tg8"))
         #expect(result.errors.contains("load to first token"))
+    }
+
+    @Test("bench --embed reports sentences per second for each batch size, as a table or JSON")
+    func benchEmbed() throws {
+        let model = try TestFiles.model("all-MiniLM-L6-v2")
+        let directory = try TemporaryDirectory()
+        let sentences = directory.file("sentences.txt")
+        try Data("The cat slept on the windowsill.\nStocks fell as rates rose.\n\nRain is expected tomorrow.\n".utf8).write(to: sentences)
+        let table = try Hearth.run(["bench", model, "--embed", "--sentences", sentences.path, "--batch", "1,2", "-r", "1", "-t", "1"])
+        #expect(table.status == 0)
+        #expect(table.output.contains("sentences/s"))
+        #expect(table.output.split(separator: "\n").count == 4)
+        #expect(table.errors.contains("load"))
+        let json = try Hearth.run(["bench", model, "--embed", "--sentences", sentences.path, "--batch", "3", "-r", "2", "-t", "2", "--json"])
+        #expect(json.status == 0)
+        let row = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+        #expect(row?["batch"] as? Int == 3)
+        #expect(row?["threads"] as? Int == 2)
+        #expect(row?["sentences"] as? Int == 3)
+        #expect((row?["samples"] as? [Double])?.count == 2)
+        #expect((row?["sentencesPerSecond"] as? Double ?? 0) > 0)
     }
 
     @Test("chat keeps the conversation and its cache, answers commands, and Ctrl-C stops only the answer")
