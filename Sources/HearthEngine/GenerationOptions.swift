@@ -32,6 +32,8 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
     /// The shape the answer must take. With `.json` the answer is one JSON object unless
     /// `maxTokens`, the context, a stop sequence or cancellation cuts it short first (the finish
     /// reason is then `length`, `stop` or `cancelled`; a complete object always ends with `stop`).
+    /// Ask for JSON in the prompt as well: held to JSON without being asked for it, a small model
+    /// may answer `{}` or keep adding to the object until `maxTokens`.
     public var format: OutputFormat = .text
 
     /// Options with the given parts; by default the `.balanced` sampling chain.

@@ -275,7 +275,7 @@ public struct JSONRecognizer: Hashable, Sendable {
         return enter(depth == 0 ? .done : .afterValue)
     }
 
-    /// A value just ended: after the top-level object that is the end, else a comma or a closer.
+    /// A value inside a container just ended (the top-level object ends in `close`).
     private mutating func endValue() -> Bool {
         enter(.afterValue)
     }
