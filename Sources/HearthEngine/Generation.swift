@@ -81,6 +81,13 @@ extension TransformerModel {
     /// is reused rather than evaluated again (`cachedPromptTokens` counts it), so a conversation
     /// that grows turn by turn evaluates only its new tokens; the rest of the cache is dropped.
     /// The last chunk carries the finish reason and the statistics, which are also returned.
+    ///
+    /// With `options.format` `.json`, each token is sampled among those that keep the answer the
+    /// beginning of one JSON object (`JSONTokenConstraint`), and generation stops (finish reason
+    /// `stop`) with the token that completes it. `maxTokens`, the context's end, a stop sequence
+    /// or cancellation can still cut the object short: the finish reason then says which. If no
+    /// token can continue the object (a logit bias banning all of them), generation fails with
+    /// `generationFailed`.
     @discardableResult
     public func generate(prompt: [Int32], options: GenerationOptions = .greedy, state: DecoderState,
                          onChunk: (GenerationChunk) throws -> Bool) throws -> GenerationStatistics {
@@ -110,18 +117,39 @@ extension TransformerModel {
         let top = options.logprobs ? options.topLogprobs : 0
         var firstTokenAt = promptDone
         var reason = FinishReason.length
+        // JSON mode: the answer so far, checked against the vocabulary's bytes.
+        var json = options.format == .json ? JSONTokenConstraint(recognizer: JSONRecognizer(), table: tokenByteTable()) : nil
+        var jsonComplete = false
         // What the sampler's penalties count: this prompt and the tokens generated after it.
         var history = prompt
+        func fail(_ error: any Error) throws -> Never {
+            stats.generationSeconds = (clock.now - firstTokenAt) / .seconds(1)
+            _ = try? onChunk(GenerationChunk(text: "", finishReason: .error, statistics: stats))
+            throw error
+        }
         while stats.completionTokens < budget {
             var chunk = GenerationChunk(text: "")
-            let token: Int32
+            let picked: SampledToken? = logits.withUnsafeBufferPointer { values in
+                switch (json, options.logprobs) {
+                case (let constraint?, true):
+                    return sampler.sampleWithLogprobs(values, history: history, top: top, constraint: constraint)
+                case (let constraint?, false):
+                    return sampler.sample(values, history: history, constraint: constraint)
+                        .map { SampledToken(token: $0, logprob: 0, top: []) }
+                case (nil, true):
+                    return sampler.sampleWithLogprobs(values, history: history, top: top)
+                case (nil, false):
+                    return SampledToken(token: sampler.sample(values, history: history), logprob: 0, top: [])
+                }
+            }
+            guard let picked else {
+                try fail(HearthError.generationFailed(
+                    "JSON mode: no token can continue the JSON object (does a logit bias ban them?)."))
+            }
+            let token = picked.token
             if options.logprobs {
-                let sampled = logits.withUnsafeBufferPointer { sampler.sampleWithLogprobs($0, history: history, top: top) }
-                token = sampled.token
-                chunk.logprob = sampled.logprob
-                chunk.topLogprobs = sampled.top
-            } else {
-                token = logits.withUnsafeBufferPointer { sampler.sample($0, history: history) }
+                chunk.logprob = picked.logprob
+                chunk.topLogprobs = picked.top
             }
             history.append(token)
             stats.completionTokens += 1
@@ -133,14 +161,22 @@ extension TransformerModel {
                 reason = .stop
                 break
             }
-            let matched = stops.append(decoder.append(tokenizer.tokenBytes(token)))
+            let bytes = tokenizer.tokenBytes(token)
+            if json != nil {
+                // The sampler only returns allowed tokens; this guards the engine's own invariant.
+                guard json!.recognizer.consume(bytes) else {
+                    try fail(HearthError.generationFailed("JSON mode sampled token \(token), which breaks the object."))
+                }
+                jsonComplete = json!.recognizer.isComplete
+            }
+            let matched = stops.append(decoder.append(bytes))
             chunk.text = matched.text
             chunk.token = token
             guard try onChunk(chunk) else {
                 reason = .cancelled
                 break
             }
-            if matched.stopped {
+            if matched.stopped || jsonComplete {
                 reason = .stop
                 break
             }
@@ -148,15 +184,15 @@ extension TransformerModel {
             do {
                 logits = try evaluate([token], state: state)
             } catch {
-                stats.generationSeconds = (clock.now - firstTokenAt) / .seconds(1)
-                _ = try? onChunk(GenerationChunk(text: "", finishReason: .error, statistics: stats))
-                throw error
+                try fail(error)
             }
         }
         stats.generationSeconds = (clock.now - firstTokenAt) / .seconds(1)
-        // Bytes of a character cut off by the end are dropped, never emitted as U+FFFD.
+        // Bytes of a character cut off by the end are dropped, never emitted as U+FFFD. Text held
+        // back as a possible start of a stop sequence is emitted when the JSON object completes
+        // (a matched stop sequence leaves none).
         var tail = ""
-        if reason != .stop && reason != .cancelled { tail = stops.flush() }
+        if (reason != .stop && reason != .cancelled) || jsonComplete { tail = stops.flush() }
         _ = try onChunk(GenerationChunk(text: tail, finishReason: reason, statistics: stats))
         return stats
     }

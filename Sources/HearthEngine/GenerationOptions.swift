@@ -29,17 +29,37 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
     public var logprobs: Bool
     /// How many of the most likely alternatives to report beside each token (with `logprobs`).
     public var topLogprobs: Int
-    /// The shape the answer must take.
+    /// The shape the answer must take. With `.json` the answer is one JSON object unless
+    /// `maxTokens`, the context, a stop sequence or cancellation cuts it short first (the finish
+    /// reason is then `length`, `stop` or `cancelled`; a complete object always ends with `stop`).
+    /// Ask for JSON in the prompt as well: held to JSON without being asked for it, a small model
+    /// may answer `{}` or keep adding to the object until `maxTokens`.
     public var format: OutputFormat = .text
 
     /// Options with the given parts; by default the `.balanced` sampling chain.
     public init(sampling: SamplingOptions = GenerationOptions.balancedSampling, maxTokens: Int? = nil,
-                stop: [String] = [], logprobs: Bool = false, topLogprobs: Int = 0) {
+                stop: [String] = [], logprobs: Bool = false, topLogprobs: Int = 0, format: OutputFormat = .text) {
         self.sampling = sampling
         self.maxTokens = maxTokens
         self.stop = stop
         self.logprobs = logprobs
         self.topLogprobs = topLogprobs
+        self.format = format
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case sampling, maxTokens, stop, logprobs, topLogprobs, format
+    }
+
+    /// Decodes options; a missing `format` is `.text`, as options stored before it existed mean.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(sampling: try c.decode(SamplingOptions.self, forKey: .sampling),
+                  maxTokens: try c.decodeIfPresent(Int.self, forKey: .maxTokens),
+                  stop: try c.decode([String].self, forKey: .stop),
+                  logprobs: try c.decode(Bool.self, forKey: .logprobs),
+                  topLogprobs: try c.decode(Int.self, forKey: .topLogprobs),
+                  format: try c.decodeIfPresent(OutputFormat.self, forKey: .format) ?? .text)
     }
 
     /// The sampling temperature (0: always the most likely token).

@@ -27,6 +27,13 @@ import Foundation
 ///
 /// No stage sorts the vocabulary: a small top-k is a one-pass heap selection, and larger cuts
 /// find their bucket in a histogram of the logits and sort only that bucket.
+///
+/// A `TokenConstraint` (JSON mode) can run between stages 2 and 3: it gives the same tokens as
+/// setting the logit of every token it refuses to -infinity, but asks it only about what the
+/// chain needs. Greedy and top-k (up to 256) need the best one or k allowed tokens: the best
+/// k + 16 candidates are asked about one by one, and only when too few of them are allowed does
+/// the constraint mark the whole vocabulary, from which one pass selects the best allowed. The
+/// other stages see the whole distribution, so the constraint marks the whole vocabulary.
 public struct Sampler: Sendable {
     /// The options the chain runs with.
     public private(set) var options: SamplingOptions
@@ -57,7 +64,15 @@ public struct Sampler: Sendable {
 
     /// The next token; `history` is the tokens so far (prompt and generated), oldest first.
     public mutating func sample(_ logits: UnsafeBufferPointer<Float>, history: some Collection<Int32>) -> Int32 {
-        run(logits, history: history, draw: true).token
+        run(logits, history: history, draw: true, constraint: nil as Unconstrained?)!.token
+    }
+
+    /// The next token among those `constraint` allows, or nil when it allows none. It is the
+    /// token `sample(_:history:)` would give if every refused token's logit were -infinity (and
+    /// when no allowed token has a finite logit, the allowed token with the highest raw logit).
+    public mutating func sample(_ logits: UnsafeBufferPointer<Float>, history: some Collection<Int32>,
+                                constraint: some TokenConstraint) -> Int32? {
+        run(logits, history: history, draw: true, constraint: constraint)?.token
     }
 
     /// The next token with log-probabilities for reporting. `logprob` is the log-softmax of the
@@ -72,13 +87,34 @@ public struct Sampler: Sendable {
         return logprobs(of: token, logits, top: top)
     }
 
+    /// `sampleWithLogprobs(_:history:top:)` among the tokens `constraint` allows, or nil when it
+    /// allows none. The log-probabilities are still those of the raw logits: the model's belief,
+    /// which the constraint does not change.
+    public mutating func sampleWithLogprobs(_ logits: UnsafeBufferPointer<Float>, history: some Collection<Int32>,
+                                            top: Int, constraint: some TokenConstraint) -> SampledToken? {
+        guard let token = sample(logits, history: history, constraint: constraint) else { return nil }
+        return logprobs(of: token, logits, top: top)
+    }
+
     /// The distribution the draw picks from after stages 1–6: the surviving tokens in increasing
     /// id with their probabilities, which sum to 1 (tokens whose probability underflows to 0 are
     /// left out, as the draw cannot pick them). At temperature 0, the greedy token with
     /// probability 1. The generator does not advance.
     public func distribution(_ logits: UnsafeBufferPointer<Float>, history: some Collection<Int32>) -> [TokenProbability] {
+        distribution(logits, history: history, constraint: nil as Unconstrained?)
+    }
+
+    /// The distribution the draw picks from with `constraint` applied after stage 2; empty when
+    /// it allows no token.
+    public func distribution(_ logits: UnsafeBufferPointer<Float>, history: some Collection<Int32>,
+                             constraint: some TokenConstraint) -> [TokenProbability] {
+        distribution(logits, history: history, constraint: Optional(constraint))
+    }
+
+    private func distribution<C: TokenConstraint>(_ logits: UnsafeBufferPointer<Float>, history: some Collection<Int32>,
+                                                  constraint: C?) -> [TokenProbability] {
         var copy = self
-        let result = copy.run(logits, history: history, draw: false)
+        guard let result = copy.run(logits, history: history, draw: false, constraint: constraint) else { return [] }
         guard result.count > 0 else { return [TokenProbability(token: result.token, probability: 1)] }
         let ids = copy.scratch.ids, weights = copy.scratch.weights
         return (0..<result.count).compactMap { i in
@@ -112,6 +148,10 @@ public struct Sampler: Sendable {
         var boundary: [Int32] = []
         /// The penalty window, sorted to count repeats.
         var window: [Int32] = []
+        /// Candidates a constraint is asked about, best first.
+        var batch: [Int32] = []
+        /// The tokens a constraint allows, one bit each.
+        var mask: [UInt64] = []
 
         mutating func reserve(_ n: Int) {
             if ids.count < n { ids = [Int32](repeating: 0, count: n) }
@@ -132,9 +172,19 @@ public struct Sampler: Sendable {
 
     /// Top-k up to this size selects with a heap in one pass; larger, with a histogram.
     private static let heapSelectionLimit = 256
+    /// Candidates beyond the `k` needed that a constraint is asked about one by one before it
+    /// marks the whole vocabulary: asking costs a little per token, marking a pass over them all.
+    private static let extraQuestions = 16
+
+    /// Allows every token: `run` without a constraint.
+    private struct Unconstrained: TokenConstraint {
+        func allows(_ token: Int32) -> Bool { true }
+    }
 
     /// Runs the chain; `draw` false stops before the draw, leaving the distribution in `scratch`.
-    private mutating func run(_ logits: UnsafeBufferPointer<Float>, history: some Collection<Int32>, draw: Bool) -> Outcome {
+    /// Nil only when `constraint` allows no token.
+    private mutating func run<C: TokenConstraint>(_ logits: UnsafeBufferPointer<Float>, history: some Collection<Int32>,
+                                                  draw: Bool, constraint: C?) -> Outcome? {
         let n = logits.count
         precondition(n > 0, "Sampling needs at least one logit.")
         // Taking the buffers out of `self` keeps them uniquely referenced (no copy on write) and
@@ -144,7 +194,7 @@ public struct Sampler: Sendable {
         defer { scratch = s }
         s.reserve(n)
         let options = options
-        let adjusting = !options.logitBias.isEmpty || (SamplingStages.penalties(options) != nil && !history.isEmpty)
+        var adjusting = !options.logitBias.isEmpty || (SamplingStages.penalties(options) != nil && !history.isEmpty)
         if adjusting {
             if s.adjusted.count != n { s.adjusted = [Float](repeating: 0, count: n) }
             s.adjusted.withUnsafeMutableBufferPointer { a in
@@ -152,23 +202,100 @@ public struct Sampler: Sendable {
                 SamplingStages.adjust(a, history: history, options: options, window: &s.window)
             }
         }
+        // With a constraint: either the best allowed tokens (`preselected` of them, best first in
+        // `ids`), or the whole vocabulary masked in `adjusted`.
+        var preselected = 0
+        var masked = false
+        if let constraint {
+            let need = options.temperature == 0 ? 1 : options.topK.flatMap { (1...Self.heapSelectionLimit).contains($0) ? $0 : nil }
+            var marked = false
+            if let need, need < n {
+                if s.batch.count < need + Self.extraQuestions { s.batch = [Int32](repeating: 0, count: need + Self.extraQuestions) }
+                // First ask about the best few candidates: usually enough of them are allowed.
+                var found = 0
+                let asked = s.ids.withUnsafeMutableBufferPointer { ids in
+                    s.batch.withUnsafeMutableBufferPointer { batch in
+                        s.adjusted.withUnsafeBufferPointer { adjusted in
+                            Self.askBest(need, values: adjusting ? adjusted.baseAddress! : logits.baseAddress!, count: n,
+                                         constraint: constraint, into: ids.baseAddress!, batch: batch)
+                        }
+                    }
+                }
+                if asked {
+                    found = need
+                } else {
+                    // They were not (the model wants prose where the object needs a quote): one
+                    // pass over the vocabulary picks the best allowed tokens from the mask.
+                    Self.mark(constraint, n, into: &s.mask)
+                    marked = true
+                    found = s.ids.withUnsafeMutableBufferPointer { ids in
+                        s.mask.withUnsafeBufferPointer { mask in
+                            s.adjusted.withUnsafeBufferPointer { adjusted in
+                                TopSelection.selectFromVocabulary(
+                                    need, values: adjusting ? adjusted.baseAddress! : logits.baseAddress!, count: n,
+                                    allowed: mask, into: ids.baseAddress!)
+                            }
+                        }
+                    }
+                }
+                if found > 0 {
+                    if options.temperature == 0 { return Outcome(token: s.ids[0]) }
+                    // What top-k keeps of the masked logits. With `need` or fewer tokens allowed
+                    // the chain would skip top-k and sum over the whole vocabulary instead: the
+                    // same tokens, with probabilities that may differ in the last bit.
+                    preselected = found
+                }
+            }
+            if preselected == 0 {
+                if !marked { Self.mark(constraint, n, into: &s.mask) }
+                guard s.mask.contains(where: { $0 != 0 }) else { return nil }
+                if !adjusting {
+                    if s.adjusted.count != n { s.adjusted = [Float](repeating: 0, count: n) }
+                    s.adjusted.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: logits.baseAddress!, count: n) }
+                    adjusting = true
+                }
+                s.adjusted.withUnsafeMutableBufferPointer { a in
+                    s.mask.withUnsafeBufferPointer { Self.refuse(a, allowed: $0) }
+                }
+                masked = true
+            }
+        }
         return s.ids.withUnsafeMutableBufferPointer { idBuffer in
             s.weights.withUnsafeMutableBufferPointer { weightBuffer in
                 s.buckets.withUnsafeMutableBufferPointer { bucketBuffer in
                     s.boundary.withUnsafeMutableBufferPointer { boundaryBuffer in
                         s.adjusted.withUnsafeBufferPointer { adjustedBuffer in
-                            let values = adjusting ? adjustedBuffer.baseAddress! : logits.baseAddress!
-                            guard options.temperature > 0 else {
-                                return Outcome(token: SamplingStages.argmax(values, n) ?? Self.rawArgmax(logits))
+                            s.mask.withUnsafeBufferPointer { maskBuffer in
+                                let values = adjusting ? adjustedBuffer.baseAddress! : logits.baseAddress!
+                                // When no candidate has a finite value: the raw argmax, among the
+                                // allowed tokens when a mask is in force.
+                                func fallback() -> Int32 {
+                                    masked ? Self.rawArgmax(logits, allowed: maskBuffer) : Self.rawArgmax(logits)
+                                }
+                                guard options.temperature > 0 else {
+                                    return Outcome(token: SamplingStages.argmax(values, n) ?? fallback())
+                                }
+                                let finite: (min: Float, max: Float, count: Int)
+                                if preselected > 0 {
+                                    let ids = idBuffer.baseAddress!
+                                    var low = values[Int(ids[0])]
+                                    for i in 1..<preselected { low = min(low, values[Int(ids[i])]) }
+                                    finite = (low, values[Int(ids[0])], preselected)
+                                    // The chain keeps its candidates in increasing id.
+                                    var kept = UnsafeMutableBufferPointer(start: ids, count: preselected)
+                                    kept.sort()
+                                } else if let range = SamplingStages.finiteRange(values, n) {
+                                    finite = range
+                                } else {
+                                    return Outcome(token: fallback())
+                                }
+                                let target = draw ? Double(generator.next() >> 11) * 0x1p-53 : nil
+                                return Self.filterAndDraw(
+                                    values, n, finite: finite, preselected: preselected, options: options,
+                                    ids: idBuffer.baseAddress!, weights: weightBuffer.baseAddress!,
+                                    buckets: bucketBuffer.baseAddress!, boundary: boundaryBuffer.baseAddress!,
+                                    target: target)
                             }
-                            guard let finite = SamplingStages.finiteRange(values, n) else {
-                                return Outcome(token: Self.rawArgmax(logits))
-                            }
-                            let target = draw ? Double(generator.next() >> 11) * 0x1p-53 : nil
-                            return Self.filterAndDraw(
-                                values, n, finite: finite, options: options, ids: idBuffer.baseAddress!,
-                                weights: weightBuffer.baseAddress!, buckets: bucketBuffer.baseAddress!,
-                                boundary: boundaryBuffer.baseAddress!, target: target)
                         }
                     }
                 }
@@ -176,18 +303,67 @@ public struct Sampler: Sendable {
         }
     }
 
+    /// Writes to `ids[0..<need]` the `need` best tokens that `constraint` allows, best first, if
+    /// they are among the best `need + extraQuestions` candidates (the argmax alone for greedy, which
+    /// a vectorised pass finds); false when they are not, or the finite values run out.
+    private static func askBest<C: TokenConstraint>(_ need: Int, values: UnsafePointer<Float>, count n: Int,
+                                                    constraint: C, into ids: UnsafeMutablePointer<Int32>,
+                                                    batch: UnsafeMutableBufferPointer<Int32>) -> Bool {
+        var after: (value: Float, id: Int32)? = nil
+        if need == 1 {
+            guard let best = SamplingStages.argmax(values, n) else { return false }
+            if constraint.allows(best) {
+                ids[0] = best
+                return true
+            }
+            after = (values[Int(best)], best)
+        }
+        let got = TopSelection.selectFromVocabulary(need + extraQuestions - (after == nil ? 0 : 1), values: values,
+                                                    count: n, after: after, into: batch.baseAddress!)
+        var found = 0
+        for i in 0..<got where constraint.allows(batch[i]) {
+            ids[found] = batch[i]
+            found += 1
+            if found == need { return true }
+        }
+        return false
+    }
+
+    /// Has `constraint` mark the tokens it allows in `mask`, which it sizes to the vocabulary.
+    private static func mark<C: TokenConstraint>(_ constraint: C, _ n: Int, into mask: inout [UInt64]) {
+        let words = (n + 63) / 64
+        if mask.count != words { mask = [UInt64](repeating: 0, count: words) }
+        mask.withUnsafeMutableBufferPointer { mask in
+            mask.update(repeating: 0)
+            constraint.markAllowed(in: mask, vocabularySize: n)
+            // Bits past the vocabulary are not tokens.
+            if n % 64 != 0 { mask[words - 1] &= (1 << UInt64(n % 64)) - 1 }
+        }
+    }
+
+    /// Sets the values of the tokens `allowed` does not mark to -infinity.
+    private static func refuse(_ values: UnsafeMutableBufferPointer<Float>, allowed: UnsafeBufferPointer<UInt64>) {
+        for w in 0..<allowed.count {
+            let bits = allowed[w]
+            if bits == .max { continue }
+            let start = w * 64, end = min(start + 64, values.count)
+            for t in start..<end where bits & (1 << UInt64(t - start)) == 0 { values[t] = -.infinity }
+        }
+    }
+
     /// Stages 3–7, drawing at `target` in [0, 1) when given. Every filter keeps the best token,
     /// so `finite.max` stays the survivors' maximum.
+    /// With `preselected` > 0, `ids[0..<preselected]` (in increasing id) are what top-k kept.
     private static func filterAndDraw(_ values: UnsafePointer<Float>, _ n: Int, finite: (min: Float, max: Float, count: Int),
-                                      options: SamplingOptions, ids: UnsafeMutablePointer<Int32>,
+                                      preselected: Int, options: SamplingOptions, ids: UnsafeMutablePointer<Int32>,
                                       weights: UnsafeMutablePointer<Float>, buckets: UnsafeMutablePointer<UInt16>,
                                       boundary: UnsafeMutablePointer<Int32>, target: Double?) -> Outcome {
         // The candidates: the whole vocabulary until a filter writes `ids`.
-        var list: UnsafeMutablePointer<Int32>? = nil
-        var count = n
+        var list: UnsafeMutablePointer<Int32>? = preselected > 0 ? ids : nil
+        var count = preselected > 0 ? preselected : n
         var survivors = finite.count
 
-        if let k = options.topK, k > 0, k < survivors {
+        if preselected == 0, let k = options.topK, k > 0, k < survivors {
             if k <= heapSelectionLimit {
                 count = TopSelection.selectFromVocabulary(k, values: values, count: n, into: ids)
                 var selected = UnsafeMutableBufferPointer(start: ids, count: count)
@@ -239,6 +415,21 @@ public struct Sampler: Sendable {
 
     private static func rawArgmax(_ raw: UnsafeBufferPointer<Float>) -> Int32 {
         Int32(TensorMath.argmax(raw.baseAddress!, count: raw.count))
+    }
+
+    /// The allowed token with the highest raw logit (NaN counting as lowest, the lower id on
+    /// ties); the caller has checked that one is allowed.
+    private static func rawArgmax(_ raw: UnsafeBufferPointer<Float>, allowed: UnsafeBufferPointer<UInt64>) -> Int32 {
+        var best = -1
+        var bestValue = -Float.infinity
+        for t in 0..<raw.count where allowed[t >> 6] & (1 << UInt64(t & 63)) != 0 {
+            let v = raw[t].isNaN ? -Float.infinity : raw[t]
+            if best < 0 || v > bestValue {
+                best = t
+                bestValue = v
+            }
+        }
+        return Int32(best)
     }
 
     private mutating func logprobs(of token: Int32, _ logits: UnsafeBufferPointer<Float>, top: Int) -> SampledToken {

@@ -34,6 +34,49 @@ enum TopSelection {
         return size
     }
 
+    /// `selectFromVocabulary` among the tokens worse than `after` (all of them when nil): the
+    /// next `k` in the order, for walking the vocabulary best first a batch at a time.
+    static func selectFromVocabulary(_ k: Int, values: UnsafePointer<Float>, count n: Int,
+                                     after: (value: Float, id: Int32)?,
+                                     into ids: UnsafeMutablePointer<Int32>) -> Int {
+        guard let after else { return selectFromVocabulary(k, values: values, count: n, into: ids) }
+        return select(k, values: values, count: n, into: ids) { i, v in
+            v < after.value || (v == after.value && Int32(i) > after.id)
+        }
+    }
+
+    /// `selectFromVocabulary` among the tokens whose bit is set in `allowed` (bit `t % 64` of
+    /// word `t / 64`), for constrained sampling.
+    static func selectFromVocabulary(_ k: Int, values: UnsafePointer<Float>, count n: Int,
+                                     allowed: UnsafeBufferPointer<UInt64>, into ids: UnsafeMutablePointer<Int32>) -> Int {
+        select(k, values: values, count: n, into: ids) { i, _ in allowed[i >> 6] & (1 << UInt64(i & 63)) != 0 }
+    }
+
+    @inline(__always)
+    private static func select(_ k: Int, values: UnsafePointer<Float>, count n: Int, into ids: UnsafeMutablePointer<Int32>,
+                               where include: (Int, Float) -> Bool) -> Int {
+        guard k > 0 else { return 0 }
+        var size = 0
+        var worst = -Float.infinity
+        for i in 0..<n {
+            let v = values[i]
+            guard v.isFinite, size < k || v > worst, include(i, v) else { continue }
+            if size < k {
+                ids[size] = Int32(i)
+                size += 1
+                siftUp(size - 1, ids, values)
+                if size == k { worst = values[Int(ids[0])] }
+            } else {
+                // Ties with the worst kept token lose: they come later, so their ids are higher.
+                ids[0] = Int32(i)
+                siftDown(0, size, ids, values)
+                worst = values[Int(ids[0])]
+            }
+        }
+        sortBestFirst(ids, size, values)
+        return size
+    }
+
     /// Heapsort of a heap whose root is the worst: popping the worst to the back leaves the
     /// buffer best first, with no allocation.
     private static func sortBestFirst(_ ids: UnsafeMutablePointer<Int32>, _ size: Int, _ values: UnsafePointer<Float>) {

@@ -2,6 +2,7 @@ import Foundation
 import HearthFormats
 import HearthKernels
 import HearthTokenizers
+import Synchronization
 
 /// An architecture's forward pass: evaluates tokens at the state's position, appends their keys
 /// and values to its cache, and leaves the last token's logits in `state.logits`.
@@ -27,6 +28,8 @@ public final class TransformerModel: Sendable {
     /// Taken around each forward pass, so states of this model may be evaluated from any
     /// number of threads; they take turns on the pool.
     let passLock = FairLock()
+    /// JSON mode's view of the vocabulary, built when a generation first asks for it.
+    let jsonTable = Mutex<TokenByteTable?>(nil)
 
     /// Architectures this engine runs.
     public static let supportedArchitectures = ["llama", "gemma3"]

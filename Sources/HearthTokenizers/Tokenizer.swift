@@ -22,4 +22,13 @@ public protocol Tokenizer: Sendable {
 
     /// Text for a sequence of tokens; invalid UTF-8 is replaced with U+FFFD.
     func decode(_ tokens: [Int32]) -> String
+
+    /// What kind of token `token` is, or nil when the tokenizer does not say (or the id is out
+    /// of range). Constrained sampling uses it to keep control tokens out of generated text.
+    func tokenType(_ token: Int32) -> TokenType?
+}
+
+extension Tokenizer {
+    /// Nil: a tokenizer without token types treats every token alike.
+    public func tokenType(_ token: Int32) -> TokenType? { nil }
 }
