@@ -20,8 +20,8 @@ struct OllamaOptions: Decodable, Sendable {
     var frequency_penalty: Float?
     var presence_penalty: Float?
 
-    /// Options from the balanced preset with the given fields; `format` of "json" or a schema
-    /// asks for a JSON answer.
+    /// Options from the balanced preset with the given fields; `format` "json" asks for a JSON
+    /// answer (a schema object is refused rather than ignored).
     static func options(_ given: OllamaOptions?, format: JSONValue?) throws -> GenerationOptions {
         var options = GenerationOptions.balanced
         if let given {
@@ -40,8 +40,11 @@ struct OllamaOptions: Decodable, Sendable {
         }
         switch format {
         case nil, .null?, .string("")?: break
-        case .string("json")?, .object?: options.format = .json
-        default: throw ServerError.badRequest("format must be \"json\" or a JSON schema object.", param: "format")
+        case .string("json")?: options.format = .json
+        case .object?:
+            throw ServerError.badRequest("JSON schemas in format are not enforced yet; send format \"json\" and describe the fields in the prompt.",
+                                         param: "format")
+        default: throw ServerError.badRequest("format must be \"json\".", param: "format")
         }
         return options
     }

@@ -48,4 +48,16 @@ struct JSONModeServerTests {
         #expect(parsesAsObject(content), "\(content)")
         #expect(reason == "stop")
     }
+
+    @Test("a JSON schema in Ollama's format is refused, not silently ignored")
+    func schemaRefused() async throws {
+        let server = try await ServerFixture()
+        defer { Task { await server.stop() } }
+        let answer = try await server.post("/api/chat", [
+            "model": "smollm2", "stream": false, "messages": [["role": "user", "content": "Hi!"]],
+            "format": ["type": "object", "properties": ["name": ["type": "string"]]],
+        ])
+        #expect(answer.status == 400)
+        #expect((try answer.json()["error"] as? String ?? "").contains("schema"))
+    }
 }

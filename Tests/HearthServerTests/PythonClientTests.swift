@@ -44,6 +44,7 @@ struct PythonClientTests {
             "completion_prompt": completionPrompt,
             "completion": try await model.complete(completionPrompt, options: GenerationOptions(sampling: .greedy, maxTokens: 12)).collect().text,
             "pull": "test-org/tiny-GGUF",
+            "json_mode": true,
         ]
         let file = server.directory.file("expected.json")
         try JSONSerialization.data(withJSONObject: expected).write(to: file)

@@ -61,7 +61,8 @@ except openai.NotFoundError as error:
 
 if expected.get("json_mode"):
     answer = client.chat.completions.create(model="smollm2", temperature=0, max_tokens=200, response_format={"type": "json_object"},
-                                            messages=[{"role": "user", "content": "Describe a cat as a JSON object."}])
+                                            messages=[{"role": "user", "content": "Give me a JSON object with the name and age of a fictional person."}])
+    check("openai json_object finish", answer.choices[0].finish_reason == "stop", answer.choices[0].finish_reason)
     parsed = json.loads(answer.choices[0].message.content)
     check("openai json_object", isinstance(parsed, dict), answer.choices[0].message.content)
 
