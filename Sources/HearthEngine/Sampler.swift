@@ -213,7 +213,7 @@ public struct Sampler: Sendable {
                 if s.batch.count < need + Self.extraQuestions { s.batch = [Int32](repeating: 0, count: need + Self.extraQuestions) }
                 // First ask about the best few candidates: usually enough of them are allowed.
                 var found = 0
-                let asked = s.ids.withUnsafeMutableBufferPointer { ids in
+                let amongBest = s.ids.withUnsafeMutableBufferPointer { ids in
                     s.batch.withUnsafeMutableBufferPointer { batch in
                         s.adjusted.withUnsafeBufferPointer { adjusted in
                             Self.askBest(need, values: adjusting ? adjusted.baseAddress! : logits.baseAddress!, count: n,
@@ -221,7 +221,7 @@ public struct Sampler: Sendable {
                         }
                     }
                 }
-                if asked {
+                if amongBest {
                     found = need
                 } else {
                     // They were not (the model wants prose where the object needs a quote): one
