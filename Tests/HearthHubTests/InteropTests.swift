@@ -10,16 +10,7 @@ import Testing
 /// wrote. Skipped where Python or the package is missing, except in CI (CI set), where
 /// `.ci/run` installs it and a missing package is a failure.
 enum PythonHub {
-    static let available: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import huggingface_hub"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }()
+    static let available = Python.canImport("huggingface_hub")
 
     static var enabled: Bool { available || ProcessInfo.processInfo.environment["CI"] != nil }
 

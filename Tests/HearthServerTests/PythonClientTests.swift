@@ -8,16 +8,7 @@ import Testing
 /// where they are missing, except in CI (CI set), where `.ci/run` installs them and a missing
 /// package is a failure.
 enum PythonClients {
-    static let available: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import openai, ollama"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }()
+    static let available = Python.canImport("openai, ollama")
 
     static var enabled: Bool { available || ProcessInfo.processInfo.environment["CI"] != nil }
 }
