@@ -8,6 +8,9 @@ import Synchronization
 final class RunningGeneration: @unchecked Sendable {
     /// Read by one request at a time.
     private var iterator: AsyncThrowingStream<GenerationChunk, any Error>.AsyncIterator
+    /// The first chunk, read by `start` so that a prompt that cannot run fails before any
+    /// response is sent, and handed out by the first `next()`.
+    private var pending: GenerationChunk?
     private let task: Task<Void, Never>
     let model: LocalModel
     /// When the request began, for Ollama's total_duration.
@@ -23,8 +26,9 @@ final class RunningGeneration: @unchecked Sendable {
         self.loadSeconds = loadSeconds
     }
 
-    /// Starts generating for `prompt` on the model called `name`, waiting for a slot. Throws
-    /// when the model is unknown, the queue is full, or the prompt does not fit.
+    /// Starts generating for `prompt` on the model called `name`, waiting for a slot, and
+    /// returns once the prompt is evaluated. Throws when the model is unknown, the queue is
+    /// full, or the prompt does not fit.
     static func start(manager: ModelManager, metrics: ServerMetrics, model name: String?, prompt: Prompt,
                       options: GenerationOptions, keepAlive: KeepAlive?) async throws -> RunningGeneration {
         let clock = ContinuousClock()
@@ -59,8 +63,10 @@ final class RunningGeneration: @unchecked Sendable {
             await manager.release(loaded, keepAlive: keepAlive)
         }
         continuation.onTermination = { _ in task.cancel() }
-        return RunningGeneration(iterator: stream.makeAsyncIterator(), task: task, model: model, started: started,
-                                 loadSeconds: loadSeconds)
+        let generation = RunningGeneration(iterator: stream.makeAsyncIterator(), task: task, model: model, started: started,
+                                           loadSeconds: loadSeconds)
+        generation.pending = try await generation.iterator.next()
+        return generation
     }
 
     // A response dropped before its body was written (the client left first) still stops the
@@ -69,7 +75,11 @@ final class RunningGeneration: @unchecked Sendable {
 
     /// The next chunk; nil at the end.
     func next() async throws -> GenerationChunk? {
-        try await iterator.next()
+        if let chunk = pending {
+            pending = nil
+            return chunk
+        }
+        return try await iterator.next()
     }
 
     /// Stops the generation after the token in progress and frees its slot.

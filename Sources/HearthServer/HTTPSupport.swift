@@ -4,9 +4,17 @@ import Hummingbird
 import NIOCore
 
 extension Request {
-    /// The body decoded as `T`, read up to `limit` bytes. Malformed JSON and values of the
-    /// wrong type become 400s that name the problem; a larger body becomes a 413.
+    /// The body decoded as `T`, read up to `limit` bytes. An empty body, malformed JSON and
+    /// values of the wrong type become 400s that name the problem; a larger body becomes a 413.
     func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
+        guard let value = try await decodeJSONIfPresent(type, limit: limit) else {
+            throw ServerError.badRequest("The request body is empty; send a JSON object.")
+        }
+        return value
+    }
+
+    /// As `decodeJSON`, but nil for an empty body.
+    func decodeJSONIfPresent<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T? {
         var request = self
         let buffer: ByteBuffer
         do {
@@ -14,13 +22,11 @@ extension Request {
         } catch is NIOTooManyBytesError {
             throw ServerError.tooLarge(limit: limit)
         }
-        guard buffer.readableBytes > 0 else { throw ServerError.badRequest("The request body is empty; send a JSON object.") }
+        guard buffer.readableBytes > 0 else { return nil }
         do {
             return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
         } catch let error as DecodingError {
             throw ServerError.badRequest("The request body is not valid: \(Self.describe(error))")
-        } catch let error as ServerError {
-            throw error
         }
     }
 
@@ -73,6 +79,21 @@ enum JSONBody {
         var fields = headers
         fields[.contentType] = "application/json"
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: try bytes(value)))
+    }
+}
+
+/// An optional field written as JSON null when it has no value, where synthesized encoding
+/// would leave the key out: OpenAI's clients expect `finish_reason`, `logprobs` and the like
+/// to be present.
+@propertyWrapper
+struct NullWhenAbsent<Value: Encodable & Sendable>: Encodable, Sendable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
     }
 }
 

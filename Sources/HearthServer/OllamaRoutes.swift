@@ -114,40 +114,27 @@ struct OllamaTimings: Encodable, Sendable {
     }
 }
 
-struct OllamaChatLine: Encodable, Sendable {
+/// One line of an answer: /api/chat's (the text as `message`) or /api/generate's (as
+/// `response`); the closing line adds the reason and the timings.
+struct OllamaLine: Encodable, Sendable {
+    var chat: Bool
     var model: String
     var created_at: String
-    var message: OllamaMessage
+    var text: String
     var done: Bool
     var done_reason: String?
     var timings: OllamaTimings?
 
-    enum CodingKeys: CodingKey { case model, created_at, message, done, done_reason }
+    enum CodingKeys: CodingKey { case model, created_at, message, response, done, done_reason }
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(model, forKey: .model)
         try container.encode(created_at, forKey: .created_at)
-        try container.encode(message, forKey: .message)
-        try container.encode(done, forKey: .done)
-        try container.encodeIfPresent(done_reason, forKey: .done_reason)
-        try timings?.encode(to: encoder)
-    }
-}
-
-struct OllamaGenerateLine: Encodable, Sendable {
-    var model: String
-    var created_at: String
-    var response: String
-    var done: Bool
-    var done_reason: String?
-    var timings: OllamaTimings?
-
-    enum CodingKeys: CodingKey { case model, created_at, response, done, done_reason }
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(model, forKey: .model)
-        try container.encode(created_at, forKey: .created_at)
-        try container.encode(response, forKey: .response)
+        if chat {
+            try container.encode(OllamaMessage(role: "assistant", content: text), forKey: .message)
+        } else {
+            try container.encode(text, forKey: .response)
+        }
         try container.encode(done, forKey: .done)
         try container.encodeIfPresent(done_reason, forKey: .done_reason)
         try timings?.encode(to: encoder)
@@ -196,105 +183,62 @@ extension HearthService {
     private func ollamaChat(_ request: Request) async throws -> Response {
         let body = try await request.decodeJSON(OllamaChatRequest.self, limit: configuration.maxBodyBytes)
         let keepAlive = try body.keep_alive.map(KeepAlive.init(json:))
-        let messages = try (body.messages ?? []).map { message -> ChatMessage in
-            guard let role = ChatMessage.Role(rawValue: message.role) else {
-                throw ServerError.badRequest("Message role '\(message.role)' is not supported; use system, user or assistant.")
-            }
-            return ChatMessage(role: role, content: message.content)
-        }
+        let messages = try (body.messages ?? []).map { ChatMessage(role: try ServerError.role($0.role), content: $0.content) }
         // No messages loads (or, with keep_alive 0, unloads) the model, as Ollama does.
-        guard !messages.isEmpty else {
-            let model = try await models.preload(body.model ?? "", keepAlive: keepAlive)
-            var name = model?.name ?? ""
-            if model == nil { name = try await models.canonicalName(body.model) }
-            return try JSONBody.response(OllamaChatLine(model: name, created_at: Self.timestamp(), message: .init(role: "assistant", content: ""),
-                                                        done: true, done_reason: keepAlive == .seconds(0) ? "unload" : "load"))
-        }
+        guard !messages.isEmpty else { return try await ollamaLoad(body.model, keepAlive: keepAlive, chat: true) }
         let options = try OllamaOptions.options(body.options, format: body.format)
         let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
                                                            prompt: .chat(messages), options: options, keepAlive: keepAlive)
-        let name = generation.model.name
-        let first = try await generation.next()
-        @Sendable func closing(_ response: Answer) -> OllamaChatLine {
-            OllamaChatLine(model: name, created_at: Self.timestamp(), message: .init(role: "assistant", content: ""), done: true,
-                           done_reason: response.finishReason.apiName,
-                           timings: OllamaTimings(response.statistics, total: generation.elapsedSeconds, load: generation.loadSeconds))
-        }
-        guard body.stream ?? true else {
-            var response = Answer()
-            if let first { response.append(first) }
-            while let chunk = try await generation.next() { response.append(chunk) }
-            var line = closing(response)
-            line.message.content = response.text
-            return try JSONBody.response(line)
-        }
-        let events = EventWriter(framing: .ndjson)
-        return Response(status: .ok, headers: events.headers, body: ResponseBody { writer in
-            defer { generation.cancel() }
-            var next = first
-            var response = Answer()
-            do {
-                while let chunk = next {
-                    response.append(chunk)
-                    if !chunk.text.isEmpty {
-                        try await writer.write(events.frame(OllamaChatLine(model: name, created_at: Self.timestamp(),
-                                                                           message: .init(role: "assistant", content: chunk.text), done: false)))
-                    }
-                    next = try await generation.next()
-                }
-                try await writer.write(events.frame(closing(response)))
-            } catch let error where !(error is CancellationError) {
-                try await writer.write(events.frame(OllamaErrorBody(error: ServerError.from(error).message)))
-            }
-            try await writer.finish(nil)
-        })
+        return try await ollamaAnswer(generation, stream: body.stream ?? true, chat: true)
     }
 
     private func ollamaGenerate(_ request: Request) async throws -> Response {
         let body = try await request.decodeJSON(OllamaGenerateRequest.self, limit: configuration.maxBodyBytes)
         let keepAlive = try body.keep_alive.map(KeepAlive.init(json:))
-        guard let text = body.prompt, !text.isEmpty else {
-            let model = try await models.preload(body.model ?? "", keepAlive: keepAlive)
-            var name = model?.name ?? ""
-            if model == nil { name = try await models.canonicalName(body.model) }
-            return try JSONBody.response(OllamaGenerateLine(model: name, created_at: Self.timestamp(), response: "", done: true,
-                                                            done_reason: keepAlive == .seconds(0) ? "unload" : "load"))
-        }
+        guard let text = body.prompt, !text.isEmpty else { return try await ollamaLoad(body.model, keepAlive: keepAlive, chat: false) }
         let options = try OllamaOptions.options(body.options, format: body.format)
         let prompt: Prompt = body.raw == true
             ? .text(text)
             : .chat((body.system.map { [ChatMessage(role: .system, content: $0)] } ?? []) + [ChatMessage(role: .user, content: text)])
         let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
                                                            prompt: prompt, options: options, keepAlive: keepAlive)
+        return try await ollamaAnswer(generation, stream: body.stream ?? true, chat: false)
+    }
+
+    /// Loads the model (or unloads it, for keep_alive 0) and says so in one closing line.
+    private func ollamaLoad(_ model: String?, keepAlive: KeepAlive?, chat: Bool) async throws -> Response {
+        let loaded = try await models.preload(model ?? "", keepAlive: keepAlive)
+        var name = loaded?.name ?? ""
+        if loaded == nil { name = try await models.canonicalName(model) }
+        return try JSONBody.response(OllamaLine(chat: chat, model: name, created_at: Self.timestamp(), text: "", done: true,
+                                                done_reason: keepAlive == .seconds(0) ? "unload" : "load"))
+    }
+
+    /// The answer as one object, or streamed as NDJSON lines ending with the closing line.
+    private func ollamaAnswer(_ generation: RunningGeneration, stream: Bool, chat: Bool) async throws -> Response {
         let name = generation.model.name
-        let first = try await generation.next()
-        @Sendable func closing(_ response: Answer) -> OllamaGenerateLine {
-            OllamaGenerateLine(model: name, created_at: Self.timestamp(), response: "", done: true, done_reason: response.finishReason.apiName,
-                               timings: OllamaTimings(response.statistics, total: generation.elapsedSeconds, load: generation.loadSeconds))
+        @Sendable func line(_ text: String) -> OllamaLine {
+            OllamaLine(chat: chat, model: name, created_at: Self.timestamp(), text: text, done: false)
         }
-        guard body.stream ?? true else {
-            var response = Answer()
-            if let first { response.append(first) }
-            while let chunk = try await generation.next() { response.append(chunk) }
-            var line = closing(response)
-            line.response = response.text
-            return try JSONBody.response(line)
+        @Sendable func closing(_ response: Answer, text: String) -> OllamaLine {
+            OllamaLine(chat: chat, model: name, created_at: Self.timestamp(), text: text, done: true,
+                       done_reason: response.finishReason.apiName,
+                       timings: OllamaTimings(response.statistics, total: generation.elapsedSeconds, load: generation.loadSeconds))
+        }
+        guard stream else {
+            let response = try await generation.collect()
+            return try JSONBody.response(closing(response, text: response.text))
         }
         let events = EventWriter(framing: .ndjson)
         return Response(status: .ok, headers: events.headers, body: ResponseBody { writer in
             defer { generation.cancel() }
-            var next = first
             var response = Answer()
             do {
-                while let chunk = next {
+                while let chunk = try await generation.next() {
                     response.append(chunk)
-                    if !chunk.text.isEmpty {
-                        try await writer.write(events.frame(OllamaGenerateLine(model: name, created_at: Self.timestamp(),
-                                                                               response: chunk.text, done: false)))
-                    }
-                    next = try await generation.next()
+                    if !chunk.text.isEmpty { try await writer.write(events.frame(line(chunk.text))) }
                 }
-                try await writer.write(events.frame(closing(response)))
+                try await writer.write(events.frame(closing(response, text: "")))
             } catch let error where !(error is CancellationError) {
                 try await writer.write(events.frame(OllamaErrorBody(error: ServerError.from(error).message)))
             }

@@ -12,9 +12,7 @@ struct OpenAIMessage: Decodable, Sendable {
     var content: JSONValue?
 
     func message() throws -> ChatMessage {
-        guard let role = ChatMessage.Role(rawValue: role) else {
-            throw ServerError.badRequest("Message role '\(role)' is not supported; use system, user or assistant.", param: "messages")
-        }
+        let role = try ServerError.role(role)
         switch content {
         case .string(let text)?:
             return ChatMessage(role: role, content: text)
@@ -192,17 +190,8 @@ struct ChatCompletion: Encodable, Sendable {
     struct Choice: Encodable, Sendable {
         var index = 0
         var message: Message
-        var logprobs: ChatLogprobs?
+        @NullWhenAbsent var logprobs: ChatLogprobs?
         var finish_reason: String
-
-        enum CodingKeys: CodingKey { case index, message, logprobs, finish_reason }
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(index, forKey: .index)
-            try container.encode(message, forKey: .message)
-            try container.encode(logprobs, forKey: .logprobs)
-            try container.encode(finish_reason, forKey: .finish_reason)
-        }
     }
 
     struct Message: Encodable, Sendable {
@@ -223,17 +212,8 @@ struct ChatCompletionChunk: Encodable, Sendable {
     struct Choice: Encodable, Sendable {
         var index = 0
         var delta: Delta
-        var logprobs: ChatLogprobs?
-        var finish_reason: String?
-
-        enum CodingKeys: CodingKey { case index, delta, logprobs, finish_reason }
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(index, forKey: .index)
-            try container.encode(delta, forKey: .delta)
-            try container.encode(logprobs, forKey: .logprobs)
-            try container.encode(finish_reason, forKey: .finish_reason)
-        }
+        @NullWhenAbsent var logprobs: ChatLogprobs? = nil
+        @NullWhenAbsent var finish_reason: String? = nil
     }
 
     struct Delta: Encodable, Sendable {
@@ -254,17 +234,8 @@ struct TextCompletion: Encodable, Sendable {
     struct Choice: Encodable, Sendable {
         var index = 0
         var text: String
-        var logprobs: Logprobs?
-        var finish_reason: String?
-
-        enum CodingKeys: CodingKey { case index, text, logprobs, finish_reason }
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(index, forKey: .index)
-            try container.encode(text, forKey: .text)
-            try container.encode(logprobs, forKey: .logprobs)
-            try container.encode(finish_reason, forKey: .finish_reason)
-        }
+        @NullWhenAbsent var logprobs: Logprobs? = nil
+        @NullWhenAbsent var finish_reason: String? = nil
     }
 
     /// The legacy completions log-probability layout: parallel arrays.
@@ -294,17 +265,8 @@ struct OpenAIErrorBody: Encodable, Sendable {
     struct Detail: Encodable, Sendable {
         var message: String
         var type: String
-        var param: String?
-        var code: String?
-
-        enum CodingKeys: CodingKey { case message, type, param, code }
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(message, forKey: .message)
-            try container.encode(type, forKey: .type)
-            try container.encode(param, forKey: .param)
-            try container.encode(code, forKey: .code)
-        }
+        @NullWhenAbsent var param: String?
+        @NullWhenAbsent var code: String?
     }
 
     init(_ error: ServerError) {
@@ -362,13 +324,8 @@ extension HearthService {
         let created = Int(Date().timeIntervalSince1970)
         let name = generation.model.name
         let tokenizer = generation.model.engine.tokenizer
-        // The first chunk comes after the prompt is evaluated; a prompt that does not fit fails
-        // here, before any response is sent.
-        let first = try await generation.next()
         guard body.stream == true else {
-            var response = Answer()
-            if let first { response.append(first) }
-            while let chunk = try await generation.next() { response.append(chunk) }
+            let response = try await generation.collect()
             let logprobs = options.logprobs ? ChatLogprobs(content: response.logprobs.map {
                 OpenAITokenLogprob(token: $0.token, logprob: $0.logprob, top: $0.top, tokenizer: tokenizer)
             }) : nil
@@ -386,9 +343,8 @@ extension HearthService {
                                                                          choices: choice.map { [$0] } ?? [], usage: usage)))
             }
             try await send(.init(delta: .init(role: "assistant", content: "")))
-            var next = first
             do {
-                while let chunk = next {
+                while let chunk = try await generation.next() {
                     if let reason = chunk.finishReason {
                         if !chunk.text.isEmpty { try await send(.init(delta: .init(content: chunk.text))) }
                         try await send(.init(delta: .init(), finish_reason: reason.apiName))
@@ -400,7 +356,6 @@ extension HearthService {
                         }
                         try await send(.init(delta: .init(content: chunk.text), logprobs: logprobs))
                     }
-                    next = try await generation.next()
                 }
             } catch let error where !(error is CancellationError) {
                 try await writer.write(events.frame(OpenAIErrorBody(ServerError.from(error))))
@@ -431,11 +386,8 @@ extension HearthService {
         let name = generation.model.name
         let tokenizer = generation.model.engine.tokenizer
         let echo = body.echo == true ? prompt : ""
-        let first = try await generation.next()
         guard body.stream == true else {
-            var response = Answer()
-            if let first { response.append(first) }
-            while let chunk = try await generation.next() { response.append(chunk) }
+            let response = try await generation.collect()
             var logprobs: TextCompletion.Logprobs?
             if options.logprobs {
                 var table = TextCompletion.Logprobs()
@@ -460,15 +412,13 @@ extension HearthService {
                                                                     choices: [.init(text: text, finish_reason: reason)], usage: usage)))
             }
             if !echo.isEmpty { try await send(echo) }
-            var next = first
             do {
-                while let chunk = next {
+                while let chunk = try await generation.next() {
                     if let reason = chunk.finishReason {
                         try await send(chunk.text, reason: reason.apiName, usage: includeUsage ? OpenAIUsage(chunk.statistics) : nil)
                     } else if !chunk.text.isEmpty {
                         try await send(chunk.text)
                     }
-                    next = try await generation.next()
                 }
             } catch let error where !(error is CancellationError) {
                 try await writer.write(events.frame(OpenAIErrorBody(ServerError.from(error))))

@@ -18,6 +18,14 @@ struct ServerError: Error, Sendable {
         ServerError(status: .badRequest, message: message, type: "invalid_request_error", code: code, param: param)
     }
 
+    /// The role a message names, or a 400 for one Hearth does not take.
+    static func role(_ name: String) throws -> ChatMessage.Role {
+        guard let role = ChatMessage.Role(rawValue: name) else {
+            throw badRequest("Message role '\(name)' is not supported; use system, user or assistant.", param: "messages")
+        }
+        return role
+    }
+
     static func modelNotFound(_ name: String) -> ServerError {
         ServerError(status: .notFound,
                     message: "The model '\(name)' is not available here. Pull it first (`hearth pull \(name)` or POST /api/pull), or start the server with --model.",

@@ -10,9 +10,9 @@ struct WireThread: Encodable, Sendable {
     var id: String
     var object = "thread"
     var name: String
-    var model: String?
-    var preset: String?
-    var system_prompt: String?
+    @NullWhenAbsent var model: String?
+    @NullWhenAbsent var preset: String?
+    @NullWhenAbsent var system_prompt: String?
     var created_at: Int
     var updated_at: Int
 
@@ -24,19 +24,6 @@ struct WireThread: Encodable, Sendable {
         system_prompt = thread.systemPrompt
         created_at = Int(thread.createdAt.timeIntervalSince1970)
         updated_at = Int(thread.updatedAt.timeIntervalSince1970)
-    }
-
-    enum CodingKeys: CodingKey { case id, object, name, model, preset, system_prompt, created_at, updated_at }
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(object, forKey: .object)
-        try container.encode(name, forKey: .name)
-        try container.encode(model, forKey: .model)
-        try container.encode(preset, forKey: .preset)
-        try container.encode(system_prompt, forKey: .system_prompt)
-        try container.encode(created_at, forKey: .created_at)
-        try container.encode(updated_at, forKey: .updated_at)
     }
 }
 
@@ -133,10 +120,9 @@ extension HearthService {
     /// Settings in a create or update body: absent fields are nil, null ones `.some(nil)`.
     private func settings(_ request: Request) async throws
         -> (name: String?, model: String??, preset: String??, systemPrompt: String??) {
-        var request = request
-        let buffer = try await request.collectBody(upTo: configuration.maxBodyBytes)
-        guard buffer.readableBytes > 0 else { return (nil, nil, nil, nil) }
-        let fields = try await request.decodeJSON([String: JSONValue].self, limit: configuration.maxBodyBytes)
+        guard let fields = try await request.decodeJSONIfPresent([String: JSONValue].self, limit: configuration.maxBodyBytes) else {
+            return (nil, nil, nil, nil)
+        }
         func optionalString(_ key: String) throws -> String?? {
             switch fields[key] {
             case nil: return nil
@@ -207,19 +193,16 @@ extension HearthService {
         let options = GenerationOptions.preset(named: thread.preset ?? "balanced") ?? .balanced
         let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: thread.model, prompt: .chat(conversation),
                                                            options: options, keepAlive: nil)
-        let first = try await generation.next()
         let store = self.store
         let events = EventWriter(framing: .serverSentEvents)
         return Response(status: .ok, headers: events.headers, body: ResponseBody { writer in
             defer { generation.cancel() }
             if let question { try await writer.write(events.frame(ThreadEvent(type: "message", message: WireMessage(question)))) }
             var answer = Answer()
-            var next = first
             do {
-                while let chunk = next {
+                while let chunk = try await generation.next() {
                     answer.append(chunk)
                     if !chunk.text.isEmpty { try await writer.write(events.frame(ThreadEvent(type: "delta", content: chunk.text))) }
-                    next = try await generation.next()
                 }
                 guard answer.finishReason == .stop || answer.finishReason == .length else { return }
                 let stats = answer.statistics

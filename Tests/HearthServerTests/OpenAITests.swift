@@ -135,4 +135,40 @@ struct OpenAITests {
         let base64 = try #require((try encoded.json()["data"] as? [[String: Any]])?.first?["embedding"] as? String)
         #expect(Data(base64Encoded: base64)?.count == 384 * 4)
     }
+
+    @Test("stop ends the answer before the stop text; a seed repeats a sampled answer; /metrics counts it all")
+    func stopSeedAndMetrics() async throws {
+        let server = try await ServerFixture()
+        defer { Task { await server.stop() } }
+        let full = try await greedyAnswer(Self.question, maxTokens: 24)
+        let words = full.split(separator: " ")
+        try #require(words.count > 3, "\(full)")
+        let stopText = String(words[2])
+        let stopped = try await server.post("/v1/chat/completions", [
+            "temperature": 0, "max_tokens": 24, "stop": [stopText], "messages": [["role": "user", "content": Self.question]],
+        ])
+        let choice = try #require((try stopped.json()["choices"] as? [[String: Any]])?.first)
+        let text = try #require((choice["message"] as? [String: Any])?["content"] as? String)
+        #expect(full.hasPrefix(text) && !text.contains(stopText), "\(text)")
+        #expect(choice["finish_reason"] as? String == "stop")
+
+        func sampled(seed: Int) async throws -> String {
+            let answer = try await server.post("/v1/chat/completions", [
+                "temperature": 0.9, "seed": seed, "max_tokens": 16, "messages": [["role": "user", "content": "Tell me a story."]],
+            ])
+            let choice = try #require((try answer.json()["choices"] as? [[String: Any]])?.first)
+            return try #require((choice["message"] as? [String: Any])?["content"] as? String)
+        }
+        // The first request evaluates the whole prompt; the next ones reuse all but its last token
+        // from the slot, which evaluates that token in a different batch and can move the logits
+        // in their last bits. From the same cache state, a seed repeats the answer.
+        _ = try await sampled(seed: 7)
+        #expect(try await sampled(seed: 7) == (try await sampled(seed: 7)))
+
+        let metrics = try await server.get("/metrics").text
+        for name in ["hearth_http_requests_total{", "hearth_time_to_first_token_seconds_bucket", "hearth_generation_tokens_per_second_bucket",
+                     "hearth_completion_tokens_total ", "hearth_prompt_tokens_total ", "hearth_models_loaded 1", "hearth_slots_busy 0"] {
+            #expect(metrics.contains(name), "\(name) missing from /metrics")
+        }
+    }
 }
