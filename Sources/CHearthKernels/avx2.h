@@ -1,6 +1,7 @@
 // Shared helpers for the AVX2 + FMA + F16C kernels. Each function carries the target
 // attribute, so the target needs no compiler flags and other CPUs never execute these.
 #pragma once
+#include <stdlib.h>
 #include "internal.h"
 #if HK_HAVE_AVX2
 #include <immintrin.h>
@@ -63,19 +64,19 @@ void hk_avx2_matvec_q4_1(const uint8_t *, size_t, int64_t, const void *, int64_t
 void hk_avx2_matvec_q5_0(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
 void hk_avx2_matvec_q5_1(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
 void hk_avx2_matvec_q8_0(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
-void hk_avx2_matmul_q4_0(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
-void hk_avx2_matmul_q4_1(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
-void hk_avx2_matmul_q5_0(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
-void hk_avx2_matmul_q5_1(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
-void hk_avx2_matmul_q8_0(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
+void hk_avx2_matmul_q4_0(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+void hk_avx2_matmul_q4_1(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+void hk_avx2_matmul_q5_0(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+void hk_avx2_matmul_q5_1(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+void hk_avx2_matmul_q8_0(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
 
 // avx2_kquants.c
 float hk_avx2_dot_q4_K(const void *w, const void *a, int64_t n);
 float hk_avx2_dot_q5_K(const void *w, const void *a, int64_t n);
 float hk_avx2_dot_q6_K(const void *w, const void *a, int64_t n);
-void hk_avx2_matmul_q4_K(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
-void hk_avx2_matmul_q5_K(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
-void hk_avx2_matmul_q6_K(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, float *, size_t);
+void hk_avx2_matmul_q4_K(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+void hk_avx2_matmul_q5_K(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+void hk_avx2_matmul_q6_K(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
 
 // avx2_float.c
 float hk_avx2_dot_f16(const void *w, const void *a, int64_t n);

@@ -226,70 +226,119 @@ HK_INLINE HK_AVX2 void q6k_cols(const int order, const uint8_t *w, const uint8_t
 
 enum { K_Q4, K_Q5, K_Q6 };
 
-// The order llama.cpp sums in for `kind`, for one column or for a batch of `cols` columns
-// (0 for a lone dot product or a matrix-vector product):
-//   Q4_K is repacked (AVX2 has block_q4_Kx8): full groups of 4 columns take the gemm order,
-//        the remaining cols % 4 the gemv order;
-//   Q5_K and Q6_K batches of 8 or more take the tiled kernel, smaller ones and lone columns
-//   ggml_vec_dot_q*_K_q8_K.
-HK_INLINE int k_order(const int kind, const int NC, const int64_t cols) {
-    if (kind == K_Q4) return NC == 4 ? K_PAIRS : K_BLOCKS;
-    return cols >= 8 ? K_TILED : K_LANES;
-}
-
 HK_INLINE HK_AVX2 void k_cols(const int kind, const int order, const uint8_t *w, const uint8_t *const *a,
                               const int NC, int64_t nb, float *out, size_t out_stride) {
     if (kind == K_Q6) q6k_cols(order, w, a, NC, nb, out, out_stride);
     else q45k_cols(kind == K_Q5, order, w, a, NC, nb, out, out_stride);
 }
 
-// One row against NC columns, with the order fixed at compile time in each branch.
-HK_INLINE HK_AVX2 void k_cols_n(const int kind, const int NC, const int64_t cols, const uint8_t *w,
+// One row against NC columns in `order`, each branch with its order and NC fixed at compile time.
+HK_INLINE HK_AVX2 void k_cols_o(const int kind, const int order, const int NC, const uint8_t *w,
                                 const uint8_t *const *a, int64_t nb, float *out, size_t out_stride) {
-    switch (k_order(kind, NC, cols)) {
-    case K_BLOCKS: k_cols(kind, K_BLOCKS, w, a, NC, nb, out, out_stride); break;
-    case K_PAIRS: k_cols(kind, K_PAIRS, w, a, 4, nb, out, out_stride); break;
-    case K_TILED: k_cols(kind, K_TILED, w, a, NC, nb, out, out_stride); break;
-    default: k_cols(kind, K_LANES, w, a, NC, nb, out, out_stride); break;
+#define HK_K_NC(ORDER)                                                                            \
+    switch (NC) {                                                                                 \
+    case 4: k_cols(kind, ORDER, w, a, 4, nb, out, out_stride); break;                             \
+    case 3: k_cols(kind, ORDER, w, a, 3, nb, out, out_stride); break;                             \
+    case 2: k_cols(kind, ORDER, w, a, 2, nb, out, out_stride); break;                             \
+    default: k_cols(kind, ORDER, w, a, 1, nb, out, out_stride); break;                            \
     }
+    switch (order) {
+    case K_BLOCKS: HK_K_NC(K_BLOCKS) break;
+    case K_PAIRS: k_cols(kind, K_PAIRS, w, a, 4, nb, out, out_stride); break;
+    case K_TILED: HK_K_NC(K_TILED) break;
+    default: HK_K_NC(K_LANES) break;
+    }
+#undef HK_K_NC
 }
 
-// Rows in chunks that stay in L1 while each group of 4 columns passes over them.
+// The order of a lone dot product (and so of a matrix-vector product): Q4_K is repacked on
+// AVX2 (block_q4_Kx8) and a single column takes the gemv order; Q5_K and Q6_K take
+// ggml_vec_dot_q*_K_q8_K's lanes.
+HK_INLINE int k_single_order(const int kind) { return kind == K_Q4 ? K_BLOCKS : K_LANES; }
+
+// Up to 4 adjacent columns summed in one order.
+typedef struct { int64_t first; int nc; int order; } k_group;
+
+HK_INLINE void k_add_column(k_group *g, int64_t *ng, int64_t col, int order) {
+    k_group *last = *ng > 0 ? &g[*ng - 1] : NULL;
+    if (last && order != K_PAIRS && last->order == order && last->nc < 4 && last->first + last->nc == col) {
+        last->nc++;
+        return;
+    }
+    g[(*ng)++] = (k_group){col, 1, order};
+}
+
+// Splits the columns into groups that share an order. Each run (the rows of one sequence in a
+// forward pass) is summed as llama.cpp sums a batch of that many columns, whatever other runs
+// share the call:
+//   Q4_K: full groups of 4 columns of the run take the gemm order, the remaining run % 4 the
+//         gemv order;
+//   Q5_K and Q6_K: a run of 8 or more takes the tiled kernel, a shorter one the lanes of
+//         ggml_vec_dot_q*_K_q8_K.
+// Columns of the same order next to each other share a group even across runs, so a pass of
+// many one-row sequences still unpacks each weight block once per 4 columns.
+static int64_t k_groups(const int kind, const int64_t cols, const int64_t *runs, const int64_t n_runs, k_group *g) {
+    int64_t ng = 0, col = 0;
+    for (int64_t i = 0; i < (runs ? n_runs : 1); i++) {
+        const int64_t len = runs ? runs[i] : cols;
+        if (kind == K_Q4) {
+            const int64_t full = len / 4 * 4;
+            for (int64_t j = 0; j < full; j += 4) g[ng++] = (k_group){col + j, 4, K_PAIRS};
+            for (int64_t j = full; j < len; j++) k_add_column(g, &ng, col + j, K_BLOCKS);
+        } else {
+            const int order = len >= 8 ? K_TILED : K_LANES;
+            for (int64_t j = 0; j < len; j++) k_add_column(g, &ng, col + j, order);
+        }
+        col += len;
+    }
+    return ng;
+}
+
+// Rows in chunks that stay in L1 while each group of columns passes over them.
 HK_INLINE HK_AVX2 void k_matmul(const int kind, const uint8_t *w, size_t row_bytes, int64_t rows,
                                 const uint8_t *a, size_t a_stride, int64_t cols, int64_t n,
-                                float *out, size_t out_stride) {
+                                const int64_t *runs, int64_t n_runs, float *out, size_t out_stride) {
+    int64_t total = 0;
+    for (int64_t i = 0; runs && i < n_runs; i++) total += runs[i] > 0 ? runs[i] : 0;
+    if (runs && total != cols) runs = NULL;  // malformed runs: the whole call is one run
+    k_group stack[256];
+    k_group *groups = cols <= 256 ? stack : malloc((size_t)cols * sizeof(k_group));
+    if (!groups) {
+        for (int64_t c = 0; c < cols; c++) {
+            const uint8_t *ap[1] = {a + (size_t)c * a_stride};
+            for (int64_t r = 0; r < rows; r++)
+                k_cols_o(kind, k_single_order(kind), 1, w + (size_t)r * row_bytes, ap, n / QK_K,
+                         out + (size_t)c * out_stride + r, 0);
+        }
+        return;
+    }
+    const int64_t ng = k_groups(kind, cols, runs, n_runs, groups);
     const int64_t nb = n / QK_K, chunk = 16;
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
         const int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
-        for (int64_t c = 0; c < cols; c += 4) {
-            const int64_t nc = cols - c < 4 ? cols - c : 4;
+        for (int64_t gi = 0; gi < ng; gi++) {
+            const k_group g = groups[gi];
             const uint8_t *ap[4];
-            for (int i = 0; i < 4; i++) ap[i] = a + (size_t)(c + (i < nc ? i : 0)) * a_stride;
-            float *o = out + (size_t)c * out_stride;
-            for (int64_t r = r0; r < r1; r++) {
-                const uint8_t *wr = w + (size_t)r * row_bytes;
-                switch (nc) {
-                case 4: k_cols_n(kind, 4, cols, wr, ap, nb, o + r, out_stride); break;
-                case 3: k_cols_n(kind, 3, cols, wr, ap, nb, o + r, out_stride); break;
-                case 2: k_cols_n(kind, 2, cols, wr, ap, nb, o + r, out_stride); break;
-                default: k_cols_n(kind, 1, cols, wr, ap, nb, o + r, out_stride); break;
-                }
-            }
+            for (int i = 0; i < 4; i++) ap[i] = a + (size_t)(g.first + (i < g.nc ? i : 0)) * a_stride;
+            float *o = out + (size_t)g.first * out_stride;
+            for (int64_t r = r0; r < r1; r++)
+                k_cols_o(kind, g.order, g.nc, w + (size_t)r * row_bytes, ap, nb, o + r, out_stride);
         }
     }
+    if (groups != stack) free(groups);
 }
 
 #define HK_K_KERNELS(name, kind)                                                                  \
     HK_AVX2 float hk_avx2_dot_##name(const void *w, const void *a, int64_t n) {                   \
         const uint8_t *cols[1] = {a};                                                             \
         float out;                                                                                \
-        k_cols_n(kind, 1, 0, w, cols, n / QK_K, &out, 0);                                         \
+        k_cols_o(kind, k_single_order(kind), 1, w, cols, n / QK_K, &out, 0);                      \
         return out;                                                                               \
     }                                                                                             \
     HK_AVX2 void hk_avx2_matmul_##name(const uint8_t *w, size_t rb, int64_t rows,                 \
                                        const uint8_t *a, size_t as, int64_t cols, int64_t n,      \
-                                       float *out, size_t os) {                                   \
-        k_matmul(kind, w, rb, rows, a, as, cols, n, out, os);                                     \
+                                       const int64_t *runs, int64_t n_runs, float *out, size_t os) { \
+        k_matmul(kind, w, rb, rows, a, as, cols, n, runs, n_runs, out, os);                       \
     }
 
 HK_K_KERNELS(q4_K, K_Q4)

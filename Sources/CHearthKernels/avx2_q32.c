@@ -209,7 +209,9 @@ HK_INLINE HK_AVX2 void matmul(const int kind, const uint8_t *w, size_t row_bytes
     }                                                                                             \
     HK_AVX2 void hk_avx2_matmul_##name(const uint8_t *w, size_t rb, int64_t rows,                 \
                                        const uint8_t *a, size_t as, int64_t cols, int64_t n,      \
-                                       float *out, size_t os) {                                   \
+                                       const int64_t *runs, int64_t n_runs, float *out, size_t os) { \
+        (void)runs;                                                                               \
+        (void)n_runs;                                                                             \
         matmul(kind, w, rb, rows, a, as, cols, n, out, os);                                       \
     }
 

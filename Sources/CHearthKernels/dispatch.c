@@ -52,12 +52,12 @@ void hk_matvec(int isa, uint32_t weight_type, const void *w, size_t row_bytes,
 
 void hk_matmul(int isa, uint32_t weight_type, const void *w, size_t row_bytes,
                int64_t r0, int64_t r1, const void *a, size_t a_stride, int64_t cols,
-               int64_t n, float *out, size_t out_stride) {
+               int64_t n, const int64_t *runs, int64_t n_runs, float *out, size_t out_stride) {
     const hk_kernel *k = kernel_for(isa, weight_type);
     if (!k || r1 <= r0 || cols <= 0) return;
     const uint8_t *rows = (const uint8_t *)w + (size_t)r0 * row_bytes;
     if (k->matmul) {
-        k->matmul(rows, row_bytes, r1 - r0, a, a_stride, cols, n, out + r0, out_stride);
+        k->matmul(rows, row_bytes, r1 - r0, a, a_stride, cols, n, runs, n_runs, out + r0, out_stride);
         return;
     }
     for (int64_t r = 0; r < r1 - r0; r++)

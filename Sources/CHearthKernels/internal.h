@@ -87,9 +87,12 @@ static inline void hk_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t
 typedef float (*hk_dot_fn)(const void *w, const void *a, int64_t n);
 typedef void (*hk_matvec_fn)(const uint8_t *w, size_t row_bytes, int64_t rows,
                              const void *a, int64_t n, float *out);
+/// `runs` (NULL for one run of all `cols`) splits the columns into the rows of each sequence
+/// of a forward pass; kernels whose sums depend on the batch size sum each run as a batch of
+/// its own, and the others ignore it.
 typedef void (*hk_matmul_fn)(const uint8_t *w, size_t row_bytes, int64_t rows,
                              const uint8_t *a, size_t a_stride, int64_t cols, int64_t n,
-                             float *out, size_t out_stride);
+                             const int64_t *runs, int64_t n_runs, float *out, size_t out_stride);
 
 /// The kernels of one weight type on one instruction-set path; NULL members fall back to
 /// loops over `dot`.

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import HearthEngine
 import Synchronization
@@ -6,8 +5,9 @@ import Synchronization
 /// A GGUF model running on this machine's CPU.
 ///
 /// One loaded copy serves every context made from it. Generations in different contexts run
-/// at the same time and take turns on the model's threads pass by pass, so concurrent streams
-/// advance together; generations in one context run one after another.
+/// at the same time in shared forward passes (each step evaluates the next token of every one
+/// of them at once), and each gives exactly the tokens it would give alone; generations in one
+/// context run one after another.
 public final class LocalModel: LanguageModel {
     /// The name it was loaded by.
     public let name: String
@@ -18,6 +18,8 @@ public final class LocalModel: LanguageModel {
     /// The model's chat format, or nil for a model with no template and no known family.
     public let chatFormat: ChatFormat?
 
+    /// Runs the generations of every context of this model in shared passes.
+    let generator: BatchedGenerator
     private let totals = Mutex(Usage())
     private let activity = Mutex(Activity())
 
@@ -41,9 +43,10 @@ public final class LocalModel: LanguageModel {
 
     /// Loads the GGUF file at `path` to run on `threads` threads with `contextLength` positions
     /// per conversation, after checking that the weights and KV cache fit in `memoryLimit`
-    /// bytes (default: the machine's physical memory).
+    /// bytes (default: the machine's physical memory). Up to `batchedGenerations` generations
+    /// (in different contexts) advance together in shared forward passes; more wait their turn.
     public init(path: String, name: String? = nil, threads: Int? = nil, contextLength: Int? = nil,
-                memoryLimit: Int? = nil) throws {
+                memoryLimit: Int? = nil, batchedGenerations: Int = 16) throws {
         let engine = try TransformerModel(path: path, threads: threads)
         let length = contextLength ?? min(engine.configuration.contextLength, 4096)
         guard length >= 2, length <= engine.configuration.contextLength else {
@@ -54,6 +57,7 @@ public final class LocalModel: LanguageModel {
         let available = memoryLimit ?? Int(clamping: ProcessInfo.processInfo.physicalMemory)
         guard needed <= available else { throw HearthError.insufficientMemory(needed: needed, available: available) }
         self.engine = engine
+        generator = try BatchedGenerator(model: engine, maxRunning: batchedGenerations)
         self.name = name ?? path
         self.contextLength = length
         do {
@@ -115,19 +119,18 @@ public final class LocalModel: LanguageModel {
         }
     }
 
-    /// Runs `work` on `queue`, counted as a generation of this model until it returns.
-    func schedule(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
-        activity.withLock { $0.running += 1 }
-        queue.async { [self] in
-            work()
-            let waiters = activity.withLock { activity -> [CheckedContinuation<Void, Never>] in
-                activity.running -= 1
-                guard activity.running == 0 else { return [] }
-                defer { activity.waiters = [] }
-                return activity.waiters
-            }
-            for waiter in waiters { waiter.resume() }
+    /// Counts a generation as running until `ended` is called.
+    func began() { activity.withLock { $0.running += 1 } }
+
+    /// Marks a generation counted by `began` as over.
+    func ended() {
+        let waiters = activity.withLock { activity -> [CheckedContinuation<Void, Never>] in
+            activity.running -= 1
+            guard activity.running == 0 else { return [] }
+            defer { activity.waiters = [] }
+            return activity.waiters
         }
+        for waiter in waiters { waiter.resume() }
     }
 
     func record(finished stats: GenerationStatistics) {
@@ -141,49 +144,42 @@ public final class LocalModel: LanguageModel {
     func recordToken() { totals.withLock { $0.completionTokens += 1 } }
 }
 
-/// One conversation's state on a `LocalModel`: its KV cache and the tokens in it.
+/// One conversation's state on a `LocalModel`: its sequence (KV cache and the tokens in it).
+/// Its generations run one after another, each in the model's shared passes.
 final class LocalContext: GenerationContext, @unchecked Sendable {
     let model: LocalModel
-    /// Runs this context's generations one after another.
-    private let queue = DispatchQueue(label: "hearth.context")
-    /// Touched only by work on `queue`.
-    private var state: DecoderState?
+    /// Made on first use, so an idle context costs nothing.
+    private let sequence = Mutex<SequenceState?>(nil)
 
     init(model: LocalModel) { self.model = model }
 
     func stream(_ prompt: Prompt, options: GenerationOptions, overflow: ContextOverflowPolicy)
         -> AsyncThrowingStream<GenerationChunk, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: GenerationChunk.self)
-        let stop = StopFlag()
-        continuation.onTermination = { _ in stop.set() }
-        model.schedule(on: queue) { [self] in
-            guard !stop.isSet else {
-                continuation.finish()
-                return
+        let model = self.model
+        let tokens: [Int32], sequence: SequenceState
+        do {
+            tokens = try model.tokens(for: prompt, options: options, overflow: overflow)
+            sequence = try self.sequence.withLock { existing in
+                if let existing { return existing }
+                let fresh = try model.engine.makeSequence(contextLength: model.contextLength)
+                existing = fresh
+                return fresh
             }
-            do {
-                let engine = model.engine
-                let tokens = try model.tokens(for: prompt, options: options, overflow: overflow)
-                let state = try self.state ?? engine.makeState(contextLength: model.contextLength)
-                self.state = state
-                try engine.generate(prompt: tokens, options: options, state: state) { chunk in
-                    if chunk.token != nil { model.recordToken() }
-                    if let stats = chunk.statistics { model.record(finished: stats) }
-                    continuation.yield(chunk)
-                    return !stop.isSet
-                }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
         }
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: GenerationChunk.self)
+        model.began()
+        let ticket = model.generator.submit(prompt: tokens, options: options, sequence: sequence, onChunk: { chunk in
+            if chunk.token != nil { model.recordToken() }
+            if let stats = chunk.statistics, chunk.finishReason != .error { model.record(finished: stats) }
+            if case .terminated = continuation.yield(chunk) { return false }
+            return true
+        }, onEnd: { error in
+            continuation.finish(throwing: error)
+            model.ended()
+        })
+        continuation.onTermination = { _ in ticket.cancel() }
         return stream
     }
-}
-
-/// A flag set from any thread (when a stream's consumer goes away) and read by the generator.
-final class StopFlag: Sendable {
-    private let value = Atomic<Bool>(false)
-    func set() { value.store(true, ordering: .relaxed) }
-    var isSet: Bool { value.load(ordering: .relaxed) }
 }

@@ -125,10 +125,10 @@ struct BenchCommand: AsyncParsableCommand {
             for threadCount in try threadCounts {
                 let loadStart = ContinuousClock.now
                 let model = try TransformerModel(path: model, threads: threadCount)
-                let state = try model.makeState(contextLength: promptTokens + generatedTokens + 1,
-                                                batchSize: max(promptTokens, 1))
+                let state = try model.makeSequence(contextLength: promptTokens + generatedTokens + 1,
+                                                   chunkSize: max(promptTokens, 1))
                 // Load as a user sees it: map the file, build the tokenizer, evaluate one token.
-                try model.evaluate([model.tokenizer.bosToken ?? 0], state: state)
+                try model.evaluate([model.tokenizer.bosToken ?? 0], sequence: state)
                 state.reset()
                 let loadSeconds = (ContinuousClock.now - loadStart) / .seconds(1)
                 let summary = ModelSummary(model.gguf)
@@ -143,7 +143,7 @@ struct BenchCommand: AsyncParsableCommand {
                         let tokens = (0..<promptTokens).map { _ in Int32.random(in: 0..<vocabulary, using: &random) }
                         state.reset()
                         let start = ContinuousClock.now
-                        try model.evaluate(tokens, state: state)
+                        try model.evaluate(tokens, sequence: state)
                         return Double(promptTokens) / ((ContinuousClock.now - start) / .seconds(1))
                     }))
                 }
@@ -153,7 +153,7 @@ struct BenchCommand: AsyncParsableCommand {
                         var token = model.tokenizer.bosToken ?? 0
                         let start = ContinuousClock.now
                         for _ in 0..<generatedTokens {
-                            token = try model.evaluate([token], state: state).argmax
+                            token = try model.evaluate([token], sequence: state).argmax
                         }
                         return Double(generatedTokens) / ((ContinuousClock.now - start) / .seconds(1))
                     }))

@@ -4,15 +4,12 @@ import HearthKernels
 import HearthTokenizers
 import Synchronization
 
-/// An architecture's forward pass: evaluates tokens at the state's position, appends their keys
-/// and values to its cache, and leaves the last token's logits in `state.logits`.
-protocol DecoderArchitecture: AnyObject, Sendable {
-    var configuration: ModelConfiguration { get }
-    func forward(_ tokens: UnsafeBufferPointer<Int32>, state: DecoderState, pool: WorkerPool) throws
-}
-
-/// A decoder-only language model loaded from a GGUF file: weights mapped from the file,
-/// its tokenizer, and the threads that run it.
+/// A decoder-only language model loaded from a GGUF file: weights mapped from the file, its
+/// tokenizer, the threads that run it, and the scratch of one forward pass.
+///
+/// A forward pass evaluates a `Batch`: rows from any number of sequences, each at its own
+/// position. Passes take turns; sequences can be evaluated from any thread, each sequence by
+/// one thread at a time.
 public final class TransformerModel: Sendable {
     /// The mapped file.
     public let gguf: GGUFFile
@@ -25,27 +22,25 @@ public final class TransformerModel: Sendable {
 
     let pool: WorkerPool
     let architecture: any DecoderArchitecture
-    /// Taken around each forward pass, so states of this model may be evaluated from any
-    /// number of threads; they take turns on the pool.
+    /// Taken around each forward pass: passes share the workspace and the threads.
     let passLock = FairLock()
+    /// The scratch of the pass in progress; touched only under `passLock`.
+    nonisolated(unsafe) let workspace = Workspace()
     /// JSON mode's view of the vocabulary, built when a generation first asks for it.
     let jsonTable = Mutex<TokenByteTable?>(nil)
 
-    /// Architectures this engine runs.
-    public static let supportedArchitectures = ["llama", "gemma3"]
+    /// Architectures (GGUF `general.architecture` values) this engine runs.
+    public static var supportedArchitectures: [String] { ArchitectureRegistry.names }
+
+    /// Most rows one pass evaluates.
+    public static let maximumPassRows = 4096
 
     /// Maps the GGUF file at `path` and prepares it to run on `threads` threads
     /// (default: one per core).
     public init(path: String, threads: Int? = nil) throws {
         let gguf = try GGUFFile(path: path)
         let configuration = try ModelConfiguration(gguf: gguf)
-        let architecture: any DecoderArchitecture
-        switch configuration.architecture {
-        case "llama":
-            architecture = try Llama(gguf: gguf, configuration: configuration)
-        case "gemma3":
-            architecture = try Gemma3(gguf: gguf, configuration: configuration)
-        default:
+        guard let family = ArchitectureRegistry.family(configuration.architecture) else {
             throw HearthError.unsupportedModel(
                 reason: "architecture \(configuration.architecture) (supported: \(Self.supportedArchitectures.joined(separator: ", ")))")
         }
@@ -55,63 +50,107 @@ public final class TransformerModel: Sendable {
         }
         self.gguf = gguf
         self.configuration = configuration
+        self.architecture = try family.init(gguf: gguf, configuration: configuration)
         self.tokenizer = try TokenizerLoader.load(from: gguf)
-        self.architecture = architecture
         self.pool = WorkerPool(threadCount: threadCount)
     }
 
-    /// A fresh sequence state with room for `contextLength` positions (default: the model's
-    /// trained context, capped at 4096) evaluating at most `batchSize` tokens per pass.
-    public func makeState(contextLength: Int? = nil, batchSize: Int = 128) throws -> DecoderState {
+    /// A fresh sequence with room for `contextLength` positions (default: the model's trained
+    /// context, capped at 4096), evaluating a longer run of tokens `chunkSize` rows per pass.
+    public func makeSequence(contextLength: Int? = nil, chunkSize: Int = 128) throws -> SequenceState {
         let length = contextLength ?? min(configuration.contextLength, 4096)
         guard length >= 1, length <= configuration.contextLength else {
             throw HearthError.invalidArgument(
                 "Context length must be between 1 and the model's \(configuration.contextLength), got \(length).")
         }
-        guard batchSize >= 1 else { throw HearthError.invalidArgument("Batch size must be at least 1.") }
-        return DecoderState(configuration: configuration, owner: ObjectIdentifier(self), contextLength: length,
-                            batchCapacity: min(batchSize, length), threads: pool.threadCount)
+        guard chunkSize >= 1, chunkSize <= Self.maximumPassRows else {
+            throw HearthError.invalidArgument("The chunk size must be between 1 and \(Self.maximumPassRows), got \(chunkSize).")
+        }
+        return SequenceState(owner: ObjectIdentifier(self), configuration: configuration, contextLength: length,
+                             chunkSize: min(chunkSize, length))
     }
 
-    /// Evaluates `tokens` after the state's current position (in batches) and returns the
-    /// logits of the last one. Different states may be evaluated from different threads at
-    /// once; their passes take turns. One state must be used by one thread at a time.
-    @discardableResult
-    public func evaluate(_ tokens: [Int32], state: DecoderState) throws -> Logits {
-        guard !tokens.isEmpty else { throw HearthError.invalidArgument("Nothing to evaluate: the token list is empty.") }
-        guard state.owner == ObjectIdentifier(self) else {
-            throw HearthError.invalidArgument("This state belongs to a different model.")
-        }
-        let needed = state.position + tokens.count
-        guard needed <= state.contextLength else {
-            throw HearthError.contextOverflow(needed: needed, limit: state.contextLength)
+    /// Evaluates one forward pass over `batch`. Afterwards each sequence holds its rows' tokens,
+    /// and each that asked for logits has those of its last such row in `logits`. `onLogits`,
+    /// when given, sees every row whose logits were asked for: its sequence, its index among
+    /// that sequence's rows in the batch, and the scores (valid during the call).
+    ///
+    /// A row's result does not depend on the other sequences in the pass: alone or beside
+    /// others, a sequence gets the same bits.
+    public func evaluate(_ batch: Batch,
+                         onLogits: ((SequenceState, Int, UnsafeBufferPointer<Float>) -> Void)? = nil) throws {
+        guard !batch.isEmpty else { throw HearthError.invalidArgument("Nothing to evaluate: the batch is empty.") }
+        guard batch.rowCount <= Self.maximumPassRows else {
+            throw HearthError.invalidArgument("A pass takes at most \(Self.maximumPassRows) rows, got \(batch.rowCount).")
         }
         let vocabulary = Int32(configuration.vocabularySize)
-        if let bad = tokens.first(where: { $0 < 0 || $0 >= vocabulary }) {
-            throw HearthError.invalidArgument("Token id \(bad) is outside the vocabulary (0..<\(vocabulary)).")
-        }
-        try tokens.withUnsafeBufferPointer { all in
-            var offset = 0
-            while offset < all.count {
-                let count = min(state.batchCapacity, all.count - offset)
-                let batch = UnsafeBufferPointer(rebasing: all[offset..<offset + count])
-                try passLock.withLock { try architecture.forward(batch, state: state, pool: pool) }
-                state.tokens += batch
-                offset += count
+        for run in batch.runs {
+            guard run.sequence.owner == ObjectIdentifier(self) else {
+                throw HearthError.invalidArgument("This sequence belongs to a different model.")
+            }
+            let needed = run.sequence.position + run.tokens.count
+            guard needed <= run.sequence.contextLength else {
+                throw HearthError.contextOverflow(needed: needed, limit: run.sequence.contextLength)
+            }
+            if let bad = run.tokens.first(where: { $0 < 0 || $0 >= vocabulary }) {
+                throw HearthError.invalidArgument("Token id \(bad) is outside the vocabulary (0..<\(vocabulary)).")
             }
         }
-        return Logits(state: state, count: configuration.vocabularySize)
+        try passLock.withLock {
+            let pass = ForwardPass(batch: batch, configuration: configuration, workspace: workspace, pool: pool)
+            try architecture.forward(pass)
+            let logits = architecture.head(pass)
+            let vocab = configuration.vocabularySize
+            for run in batch.runs { run.sequence.tokens += run.tokens }
+            var next = 0
+            for run in batch.runs where run.logits != .none {
+                let count = run.logits == .all ? run.tokens.count : 1
+                for index in 0..<count {
+                    let row = logits + (next + index) * vocab
+                    onLogits?(run.sequence, run.logits == .all ? index : run.tokens.count - 1,
+                              UnsafeBufferPointer(start: row, count: vocab))
+                }
+                run.sequence.logitBuffer.pointer.update(from: logits + (next + count - 1) * vocab, count: vocab)
+                next += count
+            }
+        }
+    }
+
+    /// Evaluates `tokens` after the sequence's current position, `sequence.chunkSize` rows per
+    /// pass, and returns the logits of the last one.
+    @discardableResult
+    public func evaluate(_ tokens: [Int32], sequence: SequenceState) throws -> Logits {
+        guard !tokens.isEmpty else { throw HearthError.invalidArgument("Nothing to evaluate: the token list is empty.") }
+        guard sequence.owner == ObjectIdentifier(self) else {
+            throw HearthError.invalidArgument("This sequence belongs to a different model.")
+        }
+        let needed = sequence.position + tokens.count
+        guard needed <= sequence.contextLength else {
+            throw HearthError.contextOverflow(needed: needed, limit: sequence.contextLength)
+        }
+        for chunk in Self.chunks(of: tokens.count, size: sequence.chunkSize) {
+            var batch = Batch()
+            try batch.add(Array(tokens[chunk]), to: sequence, logits: chunk.upperBound == tokens.count ? .last : .none)
+            try evaluate(batch)
+        }
+        return sequence.logits
+    }
+
+    /// How a run of `count` tokens is cut into passes of at most `size` rows: always the same
+    /// way for the same count, so a prompt's arithmetic never depends on what ran beside it.
+    static func chunks(of count: Int, size: Int) -> [Range<Int>] {
+        stride(from: 0, to: count, by: size).map { $0..<min($0 + size, count) }
     }
 }
 
 extension TransformerModel {
-    /// Bytes this model needs with a state of `contextLength` positions: the mapped weights, the
-    /// KV cache and the scratch buffers of a state.
+    /// Bytes this model needs with one sequence of `contextLength` positions: the mapped
+    /// weights, the sequence's KV cache and logits, and the scratch of a pass of `batchSize` rows.
     public func memoryEstimate(contextLength: Int, batchSize: Int = 128) -> Int {
         let c = configuration
         let kvCache = 2 * c.blockCount * contextLength * c.kvWidth * MemoryLayout<UInt16>.size
-        let rows = c.embeddingLength * 3 + c.queryWidth * 2 + 2 * c.kvWidth + 3 * c.feedForwardLength
-        let scratch = (batchSize * rows + c.vocabularySize + threadCount * contextLength) * MemoryLayout<Float>.size
+        let rows = c.embeddingLength * 4 + c.queryWidth * 2 + 2 * c.kvWidth + 3 * c.feedForwardLength
+        let scratch = (batchSize * rows + 2 * c.vocabularySize + threadCount * contextLength) * MemoryLayout<Float>.size
         return gguf.fileSize + kvCache + scratch
     }
 }

@@ -92,15 +92,22 @@ public struct RowKernel: Sendable {
     /// output[c * outputStride + r] = dot(weight row r, activation column c), where column c
     /// starts at activations + c * activationStride (bytes). Output is indexed by absolute row r.
     ///
-    /// Pass every column of a batch in one call (split only the rows): on AVX2, Q4_K and Q6_K
-    /// sum a batch in the order llama.cpp's CPU backend uses for a batch of that size, which can
-    /// differ from `dot` in the last bits (`KernelReference.SummationOrder`).
+    /// `runs` splits the columns into the rows of each sequence of a forward pass (lengths that
+    /// sum to `columns`; nil is one run). On AVX2, Q4_K, Q5_K and Q6_K sum each run in the order
+    /// llama.cpp's CPU backend uses for a batch of that size (`KernelReference.SummationOrder`),
+    /// so a column's result depends on its own run only, never on the runs beside it. Pass every
+    /// column of a pass in one call and split only the rows.
     public func matMul(weights: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>,
                        activations: UnsafeRawPointer, activationStride: Int, columns: Int, count: Int,
+                       runs: UnsafeBufferPointer<Int>? = nil,
                        output: UnsafeMutablePointer<Float>, outputStride: Int) {
         checkCount(count)
+        precondition(runs.map { $0.reduce(0, +) == columns && $0.allSatisfy { $0 > 0 } } ?? true,
+                     "runs must be positive and sum to the \(columns) columns")
         hk_matmul(isa, weightType.rawValue, weights, rowBytes, Int64(rows.lowerBound), Int64(rows.upperBound),
-                  activations, activationStride, Int64(columns), Int64(count), output, outputStride)
+                  activations, activationStride, Int64(columns), Int64(count),
+                  runs.map { UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: Int64.self) }, Int64(runs?.count ?? 0),
+                  output, outputStride)
     }
 
     @inline(__always)

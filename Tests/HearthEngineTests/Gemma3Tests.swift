@@ -30,10 +30,10 @@ struct Gemma3Tests {
         let model = try sharedGemma3.get()
         let prompt = model.tokenizer.encode(reference.prompt, addSpecial: true, parseSpecial: false)
         #expect(prompt == reference.prompt_ids)
-        let state = try model.makeState(contextLength: 256)
+        let state = try model.makeSequence(contextLength: 256)
         var ids: [Int32] = []
         var text = ""
-        try model.generate(prompt: prompt, options: GenerationOptions(sampling: .greedy, maxTokens: reference.ids.count), state: state) { chunk in
+        try model.generate(prompt: prompt, options: GenerationOptions(sampling: .greedy, maxTokens: reference.ids.count), sequence: state) { chunk in
             if let token = chunk.token { ids.append(token) }
             text += chunk.text
             return true
@@ -61,11 +61,11 @@ struct Gemma3Tests {
         #expect(model.configuration.architecture == "gemma3")
         // A prompt longer than a small context is an error, not a crash; the real window (512)
         // is exercised by generating past it.
-        let state = try model.makeState(contextLength: 600)
+        let state = try model.makeSequence(contextLength: 600)
         let prompt = Array(model.tokenizer.encode(String(repeating: "one two three four ", count: 140),
                                                   addSpecial: true, parseSpecial: false).prefix(560))
         #expect(prompt.count == 560)
-        let logits = try model.evaluate(prompt, state: state)
+        let logits = try model.evaluate(prompt, sequence: state)
         #expect(logits.allSatisfy { $0.isFinite })
         #expect(state.position == 560)
     }

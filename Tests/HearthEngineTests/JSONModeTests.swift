@@ -25,9 +25,9 @@ private func chatPrompt(_ model: TransformerModel, _ question: String) throws ->
 
 private func answer(_ model: TransformerModel, _ question: String, _ options: GenerationOptions,
                     contextLength: Int = 1024) throws -> Answer {
-    let state = try model.makeState(contextLength: contextLength)
+    let state = try model.makeSequence(contextLength: contextLength)
     var answer = Answer()
-    try model.generate(prompt: try chatPrompt(model, question), options: options, state: state) { chunk in
+    try model.generate(prompt: try chatPrompt(model, question), options: options, sequence: state) { chunk in
         answer.text += chunk.text
         if let token = chunk.token { answer.tokens.append(token) }
         if let logprob = chunk.logprob { answer.logprobs.append(logprob) }
@@ -263,8 +263,8 @@ struct JSONModeTests {
         // The sampler alone on the logits of each step of a JSON answer, with and without the
         // constraint: the overhead JSON mode adds to a token.
         let prompt = try chatPrompt(model, Self.person)
-        let state = try model.makeState(contextLength: 1024)
-        var logits = Array(try model.evaluate(prompt, state: state))
+        let state = try model.makeSequence(contextLength: 1024)
+        var logits = Array(try model.evaluate(prompt, sequence: state))
         var recognizer = JSONRecognizer()
         var steps: [([Float], JSONRecognizer)] = []
         var picker = Sampler(options: SamplingOptions())
@@ -275,7 +275,7 @@ struct JSONModeTests {
             let token = try #require(picked)
             let consumed = recognizer.consume(model.tokenizer.tokenBytes(token))
             #expect(consumed)
-            logits = Array(try model.evaluate([token], state: state))
+            logits = Array(try model.evaluate([token], sequence: state))
         }
         let clock = ContinuousClock()
         for (name, sampling) in [("greedy", SamplingOptions()), ("balanced", GenerationOptions.balancedSampling),

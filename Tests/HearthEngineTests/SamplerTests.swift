@@ -617,9 +617,9 @@ private let samplingModel = Result { try TransformerModel(path: TestFiles.model(
 struct SamplerModelTests {
     private func generate(_ model: TransformerModel, _ prompt: String, count: Int, options: SamplingOptions) throws -> [Int32] {
         let tokens = model.tokenizer.encode(prompt, addSpecial: true, parseSpecial: false)
-        let state = try model.makeState(contextLength: 256)
+        let state = try model.makeSequence(contextLength: 256)
         var out: [Int32] = []
-        try model.generate(prompt: tokens, options: GenerationOptions(sampling: options, maxTokens: count), state: state) {
+        try model.generate(prompt: tokens, options: GenerationOptions(sampling: options, maxTokens: count), sequence: state) {
             if let token = $0.token { out.append(token) }
             return true
         }

@@ -23,9 +23,9 @@ private func smolLM2Cases() throws -> [GreedyCase] {
 private let sharedSmolLM2 = Result { try TransformerModel(path: TestFiles.model(TestFiles.smolLM2), threads: 2) }
 
 private func greedy(_ model: TransformerModel, prompt tokens: [Int32], count: Int, batchSize: Int = 128) throws -> [Int32] {
-    let state = try model.makeState(contextLength: 512, batchSize: batchSize)
+    let state = try model.makeSequence(contextLength: 512, chunkSize: batchSize)
     var out: [Int32] = []
-    try model.generate(prompt: tokens, options: GenerationOptions(sampling: .greedy, maxTokens: count), state: state) { chunk in
+    try model.generate(prompt: tokens, options: GenerationOptions(sampling: .greedy, maxTokens: count), sequence: state) { chunk in
         if let token = chunk.token { out.append(token) }
         return true
     }
@@ -52,11 +52,11 @@ struct SmolLM2Tests {
         let prompt = model.tokenizer.encode(text, addSpecial: true, parseSpecial: true)
         #expect(prompt == [1, 9690, 198, 2683, 359, 253, 5356, 5646, 11173, 3365, 3511, 308, 34519, 28, 7018, 411, 407,
                            19712, 8182, 2, 198, 1, 4093, 198, 1780, 314, 216, 34, 27, 34, 47, 2, 198, 1, 520, 9531, 198])
-        let state = try model.makeState(contextLength: 256)
+        let state = try model.makeSequence(contextLength: 256)
         var tokens: [Int32] = []
         var reply = ""
         var finish: FinishReason?
-        try model.generate(prompt: prompt, options: GenerationOptions(sampling: .greedy, maxTokens: 40), state: state) { chunk in
+        try model.generate(prompt: prompt, options: GenerationOptions(sampling: .greedy, maxTokens: 40), sequence: state) { chunk in
             if let token = chunk.token { tokens.append(token) }
             reply += chunk.text
             finish = chunk.finishReason ?? finish
@@ -73,11 +73,11 @@ struct SmolLM2Tests {
         let prompts = ["The quick brown fox jumps over the lazy dog because", "def fibonacci(n):", "Water boils at"]
         for text in prompts {
             let prompt = model.tokenizer.encode(text, addSpecial: true, parseSpecial: false)
-            let batched = try model.makeState(contextLength: 64)
-            let a = Array(try model.evaluate(prompt, state: batched))
-            let sequential = try model.makeState(contextLength: 64, batchSize: 1)
+            let batched = try model.makeSequence(contextLength: 64)
+            let a = Array(try model.evaluate(prompt, sequence: batched))
+            let sequential = try model.makeSequence(contextLength: 64, chunkSize: 1)
             var b: [Float] = []
-            for token in prompt { b = Array(try model.evaluate([token], state: sequential)) }
+            for token in prompt { b = Array(try model.evaluate([token], sequence: sequential)) }
             // Like llama.cpp's (which each path reproduces bit for bit), the two paths sum
             // attention in different orders, and int8 activations turn those last-bit
             // differences into small but visible ones: the logits agree as a whole, not bit
@@ -103,12 +103,12 @@ struct SmolLM2Tests {
     @Test("the context limit is a clear error, not a crash")
     func contextOverflow() throws {
         let model = try sharedSmolLM2.get()
-        let state = try model.makeState(contextLength: 8)
+        let state = try model.makeSequence(contextLength: 8)
         #expect(throws: HearthError.contextOverflow(needed: 9, limit: 8)) {
-            try model.evaluate(Array(repeating: 1, count: 9), state: state)
+            try model.evaluate(Array(repeating: 1, count: 9), sequence: state)
         }
-        #expect(throws: HearthError.self) { try model.evaluate([-1], state: state) }
-        #expect(throws: HearthError.self) { try model.evaluate([49152], state: state) }
+        #expect(throws: HearthError.self) { try model.evaluate([-1], sequence: state) }
+        #expect(throws: HearthError.self) { try model.evaluate([49152], sequence: state) }
     }
 
     @Test("seeded sampling repeats itself")
@@ -116,9 +116,9 @@ struct SmolLM2Tests {
         let model = try sharedSmolLM2.get()
         let prompt = model.tokenizer.encode("My favourite food is", addSpecial: true, parseSpecial: false)
         func sample(seed: UInt64) throws -> [Int32] {
-            let state = try model.makeState(contextLength: 64)
+            let state = try model.makeSequence(contextLength: 64)
             var out: [Int32] = []
-            try model.generate(prompt: prompt, options: GenerationOptions(sampling: SamplingOptions(temperature: 1.0, seed: seed), maxTokens: 12), state: state) {
+            try model.generate(prompt: prompt, options: GenerationOptions(sampling: SamplingOptions(temperature: 1.0, seed: seed), maxTokens: 12), sequence: state) {
                 if let t = $0.token { out.append(t) }
                 return true
             }

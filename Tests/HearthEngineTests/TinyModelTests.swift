@@ -14,8 +14,8 @@ extension TinyLlama {
 @Suite struct TinyModelTests {
     @Test func aTinyRandomModelLoadsAndRuns() throws {
         let model = try TinyLlama().load()
-        let state = try model.makeState(contextLength: 64)
-        let logits = try model.evaluate([1, 2, 3, 4, 5], state: state)
+        let state = try model.makeSequence(contextLength: 64)
+        let logits = try model.evaluate([1, 2, 3, 4, 5], sequence: state)
         #expect(logits.count == 16)
         #expect(logits.allSatisfy { $0.isFinite })
     }
@@ -49,8 +49,8 @@ extension TinyLlama {
     @Test func aStateBelongsToTheModelThatMadeIt() throws {
         let one = try TinyLlama().load(threads: 1)
         let two = try TinyLlama().load(threads: 2)
-        let state = try one.makeState(contextLength: 16)
-        #expect(throws: HearthError.self) { try two.evaluate([1], state: state) }
+        let state = try one.makeSequence(contextLength: 16)
+        #expect(throws: HearthError.self) { try two.evaluate([1], sequence: state) }
     }
 
     @Test("a prompt split over several batches gives exactly the logits of one batch")
@@ -60,8 +60,8 @@ extension TinyLlama {
             "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of foolishness",
             addSpecial: true, parseSpecial: false)
         #expect(prompt.count > 17 && prompt.count % 8 > 1)
-        let whole = Array(try model.evaluate(prompt, state: model.makeState(contextLength: 64)))
-        let split = Array(try model.evaluate(prompt, state: model.makeState(contextLength: 64, batchSize: 8)))
+        let whole = Array(try model.evaluate(prompt, sequence: model.makeSequence(contextLength: 64)))
+        let split = Array(try model.evaluate(prompt, sequence: model.makeSequence(contextLength: 64, chunkSize: 8)))
         #expect(whole == split)
     }
 }

@@ -40,10 +40,12 @@ void hk_matvec(int isa, uint32_t weight_type, const void *w, size_t row_bytes,
                int64_t r0, int64_t r1, const void *a, int64_t n, float *out);
 
 /// out[c * out_stride + r] = dot(row r, column c) for r in r0..<r1, c in 0..<cols;
-/// column c starts at a + c * a_stride bytes.
+/// column c starts at a + c * a_stride bytes. `runs` (n_runs lengths summing to cols, or NULL
+/// for one run) are the columns of each sequence in a forward pass: a column's sum depends on
+/// the length of its run and its place in it, never on the other runs.
 void hk_matmul(int isa, uint32_t weight_type, const void *w, size_t row_bytes,
                int64_t r0, int64_t r1, const void *a, size_t a_stride, int64_t cols,
-               int64_t n, float *out, size_t out_stride);
+               int64_t n, const int64_t *runs, int64_t n_runs, float *out, size_t out_stride);
 
 /// Sum of a[i] * b[i].
 float hk_dot_f32(int isa, const float *a, const float *b, int64_t n);

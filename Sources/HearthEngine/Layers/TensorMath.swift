@@ -33,38 +33,6 @@ enum TensorMath {
         Activations.siluMul(gate: gate, up: up, output: out, count: count)
     }
 
-    /// Rotary position embedding of one token, for `heads` heads of `headDimension`, rotating
-    /// the first `ropeDimensions` of each head.
-    ///
-    /// `adjacentPairs` rotates (x[2i], x[2i+1]) as the llama GGUF layout needs (its Q and K
-    /// weights are permuted at conversion); otherwise (x[i], x[i + d/2]) as in GPT-NeoX and Gemma.
-    /// Angles follow llama.cpp: `theta_i = position * base^(-2i/d)`, accumulated in float.
-    static func rope(_ x: UnsafeMutablePointer<Float>, heads: Int, headDimension: Int, ropeDimensions: Int,
-                     position: Int, base: Float, adjacentPairs: Bool) {
-        let half = ropeDimensions / 2
-        let thetaScale = powf(base, -2.0 / Float(ropeDimensions))
-        var theta = Float(position)
-        withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * half) { table in
-            for i in 0..<half {
-                table[2 * i] = cosf(theta)
-                table[2 * i + 1] = sinf(theta)
-                theta *= thetaScale
-            }
-            for h in 0..<heads {
-                let v = x + h * headDimension
-                for i in 0..<half {
-                    let c = table[2 * i], s = table[2 * i + 1]
-                    let a = adjacentPairs ? 2 * i : i
-                    let b = adjacentPairs ? 2 * i + 1 : i + half
-                    let x0 = v[a], x1 = v[b]
-                    // Fused as llama.cpp's compiled C does it, so the rounding is the same.
-                    v[a] = (-(x1 * s)).addingProduct(x0, c)
-                    v[b] = (x1 * c).addingProduct(x0, s)
-                }
-            }
-        }
-    }
-
     /// Index of the largest value (the first one on ties).
     static func argmax(_ x: UnsafePointer<Float>, count: Int) -> Int {
         var best = 0

@@ -116,8 +116,9 @@ extension WorkerPool {
     /// `output[c * outputStride + offset_m + r] = W_m · x_c` for each matrix `m` in `matrices`,
     /// with the outputs of the matrices laid side by side (`offset_m` is the sum of the rows of
     /// the matrices before `m`). The rows of all matrices are split across the threads together,
-    /// so Q, K and V (or gate and up) cost one hand-over instead of three.
-    func multiply(_ matrices: [WeightMatrix], by x: QuantizedActivations, columns: Int,
+    /// so Q, K and V (or gate and up) cost one hand-over instead of three. `runs` are the
+    /// columns of each sequence (see `RowKernel.matMul`).
+    func multiply(_ matrices: [WeightMatrix], by x: QuantizedActivations, columns: Int, runs: [Int],
                   output: UnsafeMutablePointer<Float>, outputStride: Int) {
         let total = matrices.reduce(0) { $0 + $1.rows }
         let inputs = matrices.map { x.data(for: $0.kernel) }
@@ -134,10 +135,12 @@ extension WorkerPool {
                                              activations: input.pointer, count: matrix.columns,
                                              output: output + offset + lower)
                     } else {
-                        matrix.kernel.matMul(weights: matrix.base, rowBytes: matrix.rowBytes, rows: lower..<upper,
-                                             activations: input.pointer, activationStride: input.stride,
-                                             columns: columns, count: matrix.columns,
-                                             output: output + offset, outputStride: outputStride)
+                        runs.withUnsafeBufferPointer { runs in
+                            matrix.kernel.matMul(weights: matrix.base, rowBytes: matrix.rowBytes, rows: lower..<upper,
+                                                 activations: input.pointer, activationStride: input.stride,
+                                                 columns: columns, count: matrix.columns, runs: runs,
+                                                 output: output + offset, outputStride: outputStride)
+                        }
                     }
                 }
                 offset += matrix.rows

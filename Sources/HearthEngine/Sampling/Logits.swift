@@ -1,14 +1,14 @@
-/// The logits of the last evaluated token: one score per vocabulary entry.
+/// The logits of one evaluated row: one score per vocabulary entry.
 ///
-/// A view into the state that produced it, kept alive for as long as the view is; the values
-/// change when that state evaluates again, so copy them (`Array(logits)`) to keep them.
+/// A view into the sequence that produced it, kept alive for as long as the view is; the
+/// values change when that sequence evaluates again, so copy them (`Array(logits)`) to keep them.
 public struct Logits: RandomAccessCollection {
-    private let state: DecoderState
+    private let sequence: SequenceState
     private let buffer: UnsafeBufferPointer<Float>
 
-    init(state: DecoderState, count: Int) {
-        self.state = state
-        buffer = UnsafeBufferPointer(start: state.logits.pointer, count: count)
+    init(sequence: SequenceState) {
+        self.sequence = sequence
+        buffer = UnsafeBufferPointer(start: sequence.logitBuffer.pointer, count: sequence.logitBuffer.count)
     }
 
     /// The first index, 0.
@@ -20,7 +20,7 @@ public struct Logits: RandomAccessCollection {
 
     /// Calls `body` with the scores in contiguous memory, valid during the call.
     public func withUnsafeBufferPointer<R>(_ body: (UnsafeBufferPointer<Float>) throws -> R) rethrows -> R {
-        try withExtendedLifetime(state) { try body(buffer) }
+        try withExtendedLifetime(sequence) { try body(buffer) }
     }
 
     /// The token with the highest score (the first on ties).

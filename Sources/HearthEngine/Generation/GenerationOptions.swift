@@ -68,7 +68,10 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
         set { sampling.temperature = newValue }
     }
 
-    /// The seed of the draw; the same seed and options give the same tokens.
+    /// The seed of the draw; the same seed and options give the same tokens from the same cache
+    /// state. A prompt partly reused from a context's cache evaluates its new tokens in other
+    /// batches than a fresh one, which can move the logits in their last bits and so, at a
+    /// temperature above 0, the draw.
     public var seed: UInt64? {
         get { sampling.seed }
         set { sampling.seed = newValue }

@@ -1,0 +1,79 @@
+import HearthFormats
+
+/// Gemma 3: a decoder whose blocks norm before and after both attention and the feed-forward
+/// network. Token embeddings are scaled by √width; queries and keys get their own RMSNorm per
+/// head before RoPE (NeoX halves); five of every six layers attend over a sliding window with
+/// their own RoPE base, the sixth over the whole context; queries are scaled before attention;
+/// the feed-forward network is GeGLU. The output projection is tied to the token embedding.
+final class Gemma3: DecoderArchitecture {
+    struct Block {
+        let attentionNorm: RMSNorm          // (dim)
+        let attention: Attention
+        let postAttentionNorm: RMSNorm      // (dim)
+        let feedForwardNorm: RMSNorm        // (dim)
+        let feedForward: FeedForward
+        let postFeedForwardNorm: RMSNorm    // (dim)
+    }
+
+    let embedding: TokenEmbedding
+    let blocks: [Block]
+    let head: OutputHead
+
+    init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
+        let arch = c.architecture
+        let window = gguf.int("\(arch).attention.sliding_window").flatMap { $0 > 0 ? $0 : nil }
+        // Every sixth layer is global unless the file says otherwise.
+        let pattern = gguf.int("\(arch).attention.sliding_window_pattern") ?? 6
+        // Larger Gemma 3 models stretch the global layers' positions linearly; the local ones never.
+        var globalScale: Float = 1
+        if let scaling = gguf.string("\(arch).rope.scaling.type"), scaling != "none" {
+            guard scaling == "linear", let factor = gguf.float("\(arch).rope.scaling.factor"), factor.isFinite, factor >= 1 else {
+                throw HearthError.unsupportedModel(reason: "gemma3 models with \(scaling) RoPE scaling")
+            }
+            globalScale = 1 / factor
+        }
+        let global = RotaryEmbedding(dimensions: c.ropeDimensions, base: c.ropeBase, pairing: .halves, frequencyScale: globalScale)
+        let local = RotaryEmbedding(dimensions: c.ropeDimensions, base: gguf.float("\(arch).rope.freq_base_swa") ?? 10_000,
+                                    pairing: .halves)
+        // Queries are scaled by 1/√headDim (27B by 1/√(width/heads), as in Google's reference).
+        let queryScale = c.blockCount == 62
+            ? 1 / Float(c.embeddingLength / c.headCount).squareRoot()
+            : 1 / Float(c.headDimension).squareRoot()
+        func norm(_ name: String) throws -> RMSNorm {
+            try RMSNorm(gguf, name, width: c.embeddingLength, epsilon: c.normEpsilon)
+        }
+        embedding = try TokenEmbedding(gguf, configuration: c, scale: Float(c.embeddingLength).squareRoot())
+        blocks = try (0..<c.blockCount).map { i in
+            let sliding = window != nil && (pattern == 0 || i % pattern < pattern - 1)
+            let p = "blk.\(i)."
+            return Block(
+                attentionNorm: try norm(p + "attn_norm.weight"),
+                attention: try Attention(gguf, layer: i, configuration: c, rope: sliding ? local : global, headNorms: true,
+                                         window: sliding ? window : nil, scale: .queries(queryScale)),
+                postAttentionNorm: try norm(p + "post_attention_norm.weight"),
+                feedForwardNorm: try norm(p + "ffn_norm.weight"),
+                feedForward: try FeedForward(gguf, layer: i, configuration: c, activation: .gelu),
+                postFeedForwardNorm: try norm(p + "post_ffw_norm.weight"))
+        }
+        let softCap = gguf.float("\(arch).final_logit_softcapping").flatMap { $0 > 0 ? $0 : nil }
+        head = try OutputHead(gguf, configuration: c, embedding: embedding, softCap: softCap)
+    }
+
+    func forward(_ pass: ForwardPass) throws {
+        let n = pass.rows, dim = pass.configuration.embeddingLength
+        let normed = pass.workspace.floats(.normed, n * dim)
+        let out = pass.workspace.floats(.projected, n * dim)
+        try embedding(pass)
+        for block in blocks {
+            block.attentionNorm(rows: n, pass.residual, into: normed)
+            block.attention(normed, pass: pass, into: out)
+            block.postAttentionNorm(rows: n, out, into: out)
+            pass.addToResidual(out)
+
+            block.feedForwardNorm(rows: n, pass.residual, into: normed)
+            block.feedForward(normed, pass: pass, into: out)
+            block.postFeedForwardNorm(rows: n, out, into: out)
+            pass.addToResidual(out)
+        }
+    }
+}

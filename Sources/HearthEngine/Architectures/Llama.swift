@@ -1,0 +1,62 @@
+import HearthFormats
+
+/// Llama (Llama 2, SmolLM, Mistral 7B): a pre-norm decoder. Each block is
+/// RMSNorm → attention (RoPE on adjacent pairs, grouped-query, KV cache) → residual →
+/// RMSNorm → SwiGLU feed-forward → residual; then a final RMSNorm and the output projection
+/// (tied to the token embedding when the file has no `output.weight`).
+final class Llama: DecoderArchitecture {
+    struct Block {
+        let attentionNorm: RMSNorm      // (dim)
+        let attention: Attention
+        let feedForwardNorm: RMSNorm    // (dim)
+        let feedForward: FeedForward
+    }
+
+    let embedding: TokenEmbedding
+    let blocks: [Block]
+    let head: OutputHead
+
+    init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
+        try Self.refuseUnsupported(gguf)
+        let rope = RotaryEmbedding(dimensions: c.ropeDimensions, base: c.ropeBase, pairing: .adjacent)
+        let scale = Attention.Scale.scores(1 / Float(c.headDimension).squareRoot())
+        embedding = try TokenEmbedding(gguf, configuration: c)
+        blocks = try (0..<c.blockCount).map { i in
+            Block(attentionNorm: try RMSNorm(gguf, "blk.\(i).attn_norm.weight", width: c.embeddingLength, epsilon: c.normEpsilon),
+                  attention: try Attention(gguf, layer: i, configuration: c, rope: rope, scale: scale),
+                  feedForwardNorm: try RMSNorm(gguf, "blk.\(i).ffn_norm.weight", width: c.embeddingLength, epsilon: c.normEpsilon),
+                  feedForward: try FeedForward(gguf, layer: i, configuration: c, activation: .silu))
+        }
+        head = try OutputHead(gguf, configuration: c, embedding: embedding)
+    }
+
+    /// Refuses llama-architecture files that need more than this family implements, rather
+    /// than running them wrongly.
+    static func refuseUnsupported(_ gguf: GGUFFile) throws {
+        if let experts = gguf.int("llama.expert_count"), experts > 0 {
+            throw HearthError.unsupportedModel(reason: "mixture-of-experts llama models (\(experts) experts)")
+        }
+        if gguf.tensorInfo(named: "rope_freqs.weight") != nil {
+            throw HearthError.unsupportedModel(reason: "llama models with RoPE frequency factors (Llama 3.1 and later)")
+        }
+        if let scaling = gguf.string("llama.rope.scaling.type"), scaling != "none" {
+            throw HearthError.unsupportedModel(reason: "llama models with \(scaling) RoPE scaling")
+        }
+    }
+
+    func forward(_ pass: ForwardPass) throws {
+        let n = pass.rows, dim = pass.configuration.embeddingLength
+        let normed = pass.workspace.floats(.normed, n * dim)
+        let out = pass.workspace.floats(.projected, n * dim)
+        try embedding(pass)
+        for block in blocks {
+            block.attentionNorm(rows: n, pass.residual, into: normed)
+            block.attention(normed, pass: pass, into: out)
+            pass.addToResidual(out)
+
+            block.feedForwardNorm(rows: n, pass.residual, into: normed)
+            block.feedForward(normed, pass: pass, into: out)
+            pass.addToResidual(out)
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import HearthFormats
+
+/// A decoder family: its weights, read from a GGUF file, and the order of its calls over a
+/// forward pass. The layers do the work; positions, caches and threads belong to the pass.
+protocol DecoderArchitecture: AnyObject, Sendable {
+    /// Reads the family's hyperparameters and weights, refusing by name what it does not
+    /// implement (HearthError.unsupportedModel).
+    init(gguf: GGUFFile, configuration: ModelConfiguration) throws
+    /// Runs the blocks over every row of `pass`, leaving the final hidden states in its
+    /// residual stream.
+    func forward(_ pass: ForwardPass) throws
+    /// The final norm and the projection to logits.
+    var head: OutputHead { get }
+}
+
+/// The families this engine runs, by GGUF `general.architecture`. A new family is one file in
+/// Architectures/ and one line here.
+enum ArchitectureRegistry {
+    static let families: [(name: String, type: any DecoderArchitecture.Type)] = [
+        ("llama", Llama.self),
+        ("gemma3", Gemma3.self),
+    ]
+
+    /// The type that runs `architecture`, or nil.
+    static func family(_ architecture: String) -> (any DecoderArchitecture.Type)? {
+        families.first { $0.name == architecture }?.type
+    }
+
+    /// Every architecture name this engine runs.
+    static var names: [String] { families.map(\.name) }
+}

@@ -1,0 +1,166 @@
+import HearthFormats
+import HearthKernels
+
+/// Causal self-attention over each row's own sequence: project to queries, keys and values,
+/// rotate queries and keys by position, append keys and values to the sequence's cache, attend
+/// over the cache, project back.
+///
+/// Grouped-query (fewer key/value heads than query heads), split or fused QKV weights, optional
+/// biases, optional per-head RMSNorm of queries and keys, a sliding window, a soft cap on the
+/// scores, and the query scale applied either to the scores or to the queries beforehand (the
+/// two round differently, and each family follows its own llama.cpp graph).
+struct Attention {
+    /// How the input becomes queries, keys and values.
+    enum Projection {
+        /// Three matrices: (qWidth, dim), (kvWidth, dim), (kvWidth, dim).
+        case separate(query: WeightMatrix, key: WeightMatrix, value: WeightMatrix)
+        /// One matrix of qWidth + 2 * kvWidth rows (Phi-3's `attn_qkv`).
+        case fused(WeightMatrix)
+
+        var matrices: [WeightMatrix] {
+            switch self {
+            case .separate(let q, let k, let v): return [q, k, v]
+            case .fused(let qkv): return [qkv]
+            }
+        }
+    }
+
+    /// Where the 1/√d-like scale goes.
+    enum Scale {
+        /// Multiplies each query-key product inside the attention kernel.
+        case scores(Float)
+        /// Multiplies the queries after RoPE; the kernel then applies none.
+        case queries(Float)
+    }
+
+    /// Index of this layer's keys and values in each sequence's cache.
+    let layer: Int
+    let heads: Int
+    let kvHeads: Int
+    let headDimension: Int
+    let projection: Projection
+    /// Q, K and V biases side by side: (qWidth + 2 * kvWidth), or nil.
+    let bias: FloatBuffer?
+    let queryNorm: RMSNorm?            // (headDim), applied to each query head
+    let keyNorm: RMSNorm?              // (headDim), applied to each key head
+    let rope: RotaryEmbedding
+    let output: WeightMatrix           // (dim, qWidth)
+    let outputBias: FloatBuffer?       // (dim)
+    /// Positions a row sees, itself included, or nil for the whole context.
+    let window: Int?
+    /// Scores become `cap * tanh(score / cap)` (Gemma 2), or nil.
+    let softCap: Float?
+    let scale: Scale
+
+    var queryWidth: Int { heads * headDimension }
+    var kvWidth: Int { kvHeads * headDimension }
+
+    /// The attention of block `layer` (tensor names `blk.N.attn_*`), reading separate or fused
+    /// QKV weights and any biases the file has; Q/K norms when `headNorms` says the family has
+    /// them.
+    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, rope: RotaryEmbedding, headNorms: Bool = false,
+         window: Int? = nil, softCap: Float? = nil, scale: Scale) throws {
+        let p = "blk.\(layer)."
+        let dim = c.embeddingLength
+        self.layer = layer
+        heads = c.headCount
+        kvHeads = c.kvHeadCount
+        headDimension = c.headDimension
+        let qkvWidth = c.queryWidth + 2 * c.kvWidth
+        if gguf.tensorInfo(named: p + "attn_qkv.weight") != nil {
+            projection = .fused(try WeightMatrix(gguf, p + "attn_qkv.weight", rows: qkvWidth, columns: dim))
+            bias = try loadOptionalVector(gguf, p + "attn_qkv.bias", count: qkvWidth)
+        } else {
+            projection = .separate(query: try WeightMatrix(gguf, p + "attn_q.weight", rows: c.queryWidth, columns: dim),
+                                   key: try WeightMatrix(gguf, p + "attn_k.weight", rows: c.kvWidth, columns: dim),
+                                   value: try WeightMatrix(gguf, p + "attn_v.weight", rows: c.kvWidth, columns: dim))
+            let parts = try [("attn_q.bias", c.queryWidth), ("attn_k.bias", c.kvWidth), ("attn_v.bias", c.kvWidth)].map {
+                try loadOptionalVector(gguf, p + $0.0, count: $0.1)
+            }
+            if parts.allSatisfy({ $0 == nil }) {
+                bias = nil
+            } else {
+                // A family with some biases has zeros for the others.
+                let joined = FloatBuffer(qkvWidth)
+                var offset = 0
+                for (part, width) in zip(parts, [c.queryWidth, c.kvWidth, c.kvWidth]) {
+                    if let part { (joined.pointer + offset).update(from: part.pointer, count: width) }
+                    offset += width
+                }
+                bias = joined
+            }
+        }
+        queryNorm = headNorms ? try RMSNorm(gguf, p + "attn_q_norm.weight", width: c.headDimension, epsilon: c.normEpsilon) : nil
+        keyNorm = headNorms ? try RMSNorm(gguf, p + "attn_k_norm.weight", width: c.headDimension, epsilon: c.normEpsilon) : nil
+        output = try WeightMatrix(gguf, p + "attn_output.weight", rows: dim, columns: c.queryWidth)
+        outputBias = try loadOptionalVector(gguf, p + "attn_output.bias", count: dim)
+        self.rope = rope
+        self.window = window
+        self.softCap = softCap
+        self.scale = scale
+    }
+
+    /// Attention of every row of `input` (the normed residual, (rows, dim)) into `output`
+    /// ((rows, dim), the attention block's contribution before the residual add).
+    func callAsFunction(_ input: UnsafePointer<Float>, pass: ForwardPass, into output: UnsafeMutablePointer<Float>) {
+        let n = pass.rows
+        let dim = pass.configuration.embeddingLength
+        let qkvWidth = queryWidth + 2 * kvWidth
+        let qkv = pass.workspace.floats(.qkv, n * qkvWidth)
+        pass.project(input, columns: dim, through: projection.matrices, into: qkv, outputStride: qkvWidth)
+
+        let table = pass.rotaryTable(rope)
+        for row in 0..<n {
+            let q = qkv + row * qkvWidth
+            let k = q + queryWidth
+            if let bias { TensorMath.add(bias.pointer, to: q, count: qkvWidth) }
+            queryNorm?.perHead(q, heads: heads)
+            keyNorm?.perHead(k, heads: kvHeads)
+            rope.rotate(q, heads: heads, headDimension: headDimension, table: table + row * rope.tableWidth)
+            rope.rotate(k, heads: kvHeads, headDimension: headDimension, table: table + row * rope.tableWidth)
+            if case .queries(let factor) = scale {
+                for j in 0..<queryWidth { q[j] *= factor }
+            }
+            pass.sequence(ofRow: row).cache.store(layer: layer, position: pass.positions[row], key: k, value: k + kvWidth)
+        }
+
+        let attended = pass.workspace.floats(.attention, n * queryWidth)
+        attend(qkv, pass: pass, into: attended)
+        pass.project(attended, columns: queryWidth, through: [self.output], into: output, outputStride: dim)
+        if let outputBias {
+            for row in 0..<n { TensorMath.add(outputBias.pointer, to: output + row * dim, count: dim) }
+        }
+    }
+
+    /// Each row's queries (in `qkv`) over its own sequence's cache, positions up to its own,
+    /// one (row, head) pair per task.
+    private func attend(_ qkv: UnsafePointer<Float>, pass: ForwardPass, into output: UnsafeMutablePointer<Float>) {
+        let n = pass.rows
+        let group = heads / kvHeads
+        let qkvWidth = queryWidth + 2 * kvWidth
+        let longest = (0..<n).reduce(0) { max($0, pass.positions[$1] + 1) }
+        let threads = pass.pool.threadCount
+        let scores = pass.workspace.floats(.scores, threads * longest)
+        let scoreScale: Float
+        if case .scores(let factor) = scale { scoreScale = factor } else { scoreScale = 1 }
+        let softCap = softCap ?? 0
+        let (heads, headDimension, kvWidth, queryWidth, window, layer) = (heads, headDimension, kvWidth, queryWidth, window, layer)
+        pass.pool.run { thread in
+            let range = WorkerPool.chunk(n * heads, part: thread, of: threads)
+            let scratch = scores + thread * longest
+            for task in range {
+                let row = task / heads, head = task % heads
+                let cache = pass.sequence(ofRow: row).cache
+                let end = pass.positions[row] + 1
+                let first = window.map { max(0, end - $0) } ?? 0
+                let kvOffset = (head / group) * headDimension
+                Activations.attentionHead(query: qkv + row * qkvWidth + head * headDimension,
+                                          keys: cache.keys(layer: layer, position: first) + kvOffset,
+                                          values: cache.values(layer: layer, position: first) + kvOffset,
+                                          stride: kvWidth, positions: end - first, headDimension: headDimension,
+                                          scale: scoreScale, softcap: softCap, single: pass.isAlone(row),
+                                          scratch: scratch, output: output + row * queryWidth + head * headDimension)
+            }
+        }
+    }
+}

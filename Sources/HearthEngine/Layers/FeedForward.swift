@@ -1,0 +1,58 @@
+import HearthFormats
+import HearthKernels
+
+/// The gating activation of a gated feed-forward network.
+enum GatedActivation {
+    /// SwiGLU: `silu(gate) * up` (Llama, Qwen, Mistral, Phi-3).
+    case silu
+    /// GeGLU: `gelu(gate) * up`, tanh GELU (Gemma).
+    case gelu
+
+    /// `output = act(gate) * up` over `count` values.
+    func apply(gate: UnsafePointer<Float>, up: UnsafePointer<Float>, into output: UnsafeMutablePointer<Float>, count: Int) {
+        switch self {
+        case .silu: Activations.siluMul(gate: gate, up: up, output: output, count: count)
+        case .gelu: Activations.geluMul(gate: gate, up: up, output: output, count: count)
+        }
+    }
+}
+
+/// A gated feed-forward network: `down(act(gate(x)) * up(x))`, with gate and up as two matrices
+/// or one fused matrix of both (Phi-3's `ffn_up`, gate first).
+struct FeedForward {
+    /// Gate and up: two (ffn, dim) matrices, or one (2 * ffn, dim) with the gate rows first.
+    let gateUp: [WeightMatrix]
+    let down: WeightMatrix          // (dim, ffn)
+    let activation: GatedActivation
+    let width: Int                  // ffn
+
+    /// The feed-forward network of block `layer` (`blk.N.ffn_gate`, `ffn_up`, `ffn_down`; a fused
+    /// `ffn_up` of twice the width when there is no `ffn_gate`).
+    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, activation: GatedActivation) throws {
+        let p = "blk.\(layer)."
+        let dim = c.embeddingLength, ffn = c.feedForwardLength
+        if gguf.tensorInfo(named: p + "ffn_gate.weight") != nil {
+            gateUp = [try WeightMatrix(gguf, p + "ffn_gate.weight", rows: ffn, columns: dim),
+                      try WeightMatrix(gguf, p + "ffn_up.weight", rows: ffn, columns: dim)]
+        } else {
+            gateUp = [try WeightMatrix(gguf, p + "ffn_up.weight", rows: 2 * ffn, columns: dim)]
+        }
+        down = try WeightMatrix(gguf, p + "ffn_down.weight", rows: dim, columns: ffn)
+        self.activation = activation
+        width = ffn
+    }
+
+    /// The network applied to every row of `input` ((rows, dim)) into `output` ((rows, dim)).
+    func callAsFunction(_ input: UnsafePointer<Float>, pass: ForwardPass, into output: UnsafeMutablePointer<Float>) {
+        let n = pass.rows
+        let dim = pass.configuration.embeddingLength
+        let gateUpRows = pass.workspace.floats(.gateUp, n * 2 * width)
+        let hidden = pass.workspace.floats(.hidden, n * width)
+        pass.project(input, columns: dim, through: gateUp, into: gateUpRows, outputStride: 2 * width)
+        for row in 0..<n {
+            let gate = gateUpRows + row * 2 * width
+            activation.apply(gate: gate, up: gate + width, into: hidden + row * width, count: width)
+        }
+        pass.project(hidden, columns: width, through: [down], into: output, outputStride: dim)
+    }
+}

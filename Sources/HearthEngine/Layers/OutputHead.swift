@@ -1,0 +1,66 @@
+import Foundation
+import HearthFormats
+import HearthKernels
+
+/// Token embeddings: one row of floats per token id, optionally scaled (Gemma multiplies by
+/// √width).
+struct TokenEmbedding {
+    let table: WeightMatrix         // (vocab, dim)
+    let scale: Float?
+
+    init(_ gguf: GGUFFile, configuration c: ModelConfiguration, scale: Float? = nil) throws {
+        table = try WeightMatrix(gguf, "token_embd.weight", rows: c.vocabularySize, columns: c.embeddingLength)
+        self.scale = scale
+    }
+
+    /// The rows of the pass's tokens, into its residual stream.
+    func callAsFunction(_ pass: ForwardPass) throws {
+        let dim = table.columns
+        for (i, token) in pass.tokens.enumerated() {
+            let row = pass.residual + i * dim
+            try dequantizeRow(table.kernel.weightType, table.row(Int(token)), into: row, count: dim)
+            if let scale { for j in 0..<dim { row[j] *= scale } }
+        }
+    }
+}
+
+/// The last steps: a final RMSNorm and the projection to one score per vocabulary entry (its
+/// own matrix, or the token embedding's when the two are tied), with an optional final soft cap
+/// (Gemma 2). Computed only for the rows that want logits.
+struct OutputHead {
+    let norm: RMSNorm
+    let projection: WeightMatrix    // (vocab, dim)
+    /// Logits become `cap * tanh(logit / cap)`, or nil.
+    let softCap: Float?
+
+    /// `output_norm` and `output.weight`, or the embedding table when there is no `output.weight`.
+    init(_ gguf: GGUFFile, configuration c: ModelConfiguration, embedding: TokenEmbedding, softCap: Float? = nil) throws {
+        norm = try RMSNorm(gguf, "output_norm.weight", width: c.embeddingLength, epsilon: c.normEpsilon)
+        if gguf.tensorInfo(named: "output.weight") != nil {
+            projection = try WeightMatrix(gguf, "output.weight", rows: c.vocabularySize, columns: c.embeddingLength)
+        } else {
+            projection = embedding.table
+        }
+        self.softCap = softCap
+    }
+
+    /// The logits of the pass's wanted rows: (wanted rows, vocab) in the workspace, in the
+    /// order of `pass.logitRows`.
+    func callAsFunction(_ pass: ForwardPass) -> UnsafeMutablePointer<Float> {
+        let dim = pass.configuration.embeddingLength
+        let vocab = projection.rows
+        let wanted = pass.logitRows
+        let input = pass.workspace.floats(.logitInput, max(wanted.count, 1) * dim)
+        let logits = pass.workspace.floats(.logits, max(wanted.count, 1) * vocab)
+        guard !wanted.isEmpty else { return logits }
+        for (i, row) in wanted.enumerated() {
+            norm(rows: 1, pass.residual + row * dim, into: input + i * dim)
+        }
+        pass.project(input, columns: dim, rows: wanted.count, runs: pass.logitRuns, through: [projection],
+                     into: logits, outputStride: vocab)
+        if let softCap {
+            for i in 0..<wanted.count * vocab { logits[i] = softCap * tanhf(logits[i] / softCap) }
+        }
+        return logits
+    }
+}

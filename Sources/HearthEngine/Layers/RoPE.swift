@@ -1,0 +1,106 @@
+import Foundation
+
+/// Rotary position embedding (RoPE): each pair of a head's first `dimensions` values is rotated
+/// by an angle that grows with the position, `theta_i = position * base^(-2i/d)`, so a query-key
+/// product depends on how far apart the two positions are.
+///
+/// The variants in use: which values pair up (`Pairing`), per-frequency divisors (Llama 3's
+/// `rope_freqs`, Phi-3's LongRoPE factors), linear position scaling (`frequencyScale`), YaRN's
+/// blend of interpolated and extrapolated angles, and a magnitude factor on cos and sin
+/// (`attentionFactor`). Angles follow llama.cpp's `ggml_rope_cache_init`, accumulated in float,
+/// so the rounding is the same.
+final class RotaryEmbedding: Sendable {
+    /// Which values of a head rotate together.
+    enum Pairing: Sendable {
+        /// (x[2i], x[2i+1]): the llama GGUF layout, whose Q and K weights are permuted at conversion.
+        case adjacent
+        /// (x[i], x[i + d/2]): GPT-NeoX, Gemma, Qwen, Phi-3.
+        case halves
+    }
+
+    /// YaRN's correction: dimensions below `low` keep extrapolated angles, above `high`
+    /// interpolated ones, with a linear ramp between, mixed in by `factor`.
+    struct YaRN: Sendable {
+        var factor: Float
+        var low: Float
+        var high: Float
+    }
+
+    let dimensions: Int
+    let base: Float
+    let pairing: Pairing
+    /// One divisor per rotated pair, or nil.
+    let frequencyFactors: FloatBuffer?
+    /// Multiplies every angle: 1 / the linear scaling factor.
+    let frequencyScale: Float
+    /// Multiplies cos and sin (YaRN's and LongRoPE's magnitude correction).
+    let attentionFactor: Float
+    let yarn: YaRN?
+
+    init(dimensions: Int, base: Float, pairing: Pairing, frequencyFactors: FloatBuffer? = nil,
+         frequencyScale: Float = 1, attentionFactor: Float = 1, yarn: YaRN? = nil) {
+        precondition(frequencyFactors.map { $0.count == dimensions / 2 } ?? true)
+        self.dimensions = dimensions
+        self.base = base
+        self.pairing = pairing
+        self.frequencyFactors = frequencyFactors
+        self.frequencyScale = frequencyScale
+        self.attentionFactor = attentionFactor
+        self.yarn = yarn
+    }
+
+    /// Floats of one row's table: a (cos, sin) pair per rotated pair.
+    var tableWidth: Int { dimensions }
+
+    /// Writes the (cos, sin) pairs for `position` into `table` (`tableWidth` floats).
+    func fillTable(position: Int, into table: UnsafeMutablePointer<Float>) {
+        let thetaScale = powf(base, -2.0 / Float(dimensions))
+        var theta = Float(position)
+        for i in 0..<dimensions / 2 {
+            let extrapolated = frequencyFactors.map { theta / $0[i] } ?? theta
+            var angle = frequencyScale * extrapolated
+            var magnitude = attentionFactor
+            if let yarn, yarn.factor != 0 {
+                let y = (Float(i) - yarn.low) / max(0.001, yarn.high - yarn.low)
+                let ramp = (1 - min(1, max(0, y))) * yarn.factor
+                angle = angle * (1 - ramp) + extrapolated * ramp
+                magnitude *= 1 + 0.1 * logf(1 / frequencyScale)
+            }
+            table[2 * i] = cosf(angle) * magnitude
+            table[2 * i + 1] = sinf(angle) * magnitude
+            theta *= thetaScale
+        }
+    }
+
+    /// Rotates `heads` consecutive heads of `headDimension` floats at `x` by one row's table.
+    func rotate(_ x: UnsafeMutablePointer<Float>, heads: Int, headDimension: Int, table: UnsafePointer<Float>) {
+        let half = dimensions / 2
+        let adjacent = pairing == .adjacent
+        for h in 0..<heads {
+            let v = x + h * headDimension
+            for i in 0..<half {
+                let c = table[2 * i], s = table[2 * i + 1]
+                let a = adjacent ? 2 * i : i
+                let b = adjacent ? 2 * i + 1 : i + half
+                let x0 = v[a], x1 = v[b]
+                // Fused as llama.cpp's compiled C does it, so the rounding is the same.
+                v[a] = (-(x1 * s)).addingProduct(x0, c)
+                v[b] = (x1 * c).addingProduct(x0, s)
+            }
+        }
+    }
+}
+
+extension ForwardPass {
+    /// `rope`'s table for every row of the pass, computed once per pass and shared by every
+    /// layer that rotates with it: (rows, rope.tableWidth).
+    func rotaryTable(_ rope: RotaryEmbedding) -> UnsafePointer<Float> {
+        let key = ObjectIdentifier(rope)
+        if let table = rotaryTables[key] { return UnsafePointer(table) }
+        let width = rope.tableWidth
+        let table = workspace.table(key, rows * width)
+        for row in 0..<rows { rope.fillTable(position: positions[row], into: table + row * width) }
+        rotaryTables[key] = table
+        return UnsafePointer(table)
+    }
+}

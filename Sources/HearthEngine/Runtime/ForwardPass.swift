@@ -1,0 +1,90 @@
+/// One forward pass in progress: a batch's rows laid out for the layers, with the model's
+/// workspace and threads. Layers find each row's sequence and position here; architectures
+/// never touch positions or caches themselves.
+final class ForwardPass {
+    let configuration: ModelConfiguration
+    let workspace: Workspace
+    let pool: WorkerPool
+    /// Rows in the pass.
+    let rows: Int
+    /// Each row's token.
+    let tokens: [Int32]
+    /// Each row's position in its sequence.
+    let positions: [Int]
+    /// Each row's run (an index into `sequences`).
+    let rowRun: [Int]
+    /// The sequences in the pass, one run of consecutive rows each.
+    let sequences: [SequenceState]
+    /// Rows of each run. Kernels whose sums depend on how many rows a pass has sum each run as
+    /// a pass of its own, so a row's result never depends on the other sequences beside it.
+    let runLengths: [Int]
+    /// The rows whose logits are wanted, in order.
+    let logitRows: [Int]
+    /// How many of `logitRows` each run has (runs with none left out).
+    let logitRuns: [Int]
+    /// The stream every block adds into: (rows, dim).
+    let residual: UnsafeMutablePointer<Float>
+    /// RoPE tables computed in this pass, by rotary embedding.
+    var rotaryTables: [ObjectIdentifier: UnsafeMutablePointer<Float>] = [:]
+
+    init(batch: Batch, configuration: ModelConfiguration, workspace: Workspace, pool: WorkerPool) {
+        self.configuration = configuration
+        self.workspace = workspace
+        self.pool = pool
+        rows = batch.rowCount
+        var tokens: [Int32] = [], positions: [Int] = [], rowRun: [Int] = []
+        var logitRows: [Int] = [], logitRuns: [Int] = []
+        tokens.reserveCapacity(rows)
+        positions.reserveCapacity(rows)
+        rowRun.reserveCapacity(rows)
+        for (index, run) in batch.runs.enumerated() {
+            let start = run.sequence.position
+            tokens += run.tokens
+            positions += start..<start + run.tokens.count
+            rowRun += repeatElement(index, count: run.tokens.count)
+            switch run.logits {
+            case .none:
+                break
+            case .last:
+                logitRows.append(run.firstRow + run.tokens.count - 1)
+                logitRuns.append(1)
+            case .all:
+                logitRows += run.firstRow..<run.firstRow + run.tokens.count
+                logitRuns.append(run.tokens.count)
+            }
+        }
+        self.tokens = tokens
+        self.positions = positions
+        self.rowRun = rowRun
+        self.logitRows = logitRows
+        self.logitRuns = logitRuns
+        sequences = batch.runs.map(\.sequence)
+        runLengths = batch.runs.map(\.tokens.count)
+        residual = workspace.floats(.residual, rows * configuration.embeddingLength)
+    }
+
+    /// The sequence of `row`.
+    @inline(__always)
+    func sequence(ofRow row: Int) -> SequenceState { sequences[rowRun[row]] }
+
+    /// Whether `row` is its sequence's only row in this pass (llama.cpp sums attention in
+    /// another order for a single token than for several).
+    @inline(__always)
+    func isAlone(_ row: Int) -> Bool { runLengths[rowRun[row]] == 1 }
+
+    /// `output = W · x` for each row of `x` (width `columns`) and each matrix, the matrices'
+    /// outputs side by side in each output row (see `WorkerPool.multiply`). The rows are first
+    /// converted to the activation formats the matrices' kernels need, once per format.
+    func project(_ x: UnsafePointer<Float>, columns: Int, rows: Int? = nil, runs: [Int]? = nil,
+                 through matrices: [WeightMatrix], into output: UnsafeMutablePointer<Float>, outputStride: Int) {
+        let rows = rows ?? self.rows
+        let scratch = workspace.quantized(columns: columns, rows: rows)
+        scratch.quantize(x, rows: rows, for: matrices.map(\.kernel), pool: pool)
+        pool.multiply(matrices, by: scratch, columns: rows, runs: runs ?? runLengths, output: output, outputStride: outputStride)
+    }
+
+    /// `x += y` over every row of the residual stream.
+    func addToResidual(_ y: UnsafePointer<Float>) {
+        TensorMath.add(y, to: residual, count: rows * configuration.embeddingLength)
+    }
+}

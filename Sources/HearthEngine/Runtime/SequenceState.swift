@@ -1,0 +1,64 @@
+import HearthFormats
+
+/// One sequence: its KV cache, the tokens in it, and the logits of its last row that asked for
+/// them. The scratch of a forward pass is not here; the model owns it (`Workspace`), so a
+/// thousand idle sequences cost their caches and nothing more.
+///
+/// A sequence belongs to the model that made it and is used by one task at a time.
+public final class SequenceState: @unchecked Sendable {
+    /// The model that made this sequence.
+    let owner: ObjectIdentifier
+    let cache: KVCache
+    /// The last logits computed for this sequence.
+    let logitBuffer: FloatBuffer    // (vocab)
+    /// The tokens in the cache, one per position.
+    public internal(set) var tokens: [Int32] = []
+    /// Rows of this sequence evaluated in one pass when a longer run of tokens is evaluated
+    /// (a prompt): runs are cut into chunks of this size, whatever else shares the passes, so
+    /// a prompt's arithmetic is the same alone or beside other sequences.
+    public let chunkSize: Int
+
+    init(owner: ObjectIdentifier, configuration c: ModelConfiguration, contextLength: Int, chunkSize: Int) {
+        self.owner = owner
+        cache = KVCache(layers: c.blockCount, width: c.kvWidth, capacity: contextLength)
+        logitBuffer = FloatBuffer(c.vocabularySize)
+        self.chunkSize = chunkSize
+    }
+
+    /// Positions already in the cache; the next token goes here.
+    public var position: Int { tokens.count }
+
+    /// Positions the cache can hold.
+    public var contextLength: Int { cache.capacity }
+
+    /// The logits of the last row of this sequence that asked for them.
+    public var logits: Logits { Logits(sequence: self) }
+
+    /// Forgets every position, so the next evaluation starts a new sequence.
+    public func reset() { rewind(to: 0) }
+
+    /// Forgets the positions from `newPosition` on, keeping the ones before it (no-op when
+    /// `newPosition` is not before the current one).
+    public func rewind(to newPosition: Int) {
+        guard newPosition < position else { return }
+        tokens.removeSubrange(max(newPosition, 0)...)
+    }
+
+    /// How many of `sequence`'s first tokens the cache already holds.
+    public func commonPrefixLength(with sequence: [Int32]) -> Int {
+        zip(tokens, sequence).prefix { $0 == $1 }.count
+    }
+
+    /// Makes `other` hold this sequence's first `count` positions (keys, values and tokens), as
+    /// if it had evaluated them itself: for prompts shared across requests and for beams.
+    public func copyPrefix(_ count: Int, to other: SequenceState) throws {
+        guard other.owner == owner else { throw HearthError.invalidArgument("Both sequences must belong to the same model.") }
+        guard count >= 0, count <= position else {
+            throw HearthError.invalidArgument("Cannot copy \(count) positions of a sequence that holds \(position).")
+        }
+        guard count <= other.contextLength else { throw HearthError.contextOverflow(needed: count, limit: other.contextLength) }
+        guard other !== self else { return rewind(to: count) }
+        cache.copyPrefix(count, to: other.cache)
+        other.tokens = Array(tokens[..<count])
+    }
+}
