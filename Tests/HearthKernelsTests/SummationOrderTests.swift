@@ -85,4 +85,52 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
             }
         }
     }
+
+    /// A forward pass lays several sequences' rows side by side; each sequence's run of columns
+    /// sums as a batch of its own, so a call over many runs gives every run exactly what a call
+    /// over that run alone gives, and a run of one what a lone dot product gives.
+    @Test(arguments: [GGMLType.q4_K, .q5_K, .q6_K, .q4_1, .q8_0, .q5_0])
+    func runsSumIndependently(_ type: GGMLType) throws {
+        let runs = [1, 6, 1, 9, 4, 1, 2, 8, 1]
+        let columns = runs.reduce(0, +), count = 512, rowCount = 9
+        for path in KernelPath.allCases {
+            let t = try DotCase(type, path: path, count: count, rows: rowCount, columns: columns, seed: 700 + UInt64(columns))
+            func multiply(firstColumn: Int, columns: Int, runs: [Int]?) -> [Float] {
+                var out = [Float](repeating: .nan, count: rowCount * columns)
+                t.weights.withUnsafeBytes { w in
+                    t.activations.withUnsafeBytes { a in
+                        let first = a.baseAddress! + firstColumn * t.activationStride
+                        if let runs {
+                            runs.withUnsafeBufferPointer { runs in
+                                t.kernel.matMul(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: 0..<rowCount, activations: first,
+                                                activationStride: t.activationStride, columns: columns, count: count, runs: runs,
+                                                output: &out, outputStride: rowCount)
+                            }
+                        } else {
+                            t.kernel.matMul(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: 0..<rowCount, activations: first,
+                                            activationStride: t.activationStride, columns: columns, count: count,
+                                            output: &out, outputStride: rowCount)
+                        }
+                    }
+                }
+                return out
+            }
+            let together = multiply(firstColumn: 0, columns: columns, runs: runs)
+            var first = 0
+            for run in runs {
+                let alone = multiply(firstColumn: first, columns: run, runs: nil)
+                for c in 0..<run {
+                    for r in 0..<rowCount {
+                        let got = together[(first + c) * rowCount + r]
+                        #expect(got.bitPattern == alone[c * rowCount + r].bitPattern,
+                                "\(type.name) \(path): run of \(run) at column \(first), column \(c) row \(r)")
+                        if run == 1 {
+                            #expect(got.bitPattern == t.dot(row: r, column: first).bitPattern, "\(type.name) \(path): lone column \(first)")
+                        }
+                    }
+                }
+                first += run
+            }
+        }
+    }
 }

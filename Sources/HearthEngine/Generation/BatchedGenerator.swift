@@ -46,7 +46,23 @@ public final class BatchedGenerator: Sendable {
         var stepping = false
     }
 
+    /// What the generator has evaluated so far.
+    public struct Activity: Sendable, Equatable {
+        /// Forward passes run.
+        public var passes = 0
+        /// Rows evaluated over all passes.
+        public var rows = 0
+        /// Passes that held more than one sequence.
+        public var sharedPasses = 0
+        /// The most sequences one pass held.
+        public var mostSequences = 0
+    }
+
     private let queue = Mutex(Queue())
+    private let counters = Mutex(Activity())
+
+    /// What the generator has evaluated so far.
+    public var activity: Activity { counters.withLock { $0 } }
     private let thread = DispatchQueue(label: "hearth.batched-generator", qos: .userInitiated)
 
     /// A generator on `model` running at most `maxRunning` generations at once, in passes of at
@@ -172,6 +188,12 @@ public final class BatchedGenerator: Sendable {
             }
         }
         guard !batch.isEmpty else { return }
+        counters.withLock {
+            $0.passes += 1
+            $0.rows += batch.rowCount
+            $0.sharedPasses += stepped.count > 1 ? 1 : 0
+            $0.mostSequences = max($0.mostSequences, stepped.count)
+        }
         do {
             try model.evaluate(batch)
         } catch {
