@@ -31,15 +31,19 @@ public struct Hearth: Sendable {
         public var contextLength: Int?
         /// Most bytes a model may need; nil: the machine's physical memory.
         public var memoryLimit: Int?
+        /// Most generations of one model that advance together in shared forward passes; more
+        /// wait their turn.
+        public var batchedGenerations: Int
 
         /// A configuration; every nil takes the default described on its property.
         public init(cacheDirectory: URL? = nil, threads: Int? = nil, contextLength: Int? = nil, memoryLimit: Int? = nil,
-                    hub: HubEnvironment? = nil) {
+                    batchedGenerations: Int = 16, hub: HubEnvironment? = nil) {
             self.hub = hub ?? HubEnvironment()
             if let cacheDirectory { self.hub.cacheDirectory = cacheDirectory }
             self.threads = threads
             self.contextLength = contextLength
             self.memoryLimit = memoryLimit
+            self.batchedGenerations = batchedGenerations
         }
 
         /// The hub cache as huggingface_hub finds it from `environment`.
@@ -67,6 +71,6 @@ public struct Hearth: Sendable {
         markUsed(name)
         return try LocalModel(path: path, name: name, threads: configuration.threads,
                               contextLength: contextLength ?? configuration.contextLength,
-                              memoryLimit: configuration.memoryLimit)
+                              memoryLimit: configuration.memoryLimit, batchedGenerations: configuration.batchedGenerations)
     }
 }

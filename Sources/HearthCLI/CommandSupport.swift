@@ -76,8 +76,8 @@ struct ModelOptions: ParsableArguments {
 
     /// Loads the model, pulling it first when it is not on disk: after asking on a terminal,
     /// or at once with --yes.
-    func load() async throws -> LocalModel {
-        let hearth = Hearth(configuration: .init(threads: threads, contextLength: contextLength))
+    func load(batchedGenerations: Int = 16) async throws -> LocalModel {
+        let hearth = Hearth(configuration: .init(threads: threads, contextLength: contextLength, batchedGenerations: batchedGenerations))
         try await pullIfMissing(model, hearth: hearth, yes: yes)
         return try await hearth.loadModel(model, pullIfMissing: false)
     }

@@ -107,6 +107,12 @@ private func together(_ model: TransformerModel, _ jobs: [Job]) async throws -> 
                 return job.cancelAfter.map { made < $0 } ?? true
             }, onEnd: { error in
                 if let error { errors.withLock { $0.append("job \(index): \(error)") } }
+                if index == 0 {
+                    // Whatever has not joined yet joins now, so the test ends even when the
+                    // first job stops early.
+                    let rest = joined.withLock { joined in jobs.indices.filter { jobs[$0].joinAfter != nil && joined.insert($0).inserted } }
+                    rest.forEach(submit)
+                }
                 ended.continuation.yield(index)
             })
         }
