@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels", "HearthTestSupport"]),
         .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
         .testTarget(name: "HearthTemplatesTests", dependencies: ["HearthTemplates", "HearthTestSupport"]),
-        .testTarget(name: "HearthCLITests", dependencies: ["HearthTestSupport"]),
+        .testTarget(name: "HearthCLITests", dependencies: ["HearthFormats", "HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "Hearth", "HearthTestSupport"]),
         .testTarget(name: "HearthTests", dependencies: ["Hearth", "HearthTestSupport"]),
         .testTarget(
@@ -98,8 +98,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
-            // Run by WebUITests with python3, not built.
-            exclude: ["web_ui_test.py"]
+            // Run by WebUITests and the Python client tests with python3, not built.
+            exclude: ["web_ui_test.py", "python_clients.py"]
         ),
         // GRDB too, to look at the file from outside the store (integrity, pragmas, foreign files).
         .testTarget(

@@ -11,14 +11,6 @@
 #define HK_X86 1
 #endif
 
-/// Softmax of the scores in place, then each weight rounded through half precision: llama.cpp
-/// multiplies the half-precision V cache by the weights converted to V's type, and matching its
-/// rounding keeps greedy choices between near-equal tokens the same.
-static void normalise_scores(int isa, float *scores, int64_t n_pos) {
-    hk_softmax_f32(isa, scores, n_pos);
-    for (int64_t t = 0; t < n_pos; t++) scores[t] = hk_fp16_to_fp32(hk_fp32_to_fp16(scores[t]));
-}
-
 #ifdef HK_X86
 __attribute__((target("avx2,fma,f16c")))
 static void f32_to_f16_avx(const float *x, uint16_t *y, int64_t n) {
@@ -40,6 +32,25 @@ static void f16_to_f32_avx(const uint16_t *x, float *y, int64_t n) {
 }
 
 #endif
+
+/// Softmax of the scores in place, then each weight rounded through half precision: llama.cpp
+/// multiplies the half-precision V cache by the weights converted to V's type, and matching its
+/// rounding keeps greedy choices between near-equal tokens the same. F16C rounds to nearest
+/// even, as the portable conversion does.
+static void normalise_scores(int isa, float *scores, int64_t n_pos) {
+    hk_softmax_f32(isa, scores, n_pos);
+    int64_t t = 0;
+#ifdef HK_X86
+    if (isa == HK_ISA_AVX2) {
+        uint16_t half[64];
+        for (; t + 64 <= n_pos; t += 64) {
+            f32_to_f16_avx(scores + t, half, 64);
+            f16_to_f32_avx(half, scores + t, 64);
+        }
+    }
+#endif
+    for (; t < n_pos; t++) scores[t] = hk_fp16_to_fp32(hk_fp32_to_fp16(scores[t]));
+}
 
 // The sums below follow llama.cpp's CPU kernels for F16 matrices, whose order depends on how
 // many query rows a pass has. With two or more (a prompt) it runs tinyBLAS: 8 lanes, lane l

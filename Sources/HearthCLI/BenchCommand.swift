@@ -20,6 +20,10 @@ struct BenchCommand: AsyncParsableCommand {
             once; the table shows generated tokens per second over all of them, and the mean \
             time to first token. MODEL is then the model's name at the server.
 
+            --parallel 1,2,4,8 measures that many sequences at once, as llama-batched-bench does: \
+            each reads a -p token prompt, then all generate -n tokens together, one shared pass \
+            per step; the table shows prompt and generated tokens per second over all of them.
+
             --embed measures a sentence-transformers model (MODEL is its folder) instead: each \
             repetition embeds every line of --sentences, in consecutive batches of each --batch \
             size, and the table shows sentences per second, tokenizing, pooling and normalizing \
@@ -66,6 +70,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "With --embed: a text file of sentences to embed, one per line.")
     var sentences: String?
 
+    @Option(help: "Measure this many sequences at once in shared passes instead (comma-separated counts, such as 1,2,4,8).")
+    var parallel: String?
+
     var threadCounts: [Int] {
         get throws {
             let values = threads.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
@@ -78,9 +85,10 @@ struct BenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try threadCounts
-        guard [chat, embed, server != nil].filter({ $0 }).count <= 1 else {
-            throw ValidationError("--chat, --embed and --server are different benchmarks: choose one.")
+        guard [chat, embed, server != nil, parallel != nil].filter({ $0 }).count <= 1 else {
+            throw ValidationError("--chat, --embed, --server and --parallel are different benchmarks: choose one.")
         }
+        if parallel != nil { _ = try parallelCounts }
         if embed {
             _ = try embedBatchSizes
             guard sentences != nil else { throw ValidationError("--embed needs --sentences FILE, a text file with one sentence per line.") }
@@ -114,6 +122,10 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if embed {
             try reportingErrors { try runEmbed() }
+            return
+        }
+        if parallel != nil {
+            try reportingErrors { try runParallel() }
             return
         }
         try reportingErrors {
@@ -342,7 +354,7 @@ struct BenchCommand: AsyncParsableCommand {
     }
 
     /// "llama 135M Q4_1", as llama-bench names models.
-    private func describe(_ summary: ModelSummary, _ gguf: GGUFFile) -> String {
+    func describe(_ summary: ModelSummary, _ gguf: GGUFFile) -> String {
         [summary.architecture, gguf.string("general.size_label"), summary.fileType]
             .compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
     }

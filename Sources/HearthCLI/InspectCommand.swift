@@ -18,7 +18,9 @@ struct InspectCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let summary = ModelSummary(try GGUFFile(path: file))
+            let gguf = try GGUFFile(path: file)
+            var summary = ModelSummary(gguf)
+            summary.runs = TransformerModel.unsupportedReason(gguf).map { "no: \($0)" } ?? "yes"
             if json {
                 print(try summary.json())
             } else {

@@ -32,6 +32,36 @@ public final class TransformerModel: Sendable {
     /// Architectures (GGUF `general.architecture` values) this engine runs.
     public static var supportedArchitectures: [String] { ArchitectureRegistry.names }
 
+    /// Whether this engine runs `gguf`: nil when it does, otherwise why not, by name (the
+    /// architecture, a feature of it, the tokenizer). Reads the header and the small tensors
+    /// only; nothing is evaluated.
+    public static func unsupportedReason(_ gguf: GGUFFile) -> String? {
+        do {
+            let family = try family(of: gguf)
+            let configuration = try ModelConfiguration(gguf: gguf)
+            _ = try family.init(gguf: gguf, configuration: configuration)
+            _ = try TokenizerLoader.load(from: gguf)
+            return nil
+        } catch let error as HearthError {
+            if case .unsupportedModel(let reason) = error { return reason }
+            return error.message
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// The family that runs `gguf`, or an error naming its architecture.
+    static func family(of gguf: GGUFFile) throws -> any DecoderArchitecture.Type {
+        guard let architecture = gguf.architecture else {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "general.architecture is missing")
+        }
+        guard let family = ArchitectureRegistry.family(architecture) else {
+            throw HearthError.unsupportedModel(
+                reason: "architecture \(architecture) (supported: \(supportedArchitectures.joined(separator: ", ")))")
+        }
+        return family
+    }
+
     /// Most rows one pass evaluates.
     public static let maximumPassRows = 4096
 
@@ -39,11 +69,8 @@ public final class TransformerModel: Sendable {
     /// (default: one per core).
     public init(path: String, threads: Int? = nil) throws {
         let gguf = try GGUFFile(path: path)
+        let family = try Self.family(of: gguf)
         let configuration = try ModelConfiguration(gguf: gguf)
-        guard let family = ArchitectureRegistry.family(configuration.architecture) else {
-            throw HearthError.unsupportedModel(
-                reason: "architecture \(configuration.architecture) (supported: \(Self.supportedArchitectures.joined(separator: ", ")))")
-        }
         let threadCount = threads ?? ProcessInfo.processInfo.activeProcessorCount
         guard threadCount >= 1, threadCount <= 512 else {
             throw HearthError.invalidArgument("Thread count must be between 1 and 512, got \(threadCount).")

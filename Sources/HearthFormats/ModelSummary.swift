@@ -96,6 +96,9 @@ public struct ModelSummary: Sendable, Codable, Equatable {
     public var ggufVersion: Int
     /// Alignment of tensor data in bytes.
     public var alignment: Int
+    /// Whether an engine runs this file: "yes", or why not. Set by the engine, which knows its
+    /// families (nil when nobody asked).
+    public var runs: String?
 
     /// Reads the summary from an open file's header.
     public init(_ file: GGUFFile) {
@@ -168,6 +171,7 @@ public struct ModelSummary: Sendable, Codable, Equatable {
             if let value { lines.append((key, value.description)) }
         }
         add("architecture", architecture)
+        add("runs in Hearth", runs)
         add("name", name)
         add("file type", fileType)
         lines.append(("parameters", "\(Self.formatCount(parameterCount)) (\(Self.groupDigits(parameterCount)))"))

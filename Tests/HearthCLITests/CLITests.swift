@@ -1,4 +1,5 @@
 import Foundation
+import HearthFormats
 import HearthTestSupport
 import Synchronization
 import Testing
@@ -44,6 +45,22 @@ struct CLITests {
         #expect(gemma.status == 0)
         let json = try JSONSerialization.jsonObject(with: Data(gemma.output.utf8)) as? [String: Any]
         #expect(json?["architecture"] as? String == "gemma3")
+        #expect(json?["runs"] as? String == "yes")
+        #expect(smol.output.contains("runs in Hearth") && smol.output.contains("yes"))
+    }
+
+    @Test("inspect says by name why Hearth does not run a file")
+    func inspectNamesWhatIsUnsupported() throws {
+        for (overrides, reason) in [([("general.architecture", GGUFValue.string("mamba"))], "architecture mamba"),
+                                    ([("llama.expert_count", .uint32(8))], "mixture-of-experts")] {
+            var tiny = TinyLlama()
+            tiny.overrides = overrides
+            let path = try tiny.write()
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let result = try Hearth.run(["inspect", path])
+            #expect(result.status == 0)
+            #expect(result.output.contains("no: ") && result.output.contains(reason), "\(result.output)")
+        }
     }
 
     @Test("run --raw streams llama.cpp's greedy continuation and reports speeds on stderr")

@@ -138,28 +138,38 @@ struct Attention {
         let n = pass.rows
         let group = heads / kvHeads
         let qkvWidth = queryWidth + 2 * kvWidth
-        let longest = (0..<n).reduce(0) { max($0, pass.positions[$1] + 1) }
+        // What each row sees, worked out once rather than in every (row, head) task.
+        struct Span { var keys: UnsafePointer<UInt16>; var values: UnsafePointer<UInt16>; var count: Int; var alone: Bool }
+        var longest = 0
+        let spans = (0..<n).map { row -> Span in
+            let cache = pass.sequence(ofRow: row).cache
+            let end = pass.positions[row] + 1
+            let first = window.map { max(0, end - $0) } ?? 0
+            longest = max(longest, end - first)
+            return Span(keys: cache.keys(layer: layer, position: first), values: cache.values(layer: layer, position: first),
+                        count: end - first, alone: pass.isAlone(row))
+        }
         let threads = pass.pool.threadCount
         let scores = pass.workspace.floats(.scores, threads * longest)
         let scoreScale: Float
         if case .scores(let factor) = scale { scoreScale = factor } else { scoreScale = 1 }
         let softCap = softCap ?? 0
-        let (heads, headDimension, kvWidth, queryWidth, window, layer) = (heads, headDimension, kvWidth, queryWidth, window, layer)
-        pass.pool.run { thread in
-            let range = WorkerPool.chunk(n * heads, part: thread, of: threads)
-            let scratch = scores + thread * longest
-            for task in range {
-                let row = task / heads, head = task % heads
-                let cache = pass.sequence(ofRow: row).cache
-                let end = pass.positions[row] + 1
-                let first = window.map { max(0, end - $0) } ?? 0
-                let kvOffset = (head / group) * headDimension
-                Activations.attentionHead(query: qkv + row * qkvWidth + head * headDimension,
-                                          keys: cache.keys(layer: layer, position: first) + kvOffset,
-                                          values: cache.values(layer: layer, position: first) + kvOffset,
-                                          stride: kvWidth, positions: end - first, headDimension: headDimension,
-                                          scale: scoreScale, softcap: softCap, single: pass.isAlone(row),
-                                          scratch: scratch, output: output + row * queryWidth + head * headDimension)
+        let (heads, headDimension, kvWidth, queryWidth) = (heads, headDimension, kvWidth, queryWidth)
+        // The caches stay alive: the pass holds their sequences until it ends.
+        spans.withUnsafeBufferPointer { spans in
+            pass.pool.run { thread in
+                let range = WorkerPool.chunk(n * heads, part: thread, of: threads)
+                let scratch = scores + thread * longest
+                for task in range {
+                    let row = task / heads, head = task % heads
+                    let span = spans[row]
+                    let kvOffset = (head / group) * headDimension
+                    Activations.attentionHead(query: qkv + row * qkvWidth + head * headDimension,
+                                              keys: span.keys + kvOffset, values: span.values + kvOffset,
+                                              stride: kvWidth, positions: span.count, headDimension: headDimension,
+                                              scale: scoreScale, softcap: softCap, single: span.alone,
+                                              scratch: scratch, output: output + row * queryWidth + head * headDimension)
+                }
             }
         }
     }

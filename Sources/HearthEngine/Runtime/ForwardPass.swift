@@ -79,7 +79,7 @@ final class ForwardPass {
                  through matrices: [WeightMatrix], into output: UnsafeMutablePointer<Float>, outputStride: Int) {
         let rows = rows ?? self.rows
         let scratch = workspace.quantized(columns: columns, rows: rows)
-        scratch.quantize(x, rows: rows, for: matrices.map(\.kernel), pool: pool)
+        scratch.quantize(x, rows: rows, for: matrices, pool: pool)
         pool.multiply(matrices, by: scratch, columns: rows, runs: runs ?? runLengths, output: output, outputStride: outputStride)
     }
 

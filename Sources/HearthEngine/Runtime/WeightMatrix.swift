@@ -68,8 +68,8 @@ final class ByteBuffer: @unchecked Sendable {
 /// Activations converted once to the formats the kernels of a group of matrices need, so that
 /// matrices sharing an input (Q, K and V; gate and up) quantize it once per format.
 final class QuantizedActivations: @unchecked Sendable {
-    private var buffers: [GGMLType: ByteBuffer] = [:]
-    private(set) var strides: [GGMLType: Int] = [:]
+    /// One buffer per activation format met so far (at most a few: a linear search beats hashing).
+    private var formats: [(type: GGMLType, buffer: ByteBuffer, stride: Int)] = []
     let columns: Int
     let capacity: Int
 
@@ -79,23 +79,26 @@ final class QuantizedActivations: @unchecked Sendable {
         self.capacity = capacity
     }
 
-    /// Converts `count` float rows (stride `columns`) for every kernel in `kernels`.
-    func quantize(_ x: UnsafePointer<Float>, rows count: Int, for kernels: [RowKernel], pool: WorkerPool) {
-        var seen = Set<GGMLType>()
-        for kernel in kernels where seen.insert(kernel.activationType).inserted {
+    /// Converts `count` float rows (stride `columns`) for every matrix in `matrices`.
+    func quantize(_ x: UnsafePointer<Float>, rows count: Int, for matrices: [WeightMatrix], pool: WorkerPool) {
+        for (index, matrix) in matrices.enumerated() {
+            let kernel = matrix.kernel
+            if matrices[..<index].contains(where: { $0.kernel.activationType == kernel.activationType }) { continue }
             let stride = kernel.activationBytes(count: columns)
-            let buffer: ByteBuffer
-            if let existing = buffers[kernel.activationType] {
-                buffer = existing
+            let destination: UnsafeMutableRawPointer
+            if let existing = formats.first(where: { $0.type == kernel.activationType }) {
+                destination = existing.buffer.pointer
             } else {
-                buffer = ByteBuffer(stride * capacity)
-                buffers[kernel.activationType] = buffer
-                strides[kernel.activationType] = stride
+                let buffer = ByteBuffer(stride * capacity)
+                formats.append((kernel.activationType, buffer, stride))
+                destination = buffer.pointer
             }
             let columns = columns
-            let destination = buffer.pointer
-            if count == 1 {
-                kernel.quantizeActivations(x, into: destination, count: columns)
+            // A few rows are not worth a hand-over to the other threads.
+            if count * columns < 16_384 {
+                for r in 0..<count {
+                    kernel.quantizeActivations(x + r * columns, into: destination + r * stride, count: columns)
+                }
             } else {
                 pool.parallelFor(count) { range in
                     for r in range {
@@ -108,7 +111,8 @@ final class QuantizedActivations: @unchecked Sendable {
 
     /// The converted rows for `kernel`'s activation format.
     func data(for kernel: RowKernel) -> (pointer: UnsafeRawPointer, stride: Int) {
-        (UnsafeRawPointer(buffers[kernel.activationType]!.pointer), strides[kernel.activationType]!)
+        let format = formats.first { $0.type == kernel.activationType }!
+        return (UnsafeRawPointer(format.buffer.pointer), format.stride)
     }
 }
 
