@@ -60,20 +60,12 @@ final class Gemma3: DecoderArchitecture {
     }
 
     func forward(_ pass: ForwardPass) throws {
-        let n = pass.rows, dim = pass.configuration.embeddingLength
-        let normed = pass.workspace.floats(.normed, n * dim)
-        let out = pass.workspace.floats(.projected, n * dim)
         try embedding(pass)
         for block in blocks {
-            block.attentionNorm(rows: n, pass.residual, into: normed)
-            block.attention(normed, pass: pass, into: out)
-            block.postAttentionNorm(rows: n, out, into: out)
-            pass.addToResidual(out)
-
-            block.feedForwardNorm(rows: n, pass.residual, into: normed)
-            block.feedForward(normed, pass: pass, into: out)
-            block.postFeedForwardNorm(rows: n, out, into: out)
-            pass.addToResidual(out)
+            let attended = block.attention(block.attentionNorm(pass.residual, pass), pass)
+            pass.addToResidual(block.postAttentionNorm(attended, pass))
+            let fed = block.feedForward(block.feedForwardNorm(pass.residual, pass), pass)
+            pass.addToResidual(block.postFeedForwardNorm(fed, pass))
         }
     }
 }

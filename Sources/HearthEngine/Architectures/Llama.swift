@@ -45,18 +45,10 @@ final class Llama: DecoderArchitecture {
     }
 
     func forward(_ pass: ForwardPass) throws {
-        let n = pass.rows, dim = pass.configuration.embeddingLength
-        let normed = pass.workspace.floats(.normed, n * dim)
-        let out = pass.workspace.floats(.projected, n * dim)
         try embedding(pass)
         for block in blocks {
-            block.attentionNorm(rows: n, pass.residual, into: normed)
-            block.attention(normed, pass: pass, into: out)
-            pass.addToResidual(out)
-
-            block.feedForwardNorm(rows: n, pass.residual, into: normed)
-            block.feedForward(normed, pass: pass, into: out)
-            pass.addToResidual(out)
+            pass.addToResidual(block.attention(block.attentionNorm(pass.residual, pass), pass))
+            pass.addToResidual(block.feedForward(block.feedForwardNorm(pass.residual, pass), pass))
         }
     }
 }

@@ -100,9 +100,10 @@ struct Attention {
         self.scale = scale
     }
 
-    /// Attention of every row of `input` (the normed residual, (rows, dim)) into `output`
-    /// ((rows, dim), the attention block's contribution before the residual add).
-    func callAsFunction(_ input: UnsafePointer<Float>, pass: ForwardPass, into output: UnsafeMutablePointer<Float>) {
+    /// Attention of every row of `input` (the normed residual, (rows, dim)); returns the block's
+    /// output, (rows, dim) in `pass.blockOutput`, before it is added to the residual stream.
+    func callAsFunction(_ input: UnsafePointer<Float>, _ pass: ForwardPass) -> UnsafeMutablePointer<Float> {
+        let output = pass.blockOutput
         let n = pass.rows
         let dim = pass.configuration.embeddingLength
         let qkvWidth = queryWidth + 2 * kvWidth
@@ -130,6 +131,7 @@ struct Attention {
         if let outputBias {
             for row in 0..<n { TensorMath.add(outputBias.pointer, to: output + row * dim, count: dim) }
         }
+        return output
     }
 
     /// Each row's queries (in `qkv`) over its own sequence's cache, positions up to its own,

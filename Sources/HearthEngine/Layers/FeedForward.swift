@@ -42,8 +42,10 @@ struct FeedForward {
         width = ffn
     }
 
-    /// The network applied to every row of `input` ((rows, dim)) into `output` ((rows, dim)).
-    func callAsFunction(_ input: UnsafePointer<Float>, pass: ForwardPass, into output: UnsafeMutablePointer<Float>) {
+    /// The network applied to every row of `input` ((rows, dim)); returns the block's output,
+    /// (rows, dim) in `pass.blockOutput`.
+    func callAsFunction(_ input: UnsafePointer<Float>, _ pass: ForwardPass) -> UnsafeMutablePointer<Float> {
+        let output = pass.blockOutput
         let n = pass.rows
         let dim = pass.configuration.embeddingLength
         let gateUpRows = pass.workspace.floats(.gateUp, n * 2 * width)
@@ -54,5 +56,6 @@ struct FeedForward {
             activation.apply(gate: gate, up: gate + width, into: hidden + row * width, count: width)
         }
         pass.project(hidden, columns: width, through: [down], into: output, outputStride: dim)
+        return output
     }
 }

@@ -20,6 +20,14 @@ struct RMSNorm {
         TensorMath.rmsNorm(rows: rows, x, weight: weight.pointer, epsilon: epsilon, count: width, into: y)
     }
 
+    /// Normalises every row of `x` in `pass`: the residual stream into `pass.normed` (the stream
+    /// itself stays as it is), a block's output in place. Returns where the result is.
+    func callAsFunction(_ x: UnsafeMutablePointer<Float>, _ pass: ForwardPass) -> UnsafeMutablePointer<Float> {
+        let output = x == pass.residual ? pass.normed : x
+        self(rows: pass.rows, x, into: output)
+        return output
+    }
+
     /// Normalises each of `heads` consecutive slices of `width` floats in place (per-head Q and
     /// K norms).
     func perHead(_ x: UnsafeMutablePointer<Float>, heads: Int) {

@@ -24,6 +24,10 @@ final class ForwardPass {
     let logitRuns: [Int]
     /// The stream every block adds into: (rows, dim).
     let residual: UnsafeMutablePointer<Float>
+    /// A norm's output, the input of a block: (rows, dim).
+    let normed: UnsafeMutablePointer<Float>
+    /// A block's output before it is added to the residual stream: (rows, dim).
+    let blockOutput: UnsafeMutablePointer<Float>
     /// RoPE tables computed in this pass, by rotary embedding.
     var rotaryTables: [ObjectIdentifier: UnsafeMutablePointer<Float>] = [:]
 
@@ -61,6 +65,8 @@ final class ForwardPass {
         sequences = batch.runs.map(\.sequence)
         runLengths = batch.runs.map(\.tokens.count)
         residual = workspace.floats(.residual, rows * configuration.embeddingLength)
+        normed = workspace.floats(.normed, rows * configuration.embeddingLength)
+        blockOutput = workspace.floats(.blockOutput, rows * configuration.embeddingLength)
     }
 
     /// The sequence of `row`.

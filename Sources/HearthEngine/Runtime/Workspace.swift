@@ -9,7 +9,7 @@ final class Workspace: @unchecked Sendable {
         case normed         // (rows, dim) a norm's output, the input of a projection
         case qkv            // (rows, qWidth + 2 * kvWidth)
         case attention      // (rows, qWidth) attention output before its projection
-        case projected      // (rows, dim) a block's output before the residual add
+        case blockOutput    // (rows, dim) a block's output before the residual add
         case gateUp         // (rows, 2 * ffn)
         case hidden         // (rows, ffn)
         case scores         // (threads, positions) attention weights
