@@ -74,13 +74,16 @@ struct BenchCommand: AsyncParsableCommand {
     var parallel: String?
 
     var threadCounts: [Int] {
-        get throws {
-            let values = threads.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-            guard !values.isEmpty, values.allSatisfy({ $0 != nil && $0! >= 1 && $0! <= 512 }) else {
-                throw ValidationError("--threads takes counts between 1 and 512 separated by commas, such as 1,2.")
-            }
-            return values.map { $0! }
+        get throws { try Self.counts(threads, option: "--threads", in: 1...512, example: "1,2") }
+    }
+
+    /// A comma-separated list of counts, each within `range`, or an error that shows the form.
+    static func counts(_ text: String, option: String, in range: ClosedRange<Int>, example: String) throws -> [Int] {
+        let values = text.split(separator: ",", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !values.isEmpty, values.allSatisfy({ $0.map(range.contains) ?? false }) else {
+            throw ValidationError("\(option) takes counts between \(range.lowerBound) and \(range.upperBound) separated by commas, such as \(example).")
         }
+        return values.map { $0! }
     }
 
     func validate() throws {
@@ -278,10 +281,7 @@ struct BenchCommand: AsyncParsableCommand {
         guard let base = URL(string: address), base.scheme == "http" || base.scheme == "https" else {
             throw HearthError.invalidArgument("--server takes an http(s) base URL such as http://127.0.0.1:11435/v1.")
         }
-        let counts = streams.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard !counts.isEmpty, counts.allSatisfy({ (1...256).contains($0) }) else {
-            throw ValidationError("--streams takes counts between 1 and 256 separated by commas, such as 1,4,8.")
-        }
+        let counts = try Self.counts(streams, option: "--streams", in: 1...256, example: "1,4,8")
         let remote = RemoteModel(name: model, baseURL: base, apiKey: apiKey)
         let options = GenerationOptions(sampling: .greedy, maxTokens: max(1, generatedTokens))
         let topics = Self.storyTopics

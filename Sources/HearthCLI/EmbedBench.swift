@@ -5,15 +5,8 @@ import Hearth
 /// `hearth bench --embed`: sentences per second of a sentence-transformers model.
 extension BenchCommand {
     var embedBatchSizes: [Int] {
-        get throws {
-            let limit = SentenceEmbeddingModel.batchLimit
-            let values = batchSizes.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-            guard !values.isEmpty, values.allSatisfy({ $0 != nil && $0! >= 1 && $0! <= limit }) else {
-                // Larger lists are split by the model itself, so a bigger size would not measure what it says.
-                throw ValidationError("--batch takes sizes between 1 and \(limit) separated by commas, such as 1,32.")
-            }
-            return values.map { $0! }
-        }
+        // Larger lists are split by the model itself, so a bigger size would not measure what it says.
+        get throws { try Self.counts(batchSizes, option: "--batch", in: 1...SentenceEmbeddingModel.batchLimit, example: "1,32") }
     }
 
     struct EmbedResult: Codable {

@@ -6,13 +6,7 @@ import Hearth
 /// sequences evaluated in shared forward passes, as llama-batched-bench measures it.
 extension BenchCommand {
     var parallelCounts: [Int] {
-        get throws {
-            let values = (parallel ?? "").split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-            guard !values.isEmpty, values.allSatisfy({ $0 != nil && $0! >= 1 && $0! <= 256 }) else {
-                throw ValidationError("--parallel takes sequence counts between 1 and 256 separated by commas, such as 1,2,4,8.")
-            }
-            return values.map { $0! }
-        }
+        get throws { try Self.counts(parallel ?? "", option: "--parallel", in: 1...256, example: "1,2,4,8") }
     }
 
     struct ParallelResult: Codable {

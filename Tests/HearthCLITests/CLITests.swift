@@ -93,6 +93,13 @@ struct CLITests {
         ["bench", "/nonexistent", "--embed", "--sentences", "/nonexistent.txt"],
         ["run", "x.gguf", "hi", "--temp", "-1"],
         ["run", "x.gguf", "hi", "--top-p", "1.5"],
+        ["run", "x.gguf"],
+        ["run", "x.gguf", "hi", "--prompts", "p.txt"],
+        ["run", "x.gguf", "hi", "-o", "out.jsonl"],
+        ["run", "x.gguf", "--prompts", "p.txt", "--parallel", "0"],
+        ["bench", "x.gguf", "--parallel", "0"],
+        ["bench", "x.gguf", "--parallel", "1,,2"],
+        ["bench", "x.gguf", "--parallel", "2", "--chat"],
     ])
     func badInput(_ arguments: [String]) throws {
         let result = try Hearth.run(arguments)
@@ -153,6 +160,21 @@ struct CLITests {
         #expect(result.output.contains("pp16"))
         #expect(result.output.contains("tg8"))
         #expect(result.errors.contains("load to first token"))
+    }
+
+    @Test("bench --parallel reports aggregate prompt and generation speed for each sequence count")
+    func benchParallel() throws {
+        let model = try TestFiles.model(TestFiles.smolLM2)
+        let table = try Hearth.run(["bench", model, "--parallel", "1,3", "-p", "16", "-n", "4", "-r", "1", "-t", "2"])
+        #expect(table.status == 0, "\(table.errors)")
+        #expect(table.output.contains("tg t/s"))
+        #expect(table.output.split(separator: "\n").count == 4)
+        let json = try Hearth.run(["bench", model, "--parallel", "2", "-p", "8", "-n", "3", "-r", "2", "--json"])
+        #expect(json.status == 0)
+        let row = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+        #expect(row?["sequences"] as? Int == 2)
+        #expect((row?["promptTokensPerSecond"] as? Double ?? 0) > 0)
+        #expect((row?["generationTokensPerSecond"] as? Double ?? 0) > 0)
     }
 
     @Test("bench --embed reports sentences per second for each batch size, as a table or JSON")
