@@ -3,8 +3,8 @@
 //
 // Each weight block is unpacked to 32 int8 lanes and multiplied with the activation bytes by
 // vpmaddubsw (unsigned x signed). matVec runs 4 rows at a time so they share each activation
-// load and keep four independent FMA chains; matMul runs one row against 4 columns so they
-// share each unpacked weight block.
+// load and keep four independent FMA chains; matMul runs one row against up to 8 columns so
+// they share each unpacked weight block.
 #include <stdlib.h>
 #include "avx2.h"
 #if HK_HAVE_AVX2
@@ -104,31 +104,115 @@ HK_INLINE HK_AVX2 void tile_rows(const int kind, const uint8_t *w, size_t row_by
     }
 }
 
-// out[c * out_stride] = dot(weight row, column c) for NC columns (1..4) sharing each unpacked
-// weight block. dys/sys hold each block's activation d and s as floats, 4 columns per block.
-HK_INLINE HK_AVX2 void tile_cols(const int kind, const uint8_t *w, const uint8_t *const *a, const int NC,
-                                 const float *dys, const float *sys, int64_t nb, float *out, size_t out_stride) {
-    const size_t wb = weight_bytes(kind), ab = act_bytes(kind), aq = act_quants(kind);
-    __m256 acc[4];
-    __m128 mins = _mm_setzero_ps();
-    for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
+// Lane c holds hk_hsum(acc[c]): the same additions of the same pairs in the same operand order,
+// for 8 accumulators at once.
+HK_INLINE HK_AVX2 __m256 hsum8(const __m256 *acc) {
+    __m256 h[4], q[2];
+    for (int i = 0; i < 4; i++)
+        h[i] = _mm256_add_ps(_mm256_permute2f128_ps(acc[2 * i], acc[2 * i + 1], 0x20),
+                             _mm256_permute2f128_ps(acc[2 * i], acc[2 * i + 1], 0x31));
+    for (int i = 0; i < 2; i++)
+        q[i] = _mm256_add_ps(_mm256_shuffle_ps(h[2 * i], h[2 * i + 1], 0x44),
+                             _mm256_shuffle_ps(h[2 * i], h[2 * i + 1], 0xEE));
+    // q[0] = [A0 A1 C0 C1 | B0 B1 D0 D1] for accumulators A..D, q[1] likewise for E..H; the sums
+    // come out as [A C E G | B D F H].
+    const __m256 s = _mm256_add_ps(_mm256_shuffle_ps(q[0], q[1], 0x88), _mm256_shuffle_ps(q[0], q[1], 0xDD));
+    return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// matMul keeps each group of 8 columns' activation scales as floats, block by block: d for Q8_0,
+// d and s interleaved for Q8_1.
+HK_INLINE size_t scale_stride(int kind) { return has_min(kind) ? 16 : 8; }
+
+// The weight block's f16 d broadcast to 8 floats (a broadcast f16 converts to a broadcast float
+// with no shuffle); for Q4_1/Q5_1 [d m d m ...].
+HK_INLINE HK_AVX2 __m256 weight_scales(const int kind, const uint8_t *p) {
+    if (has_min(kind)) {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return _mm256_cvtph_ps(_mm_set1_epi32(v));
+    }
+    int16_t v;
+    memcpy(&v, p, 2);
+    return _mm256_cvtph_ps(_mm_set1_epi16(v));
+}
+
+// One weight row against a group's activation scales ds: scale[stride * b + (1 or 2) * c] =
+// dx * dy of block b and column c, and scale[stride * nb + c] the sum of mx * sy over the blocks
+// in order (Q4_1/Q5_1). One multiply per block covers 8 columns, where multiplying at each use
+// took one per column.
+HK_INLINE HK_AVX2 void row_scales(const int kind, const uint8_t *w, const float *ds, int64_t nb, float *scale) {
+    const size_t wb = weight_bytes(kind);
+    if (!has_min(kind)) {
+        for (int64_t b = 0; b < nb; b++)
+            _mm256_store_ps(scale + 8 * b,
+                            _mm256_mul_ps(weight_scales(kind, w + (size_t)b * wb), _mm256_load_ps(ds + 8 * b)));
+        return;
+    }
+    // [dx mx dx mx ...] times [dy0 sy0 dy1 sy1 ...] gives the scales and the mins' terms in one
+    // multiply; the even lanes of lo and hi sum products nothing reads.
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *wblk = w + (size_t)b * wb;
-        const __m256i x = weight_quants(kind, wblk);
-        const __m256i ux = has_min(kind) ? x : _mm256_sign_epi8(x, x);
-        const __m128 dmx = half_pair(kind, wblk);
-        const __m256 vdx = _mm256_broadcastss_ps(dmx);
-        if (has_min(kind))
-            mins = _mm_add_ps(mins, _mm_mul_ps(_mm_permute_ps(dmx, 0x55), _mm_loadu_ps(sys + 4 * b)));
-        for (int c = 0; c < NC; c++) {
-            const __m256i y = hk_load256(a[c] + (size_t)b * ab + aq);
-            const __m256 scale = _mm256_mul_ps(vdx, _mm256_broadcast_ss(dys + 4 * b + c));
-            acc[c] = _mm256_fmadd_ps(scale, block_dot(kind, x, ux, y), acc[c]);
+        const __m256 dm = weight_scales(kind, w + (size_t)b * wb);
+        const __m256 p0 = _mm256_mul_ps(dm, _mm256_load_ps(ds + 16 * b));
+        const __m256 p1 = _mm256_mul_ps(dm, _mm256_load_ps(ds + 16 * b + 8));
+        _mm256_store_ps(scale + 16 * b, p0);
+        _mm256_store_ps(scale + 16 * b + 8, p1);
+        lo = _mm256_add_ps(lo, p0);
+        hi = _mm256_add_ps(hi, p1);
+    }
+    // The odd lanes, [c0 c1 c4 c5 | c2 c3 c6 c7], in column order.
+    const __m256 m = _mm256_shuffle_ps(lo, hi, 0xDD);
+    _mm256_store_ps(scale + 16 * nb, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), 0xD8)));
+}
+
+// out[c * out_stride + r] = dot(weight row r, column c) for rows r0..<r1 and NC columns (2..8)
+// sharing each unpacked weight block. q holds the columns' quants, 8 * 32 bytes per block, and ds
+// their scales (scale_stride floats per block); scale is room for stride * nb + 8 floats.
+HK_INLINE HK_AVX2 void tile_cols(const int kind, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1,
+                                 const uint8_t *q, const float *ds, const int NC, int64_t nb, float *scale,
+                                 float *out, size_t out_stride) {
+    const size_t wb = weight_bytes(kind), st = scale_stride(kind);
+    const int cs = has_min(kind) ? 2 : 1;
+    // Two columns are too few to pay for a pass over the scales: each block's scales are
+    // multiplied where they are used.
+    const int pass = NC > 2;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *wr = w + (size_t)r * row_bytes;
+        if (pass) row_scales(kind, wr, ds, nb, scale);
+        __m256 acc[8], lo = _mm256_setzero_ps();
+        for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *wblk = wr + (size_t)b * wb;
+            __m256 vdx = _mm256_setzero_ps();
+            if (!pass) {
+                vdx = weight_scales(kind, wblk);
+                if (has_min(kind)) {
+                    lo = _mm256_add_ps(lo, _mm256_mul_ps(vdx, _mm256_load_ps(ds + 16 * b)));
+                    vdx = _mm256_moveldup_ps(vdx);
+                }
+            }
+            const __m256i x = weight_quants(kind, wblk);
+            const __m256i ux = has_min(kind) ? x : _mm256_sign_epi8(x, x);
+            for (int c = 0; c < NC; c++) {
+                const __m256i y = _mm256_load_si256((const __m256i *)(q + (size_t)b * 256 + 32 * c));
+                const __m256 sc = pass ? _mm256_broadcast_ss(scale + st * b + cs * c)
+                                       : _mm256_mul_ps(vdx, _mm256_broadcast_ss(ds + st * b + cs * c));
+                acc[c] = _mm256_fmadd_ps(sc, block_dot(kind, x, ux, y), acc[c]);
+            }
+        }
+        float m[8];
+        _mm256_storeu_ps(m, pass ? _mm256_load_ps(scale + st * nb) : _mm256_shuffle_ps(lo, lo, 0xDD));
+        if (NC == 8) {
+            __m256 s = hsum8(acc);
+            if (has_min(kind)) s = _mm256_add_ps(s, _mm256_loadu_ps(m));
+            _mm256_storeu_ps(m, s);
+            for (int c = 0; c < 8; c++) out[(size_t)c * out_stride + r] = m[c];
+        } else {
+            for (int c = 0; c < NC; c++)
+                out[(size_t)c * out_stride + r] = hk_hsum(acc[c]) + (has_min(kind) ? m[c] : 0);
         }
     }
-    float m[4];
-    _mm_storeu_ps(m, mins);
-    for (int c = 0; c < NC; c++) out[(size_t)c * out_stride] = hk_hsum(acc[c]) + (has_min(kind) ? m[c] : 0);
 }
 
 HK_INLINE HK_AVX2 void matvec(const int kind, const uint8_t *w, size_t row_bytes, int64_t rows,
@@ -142,59 +226,75 @@ HK_INLINE HK_AVX2 void matvec(const int kind, const uint8_t *w, size_t row_bytes
     for (; r < rows; r++) tile_rows(kind, w + (size_t)r * row_bytes, row_bytes, 1, a, nb, 0, out + r);
 }
 
-// Rows are taken in chunks that stay in L1 while every group of 4 columns passes over them,
-// so each weight byte comes from memory once per call.
+// Rows are taken in chunks that stay in L1 while every group of 8 columns passes over them,
+// so each weight byte comes from memory once per call. Each group's quants are first copied
+// block by block into one aligned run: a 34- or 36-byte block's quants straddle cache lines
+// about half the time, and a split load costs two.
 HK_INLINE HK_AVX2 void matmul(const int kind, const uint8_t *w, size_t row_bytes, int64_t rows,
                               const uint8_t *a, size_t a_stride, int64_t cols, int64_t n,
                               float *out, size_t out_stride) {
-    const int64_t nb = n / QK, groups = (cols + 3) / 4;
-    const size_t ab = act_bytes(kind);
-    float stack[2 * 4 * 256];
-    const size_t need = (size_t)groups * 2 * 4 * (size_t)nb;
-    float *scales = need <= sizeof stack / sizeof stack[0] ? stack : malloc(need * sizeof(float));
-    if (!scales) {
+    const int64_t nb = n / QK, groups = (cols + 7) / 8;
+    const size_t ab = act_bytes(kind), aq = act_quants(kind), st = scale_stride(kind);
+    const size_t group_bytes = (size_t)nb * (256 + 4 * st);
+    const size_t need = (size_t)groups * group_bytes + (st * (size_t)nb + 8) * sizeof(float);
+    _Alignas(32) uint8_t stack[16384];
+    uint8_t *buf = need <= sizeof stack ? stack : aligned_alloc(32, (need + 31) & ~(size_t)31);
+    if (!buf) {
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < cols; c++)
                 tile_rows(kind, w + (size_t)r * row_bytes, row_bytes, 1, a + (size_t)c * a_stride, nb, 0,
                           out + (size_t)c * out_stride + r);
         return;
     }
+    float *const scale = (float *)(buf + (size_t)groups * group_bytes);
     for (int64_t g = 0; g < groups; g++) {
-        float *dys = scales + (size_t)g * 8 * (size_t)nb, *sys = dys + 4 * nb;
+        uint8_t *q = buf + (size_t)g * group_bytes;
+        float *ds = (float *)(q + (size_t)nb * 256);
         for (int64_t b = 0; b < nb; b++)
-            for (int c = 0; c < 4; c++) {
-                const int64_t col = 4 * g + c;
-                float d = 0, s = 0;
+            for (int c = 0; c < 8; c++) {
+                const int64_t col = 8 * g + c;
+                __m128 v = _mm_setzero_ps();
                 if (col < cols) {
-                    const __m128 ds = half_pair(kind, a + (size_t)col * a_stride + (size_t)b * ab);
-                    d = _mm_cvtss_f32(ds);
-                    s = _mm_cvtss_f32(_mm_shuffle_ps(ds, ds, 1));
+                    const uint8_t *blk = a + (size_t)col * a_stride + (size_t)b * ab;
+                    v = half_pair(kind, blk);
+                    _mm256_store_si256((__m256i *)(q + (size_t)b * 256 + 32 * c), hk_load256(blk + aq));
                 }
-                dys[4 * b + c] = d;
-                sys[4 * b + c] = s;
+                if (has_min(kind)) {
+                    ds[st * b + 2 * c] = _mm_cvtss_f32(v);
+                    ds[st * b + 2 * c + 1] = _mm_cvtss_f32(_mm_shuffle_ps(v, v, 1));
+                } else {
+                    ds[st * b + c] = _mm_cvtss_f32(v);
+                }
             }
     }
     const int64_t chunk = 32;
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
         const int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
         for (int64_t g = 0; g < groups; g++) {
-            const int64_t c = 4 * g, nc = cols - c < 4 ? cols - c : 4;
-            const uint8_t *ap[4];
-            for (int i = 0; i < 4; i++) ap[i] = a + (size_t)(c + (i < nc ? i : 0)) * a_stride;
-            const float *dys = scales + (size_t)g * 8 * (size_t)nb, *sys = dys + 4 * nb;
+            const int64_t c = 8 * g, nc = cols - c < 8 ? cols - c : 8;
+            const uint8_t *q = buf + (size_t)g * group_bytes;
+            const float *ds = (const float *)(q + (size_t)nb * 256);
             float *o = out + (size_t)c * out_stride;
-            for (int64_t r = r0; r < r1; r++) {
-                const uint8_t *wr = w + (size_t)r * row_bytes;
-                switch (nc) {
-                case 4: tile_cols(kind, wr, ap, 4, dys, sys, nb, o + r, out_stride); break;
-                case 3: tile_cols(kind, wr, ap, 3, dys, sys, nb, o + r, out_stride); break;
-                case 2: tile_cols(kind, wr, ap, 2, dys, sys, nb, o + r, out_stride); break;
-                default: tile_cols(kind, wr, ap, 1, dys, sys, nb, o + r, out_stride); break;
-                }
+            switch (nc) {
+            case 8: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 8, nb, scale, o, out_stride); break;
+            case 7: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 7, nb, scale, o, out_stride); break;
+            case 6: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 6, nb, scale, o, out_stride); break;
+            case 5: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 5, nb, scale, o, out_stride); break;
+            case 4: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 4, nb, scale, o, out_stride); break;
+            case 3: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 3, nb, scale, o, out_stride); break;
+            case 2: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 2, nb, scale, o, out_stride); break;
+            default: {
+                // A lone column goes 4 rows at a time, as matVec does: the same floats, sooner.
+                const uint8_t *col = a + (size_t)c * a_stride;
+                int64_t r = r0;
+                for (; r + 4 <= r1; r += 4)
+                    tile_rows(kind, w + (size_t)r * row_bytes, row_bytes, 4, col, nb, 0, o + r);
+                for (; r < r1; r++) tile_rows(kind, w + (size_t)r * row_bytes, row_bytes, 1, col, nb, 0, o + r);
+            }
             }
         }
     }
-    if (scales != stack) free(scales);
+    if (buf != stack) free(buf);
 }
 
 #define HK_Q32_KERNELS(name, kind)                                                                \
