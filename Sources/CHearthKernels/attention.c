@@ -91,6 +91,62 @@ static float ordered_dot(const uint16_t *x, int64_t xstride, const float *y, int
 __attribute__((target("avx2,fma,f16c")))
 static __m256 load_half8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
+#define HK_GROUP_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+
+// Reduces the slots of eight output dimensions as llama.cpp does: 32 slots (its vector dot
+// product's four 8-lane accumulators) or 8 lanes (tinyBLAS).
+__attribute__((target("avx2,fma,f16c")))
+static __m256 reduce_slot_vectors(const __m256 *acc, int slots) {
+    if (slots == 32) {
+        __m256 y[8];
+        for (int l = 0; l < 8; l++) y[l] = _mm256_add_ps(_mm256_add_ps(acc[l], acc[16 + l]), _mm256_add_ps(acc[8 + l], acc[24 + l]));
+        const __m256 t0 = _mm256_add_ps(y[0], y[4]), t1 = _mm256_add_ps(y[1], y[5]);
+        const __m256 t2 = _mm256_add_ps(y[2], y[6]), t3 = _mm256_add_ps(y[3], y[7]);
+        return _mm256_add_ps(_mm256_add_ps(t0, t1), _mm256_add_ps(t2, t3));
+    }
+    const __m256 a0 = _mm256_add_ps(acc[4], acc[0]), a1 = _mm256_add_ps(acc[5], acc[1]);
+    const __m256 a2 = _mm256_add_ps(acc[6], acc[2]), a3 = _mm256_add_ps(acc[7], acc[3]);
+    return _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+}
+
+// out = sum over positions t of scores[t] * v[t], position t summed into slot t mod `slots` with
+// one fused multiply-add each, in order, and the slots reduced as llama.cpp reduces them.
+// A slot at a time over 64 dimensions keeps 8 accumulators in registers and reads each row of
+// V once per 64 dimensions (all 32 slots of 8 dimensions at once would spill).
+__attribute__((target("avx2,fma,f16c")))
+static void weighted_values_avx(const uint16_t *v, int64_t stride, int64_t n_pos, int64_t d, const float *scores,
+                                int slots, float *out) {
+    __attribute__((aligned(32))) float buf[32 * 64];
+    int64_t i0 = 0;
+    for (; i0 + 64 <= d; i0 += 64) {
+        for (int l = 0; l < slots; l++) {
+            __m256 a[8];
+            for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_ps();
+            for (int64_t t = l; t < n_pos; t += slots) {
+                const __m256 s = _mm256_set1_ps(scores[t]);
+                const uint16_t *row = v + t * stride + i0;
+                for (int j = 0; j < 8; j++) a[j] = _mm256_fmadd_ps(load_half8(row + 8 * j), s, a[j]);
+            }
+            for (int j = 0; j < 8; j++) _mm256_store_ps(buf + l * 64 + 8 * j, a[j]);
+        }
+        for (int j = 0; j < 8; j++) {
+            __m256 acc[32];
+            for (int l = 0; l < slots; l++) acc[l] = _mm256_load_ps(buf + l * 64 + 8 * j);
+            _mm256_storeu_ps(out + i0 + 8 * j, reduce_slot_vectors(acc, slots));
+        }
+    }
+    // Head sizes that are not a multiple of 64: eight dimensions at a time.
+    for (int64_t i = i0; i < d; i += 8) {
+        __m256 acc[32];
+        for (int l = 0; l < slots; l++) acc[l] = _mm256_setzero_ps();
+        for (int64_t t = 0; t < n_pos; t++) {
+            const int l = (int)(t & (slots - 1));
+            acc[l] = _mm256_fmadd_ps(load_half8(v + t * stride + i), _mm256_set1_ps(scores[t]), acc[l]);
+        }
+        _mm256_storeu_ps(out + i, reduce_slot_vectors(acc, slots));
+    }
+}
+
 __attribute__((target("avx2,fma,f16c")))
 static void attention_avx(int isa, const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
                           int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
@@ -126,26 +182,94 @@ static void attention_avx(int isa, const float *q, const uint16_t *k, const uint
         scores[t] = s;
     }
     normalise_scores(isa, scores, n_pos);
-    // Eight output dimensions at a time; position t goes to slot t mod 32 (or lane t mod 8).
-    const int slots = single ? 32 : 8;
-    for (int64_t i = 0; i < d; i += 8) {
-        __m256 acc[32];
-        for (int l = 0; l < slots; l++) acc[l] = _mm256_setzero_ps();
-        for (int64_t t = 0; t < n_pos; t++) {
-            const int l = (int)(t & (slots - 1));
-            acc[l] = _mm256_fmadd_ps(load_half8(v + t * stride + i), _mm256_set1_ps(scores[t]), acc[l]);
+    weighted_values_avx(v, stride, n_pos, d, scores, single ? 32 : 8, out);
+}
+
+// Query `h` of a group against position `t`'s key, already converted to floats: the same
+// products and sums, in the same order, as attention_avx's, for a head size that is a
+// multiple of 32.
+HK_GROUP_INLINE float group_score(const float *kf, const float *qh, int64_t d, int single) {
+    if (single) {
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int64_t i = 0; i < d; i += 32)
+            for (int j = 0; j < 4; j++)
+                acc[j] = _mm256_fmadd_ps(_mm256_load_ps(kf + i + 8 * j), _mm256_load_ps(qh + i + 8 * j), acc[j]);
+        float slot[32];
+        for (int j = 0; j < 4; j++) _mm256_storeu_ps(slot + 8 * j, acc[j]);
+        return reduce_slots32(slot);
+    }
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < d; i += 8) acc = _mm256_fmadd_ps(_mm256_load_ps(kf + i), _mm256_load_ps(qh + i), acc);
+    float lane[8];
+    _mm256_storeu_ps(lane, acc);
+    return reduce_slots8(lane);
+}
+
+// NQ (1 to 4) query heads that share one key/value head, over the same positions. Each key
+// and value row is read and converted once for all of them, and each head's arithmetic is
+// exactly attention_avx's. NQ is a constant in every call, so the accumulators stay in
+// registers.
+HK_GROUP_INLINE void attention_group_avx(int isa, const int NQ, const float *q, const uint16_t *k, const uint16_t *v,
+                                         int64_t stride, int64_t n_pos, int64_t d, float scale, float softcap, int single,
+                                         float *scores, float *out) {
+    __attribute__((aligned(32))) float qh[4][512];
+    __attribute__((aligned(32))) float kf[512];
+    uint16_t q16[512];
+    for (int h = 0; h < NQ; h++) {
+        f32_to_f16_avx(q + h * d, q16, d);
+        f16_to_f32_avx(q16, qh[h], d);
+    }
+    for (int64_t t = 0; t < n_pos; t++) {
+        f16_to_f32_avx(k + t * stride, kf, d);
+        for (int h = 0; h < NQ; h++) {
+            float s = group_score(kf, qh[h], d, single) * scale;
+            if (softcap > 0) s = softcap * tanhf(s / softcap);
+            scores[h * n_pos + t] = s;
         }
-        if (single) {
-            __m256 y[8];
-            for (int l = 0; l < 8; l++)
-                y[l] = _mm256_add_ps(_mm256_add_ps(acc[l], acc[16 + l]), _mm256_add_ps(acc[8 + l], acc[24 + l]));
-            const __m256 t0 = _mm256_add_ps(y[0], y[4]), t1 = _mm256_add_ps(y[1], y[5]);
-            const __m256 t2 = _mm256_add_ps(y[2], y[6]), t3 = _mm256_add_ps(y[3], y[7]);
-            _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_add_ps(t0, t1), _mm256_add_ps(t2, t3)));
-        } else {
-            const __m256 a0 = _mm256_add_ps(acc[4], acc[0]), a1 = _mm256_add_ps(acc[5], acc[1]);
-            const __m256 a2 = _mm256_add_ps(acc[6], acc[2]), a3 = _mm256_add_ps(acc[7], acc[3]);
-            _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3)));
+    }
+    for (int h = 0; h < NQ; h++) normalise_scores(isa, scores + h * n_pos, n_pos);
+    // As weighted_values_avx, 16 dimensions of every head at a time.
+    const int slots = single ? 32 : 8;
+    __attribute__((aligned(32))) float buf[4][32 * 16];
+    for (int64_t i0 = 0; i0 < d; i0 += 16) {
+        for (int l = 0; l < slots; l++) {
+            __m256 a[4][2];
+            for (int h = 0; h < NQ; h++) a[h][0] = a[h][1] = _mm256_setzero_ps();
+            for (int64_t t = l; t < n_pos; t += slots) {
+                const __m256 v0 = load_half8(v + t * stride + i0), v1 = load_half8(v + t * stride + i0 + 8);
+                for (int h = 0; h < NQ; h++) {
+                    const __m256 w = _mm256_set1_ps(scores[h * n_pos + t]);
+                    a[h][0] = _mm256_fmadd_ps(v0, w, a[h][0]);
+                    a[h][1] = _mm256_fmadd_ps(v1, w, a[h][1]);
+                }
+            }
+            for (int h = 0; h < NQ; h++) {
+                _mm256_store_ps(buf[h] + l * 16, a[h][0]);
+                _mm256_store_ps(buf[h] + l * 16 + 8, a[h][1]);
+            }
+        }
+        for (int h = 0; h < NQ; h++)
+            for (int j = 0; j < 2; j++) {
+                __m256 acc[32];
+                for (int l = 0; l < slots; l++) acc[l] = _mm256_load_ps(buf[h] + l * 16 + 8 * j);
+                _mm256_storeu_ps(out + h * d + i0 + 8 * j, reduce_slot_vectors(acc, slots));
+            }
+    }
+}
+
+// Groups of up to four heads, each group's size a constant in its call.
+__attribute__((target("avx2,fma,f16c")))
+static void attention_heads_avx(int isa, const float *q, int64_t n_heads, const uint16_t *k, const uint16_t *v,
+                                int64_t stride, int64_t n_pos, int64_t d, float scale, float softcap, int single,
+                                float *scores, float *out) {
+    for (int64_t h = 0; h < n_heads; h += 4) {
+        const float *qh = q + h * d;
+        float *o = out + h * d;
+        switch (n_heads - h < 4 ? n_heads - h : 4) {
+        case 4: attention_group_avx(isa, 4, qh, k, v, stride, n_pos, d, scale, softcap, single, scores, o); break;
+        case 3: attention_group_avx(isa, 3, qh, k, v, stride, n_pos, d, scale, softcap, single, scores, o); break;
+        case 2: attention_group_avx(isa, 2, qh, k, v, stride, n_pos, d, scale, softcap, single, scores, o); break;
+        default: attention_group_avx(isa, 1, qh, k, v, stride, n_pos, d, scale, softcap, single, scores, o); break;
         }
     }
 }
@@ -198,4 +322,19 @@ void hk_attention_head_f16(int isa, const float *q, const uint16_t *k, const uin
     }
 #endif
     attention_scalar(isa, q, k, v, stride, n_pos, head_dim, scale, softcap, single, scores, out);
+}
+
+void hk_attention_heads_f16(int isa, const float *q, int64_t n_heads, const uint16_t *k, const uint16_t *v,
+                            int64_t stride, int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
+                            float *scores, float *out) {
+    int64_t h = 0;
+#ifdef HK_X86
+    if (isa == HK_ISA_AVX2 && head_dim > 0 && head_dim <= 512 && head_dim % 32 == 0) {
+        attention_heads_avx(isa, q, n_heads, k, v, stride, n_pos, head_dim, scale, softcap, single, scores, out);
+        return;
+    }
+#endif
+    for (; h < n_heads; h++)
+        hk_attention_head_f16(isa, q + h * head_dim, k, v, stride, n_pos, head_dim, scale, softcap, single,
+                              scores, out + h * head_dim);
 }

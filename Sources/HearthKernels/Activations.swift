@@ -23,6 +23,20 @@ public enum Activations {
                               scale, softcap, single ? 1 : 0, scratch, output)
     }
 
+    /// `attentionHead` for `heads` consecutive query heads (at `query`, `headDimension` floats
+    /// each; results likewise at `output`) that share one key/value head. Each key and value row
+    /// is read once for all of them, and each head gets exactly what `attentionHead` gives it.
+    /// `scratch` holds `min(heads, 4) * positions` floats.
+    public static func attentionHeads(
+        query: UnsafePointer<Float>, heads: Int, keys: UnsafePointer<UInt16>, values: UnsafePointer<UInt16>, stride: Int,
+        positions: Int, headDimension: Int, scale: Float, softcap: Float = 0, single: Bool,
+        scratch: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, path: KernelPath = .best
+    ) {
+        precondition(headDimension > 0 && headDimension <= maximumHeadDimension && positions > 0 && heads > 0)
+        hk_attention_heads_f16(path.isa, query, Int64(heads), keys, values, Int64(stride), Int64(positions), Int64(headDimension),
+                               scale, softcap, single ? 1 : 0, scratch, output)
+    }
+
     /// `output[i] = silu(gate[i]) * up[i]`.
     public static func siluMul(gate: UnsafePointer<Float>, up: UnsafePointer<Float>,
                                output: UnsafeMutablePointer<Float>, count: Int, path: KernelPath = .best) {

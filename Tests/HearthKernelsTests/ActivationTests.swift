@@ -13,7 +13,7 @@ import Testing
     private func halves(_ x: [Float]) -> [UInt16] { x.map { Half($0).bits } }
 
     @Test("attention: AVX2 equals portable bit for bit, and a double-precision reference within 2e-3",
-          arguments: [16, 20, 64, 256], [1, 7, 8, 31, 33, 300])
+          arguments: [16, 20, 64, 80, 128, 256], [1, 7, 8, 31, 33, 300])
     func attention(headDimension d: Int, positions n: Int) {
         var random = SplitMix64(seed: UInt64(d * 1000 + n))
         let q = randomFloats(d, 2, using: &random)
@@ -40,6 +40,38 @@ import Testing
                 let expected = (0..<n).reduce(0.0) { $0 + weights[$1] / total * vf[$1 * d + i] }
                 // Queries and weights are rounded through half precision, as llama.cpp does.
                 #expect(abs(Double(outputs[0][i]) - expected) <= 2e-3 * max(1, abs(expected)))
+            }
+        }
+    }
+
+    @Test("attention of query heads sharing a key/value head equals each head alone, bit for bit",
+          arguments: [32, 64, 80, 128, 256], [1, 2, 3, 4, 6, 7])
+    func groupedAttention(headDimension d: Int, heads: Int) {
+        var random = SplitMix64(seed: UInt64(d * 100 + heads))
+        for n in [1, 5, 32, 45, 200] {
+            let q = randomFloats(heads * d, 2, using: &random)
+            // A cache row holds this key/value head and another, as a real cache does.
+            let stride = 2 * d
+            let k = halves(randomFloats(n * stride, 1, using: &random))
+            let v = halves(randomFloats(n * stride, 1, using: &random))
+            for single in [false, true] {
+                for path in KernelPath.allCases {
+                    var scratch = [Float](repeating: 0, count: min(heads, 4) * n)
+                    var together = [Float](repeating: .nan, count: heads * d)
+                    Activations.attentionHeads(query: q, heads: heads, keys: k, values: v, stride: stride, positions: n,
+                                               headDimension: d, scale: 0.125, softcap: d == 128 ? 30 : 0, single: single,
+                                               scratch: &scratch, output: &together, path: path)
+                    for h in 0..<heads {
+                        var alone = [Float](repeating: .nan, count: d)
+                        q.withUnsafeBufferPointer { q in
+                            Activations.attentionHead(query: q.baseAddress! + h * d, keys: k, values: v, stride: stride, positions: n,
+                                                      headDimension: d, scale: 0.125, softcap: d == 128 ? 30 : 0, single: single,
+                                                      scratch: &scratch, output: &alone, path: path)
+                        }
+                        #expect(Array(together[h * d..<(h + 1) * d]).map(\.bitPattern) == alone.map(\.bitPattern),
+                                "d \(d), \(heads) heads, head \(h), \(n) positions, single \(single), \(path)")
+                    }
+                }
             }
         }
     }

@@ -18,6 +18,14 @@ void hk_attention_head_f16(int isa, const float *q, const uint16_t *k, const uin
                            int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
                            float *scores, float *out);
 
+/// hk_attention_head_f16 for n_heads consecutive query heads (q and out hold head_dim floats
+/// per head) that share one key/value head: each key and value row is read once for all of
+/// them, and each head's result is exactly what hk_attention_head_f16 gives it. scores must
+/// hold min(n_heads, 4) * n_pos floats.
+void hk_attention_heads_f16(int isa, const float *q, int64_t n_heads, const uint16_t *k, const uint16_t *v,
+                            int64_t stride, int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
+                            float *scores, float *out);
+
 #ifdef __cplusplus
 }
 #endif
