@@ -109,6 +109,22 @@ static __m256 reduce_slot_vectors(const __m256 *acc, int slots) {
     return _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
 }
 
+// reduce_slots32 of the 32 slots held in four 8-lane accumulators (slot 8j + l in lane l of
+// acc j), with the same additions in the same grouping, in vector registers.
+HK_GROUP_INLINE float reduce_accumulators32(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    const __m256 y = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));     // y[l]
+    const __m128 t = _mm_add_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));  // y[l] + y[l + 4]
+    const __m128 u = _mm_hadd_ps(t, t);                                                   // t0 + t1, t2 + t3
+    return _mm_cvtss_f32(_mm_hadd_ps(u, u));
+}
+
+// reduce_slots8 of eight lanes: (l4 + l0) ... then (a0 + a2) + (a1 + a3), as hk_hsum adds.
+HK_GROUP_INLINE float reduce_accumulator8(__m256 acc) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
 // out = sum over positions t of scores[t] * v[t], position t summed into slot t mod `slots` with
 // one fused multiply-add each, in order, and the slots reduced as llama.cpp reduces them.
 // A slot at a time over 64 dimensions keeps 8 accumulators in registers and reads each row of
@@ -165,15 +181,11 @@ static void attention_avx(int isa, const float *q, const uint16_t *k, const uint
             for (int64_t i = 0; i < d; i += 32)
                 for (int j = 0; j < 4; j++)
                     acc[j] = _mm256_fmadd_ps(load_half8(kt + i + 8 * j), _mm256_loadu_ps(qh + i + 8 * j), acc[j]);
-            float slot[32];
-            for (int j = 0; j < 4; j++) _mm256_storeu_ps(slot + 8 * j, acc[j]);
-            dot = reduce_slots32(slot);
+            dot = reduce_accumulators32(acc[0], acc[1], acc[2], acc[3]);
         } else if (!single) {
             __m256 acc = _mm256_setzero_ps();
             for (int64_t i = 0; i < d; i += 8) acc = _mm256_fmadd_ps(load_half8(kt + i), _mm256_loadu_ps(qh + i), acc);
-            float lane[8];
-            _mm256_storeu_ps(lane, acc);
-            dot = reduce_slots8(lane);
+            dot = reduce_accumulator8(acc);
         } else {
             dot = ordered_dot(kt, 1, qh, d, single);
         }
@@ -194,15 +206,11 @@ HK_GROUP_INLINE float group_score(const float *kf, const float *qh, int64_t d, i
         for (int64_t i = 0; i < d; i += 32)
             for (int j = 0; j < 4; j++)
                 acc[j] = _mm256_fmadd_ps(_mm256_load_ps(kf + i + 8 * j), _mm256_load_ps(qh + i + 8 * j), acc[j]);
-        float slot[32];
-        for (int j = 0; j < 4; j++) _mm256_storeu_ps(slot + 8 * j, acc[j]);
-        return reduce_slots32(slot);
+        return reduce_accumulators32(acc[0], acc[1], acc[2], acc[3]);
     }
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < d; i += 8) acc = _mm256_fmadd_ps(_mm256_load_ps(kf + i), _mm256_load_ps(qh + i), acc);
-    float lane[8];
-    _mm256_storeu_ps(lane, acc);
-    return reduce_slots8(lane);
+    return reduce_accumulator8(acc);
 }
 
 // NQ (1 to 4) query heads that share one key/value head, over the same positions. Each key
