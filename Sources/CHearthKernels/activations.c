@@ -149,3 +149,60 @@ void hk_geglu_f32(const float *gate, const float *up, float *out, int64_t n) {
         }
     }
 }
+
+// ---- RoPE -----------------------------------------------------------------------------------
+
+static void rope_rotate_portable(float *x, int64_t heads, int64_t head_dim, int64_t dims, const float *table, int adjacent) {
+    const int64_t half = dims / 2;
+    for (int64_t h = 0; h < heads; h++) {
+        float *v = x + h * head_dim;
+        for (int64_t i = 0; i < half; i++) {
+            const float c = table[2 * i], s = table[2 * i + 1];
+            const int64_t a = adjacent ? 2 * i : i, b = adjacent ? 2 * i + 1 : i + half;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = fmaf(x0, c, -(x1 * s));
+            v[b] = fmaf(x0, s, x1 * c);
+        }
+    }
+}
+
+#if defined(__x86_64__) || defined(_M_X64)
+// NeoX halves eight pairs at a time; the same products and fused adds per value as the
+// portable loop (which the compiler turns into vfmadd here, with no libm call).
+__attribute__((target("avx2,fma,f16c")))
+static void rope_rotate_avx2(float *x, int64_t heads, int64_t head_dim, int64_t dims, const float *table, int adjacent) {
+    const int64_t half = dims / 2;
+    if (adjacent || half % 8 != 0) {
+        for (int64_t h = 0; h < heads; h++) {
+            float *v = x + h * head_dim;
+            for (int64_t i = 0; i < half; i++) {
+                const float c = table[2 * i], s = table[2 * i + 1];
+                const int64_t a = adjacent ? 2 * i : i, b = adjacent ? 2 * i + 1 : i + half;
+                const float x0 = v[a], x1 = v[b];
+                v[a] = __builtin_fmaf(x0, c, -(x1 * s));
+                v[b] = __builtin_fmaf(x0, s, x1 * c);
+            }
+        }
+        return;
+    }
+    const __m256i cos_index = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    for (int64_t h = 0; h < heads; h++) {
+        float *v = x + h * head_dim;
+        for (int64_t i = 0; i < half; i += 8) {
+            const __m256 c = _mm256_i32gather_ps(table + 2 * i, cos_index, 4);
+            const __m256 s = _mm256_i32gather_ps(table + 2 * i + 1, cos_index, 4);
+            const __m256 x0 = _mm256_loadu_ps(v + i), x1 = _mm256_loadu_ps(v + i + half);
+            const __m256 x1s = _mm256_mul_ps(x1, s), x1c = _mm256_mul_ps(x1, c);
+            _mm256_storeu_ps(v + i, _mm256_fmadd_ps(x0, c, _mm256_xor_ps(x1s, _mm256_set1_ps(-0.0f))));
+            _mm256_storeu_ps(v + i + half, _mm256_fmadd_ps(x0, s, x1c));
+        }
+    }
+}
+#endif
+
+void hk_rope_rotate(int isa, float *x, int64_t heads, int64_t head_dim, int64_t dims, const float *table, int adjacent) {
+#if defined(__x86_64__) || defined(_M_X64)
+    if (isa == HK_ISA_AVX2) { rope_rotate_avx2(x, heads, head_dim, dims, table, adjacent); return; }
+#endif
+    rope_rotate_portable(x, heads, head_dim, dims, table, adjacent);
+}

@@ -49,6 +49,14 @@ public enum Activations {
         hk_geglu_f32(gate, up, output, Int64(count))
     }
 
+    /// Rotates the first `dimensions` values of each of `heads` heads (`headDimension` floats
+    /// apart) by one row's RoPE table of (cos, sin) pairs: pairs (2i, 2i+1) when `adjacent`,
+    /// else (i, i + dimensions/2). Rounds as llama.cpp's compiled C does.
+    public static func ropeRotate(_ x: UnsafeMutablePointer<Float>, heads: Int, headDimension: Int, dimensions: Int,
+                                  table: UnsafePointer<Float>, adjacent: Bool, path: KernelPath = .best) {
+        hk_rope_rotate(path.isa, x, Int64(heads), Int64(headDimension), Int64(dimensions), table, adjacent ? 1 : 0)
+    }
+
     /// Softmax of `count` scores in place.
     public static func softmax(_ scores: UnsafeMutablePointer<Float>, count: Int, path: KernelPath = .best) {
         hk_softmax_f32(path.isa, scores, Int64(count))

@@ -76,6 +76,35 @@ import Testing
         }
     }
 
+    @Test("RoPE: AVX2 equals portable bit for bit, and the rotation of a plain double reference",
+          arguments: [true, false])
+    func rope(adjacent: Bool) {
+        var random = SplitMix64(seed: adjacent ? 5 : 6)
+        for (heads, headDimension, dimensions) in [(3, 64, 64), (2, 128, 64), (4, 256, 256), (1, 80, 48)] {
+            let x = randomFloats(heads * headDimension, 3, using: &random) + [0, -0.0]
+            let angles = (0..<dimensions / 2).map { i in 37 * powf(10_000, -2 * Float(i) / Float(dimensions)) }
+            let table = angles.flatMap { [cosf($0), sinf($0)] }
+            var outputs: [[Float]] = []
+            for path in KernelPath.allCases {
+                var y = x
+                Activations.ropeRotate(&y, heads: heads, headDimension: headDimension, dimensions: dimensions, table: table,
+                                       adjacent: adjacent, path: path)
+                outputs.append(y)
+            }
+            #expect(outputs[0].map(\.bitPattern) == outputs[1].map(\.bitPattern))
+            for h in 0..<heads {
+                for i in 0..<dimensions / 2 {
+                    let a = h * headDimension + (adjacent ? 2 * i : i), b = h * headDimension + (adjacent ? 2 * i + 1 : i + dimensions / 2)
+                    let c = Double(table[2 * i]), s = Double(table[2 * i + 1])
+                    #expect(abs(Double(outputs[0][a]) - (Double(x[a]) * c - Double(x[b]) * s)) < 1e-5)
+                    #expect(abs(Double(outputs[0][b]) - (Double(x[a]) * s + Double(x[b]) * c)) < 1e-5)
+                }
+                // Values past the rotated dimensions are left alone.
+                for i in dimensions..<headDimension { #expect(outputs[0][h * headDimension + i] == x[h * headDimension + i]) }
+            }
+        }
+    }
+
     @Test func siluMul() {
         var random = SplitMix64(seed: 3)
         for count in [1, 7, 8, 64, 1539] {

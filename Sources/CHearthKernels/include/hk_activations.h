@@ -35,6 +35,12 @@ extern "C" {
 /// (gelu(x) = x) or give 0.
 void hk_geglu_f32(const float *gate, const float *up, float *out, int64_t n);
 
+/// Rotates the first `dims` values of each of `heads` heads of `head_dim` floats at x by a row's
+/// RoPE table ((cos, sin) per pair): pairs (2i, 2i+1) when `adjacent`, else (i, i + dims/2).
+/// x0' = x0*c - x1*s and x1' = x0*s + x1*c, each with one fused multiply-add after the other
+/// product is rounded, as llama.cpp's compiled C computes them.
+void hk_rope_rotate(int isa, float *x, int64_t heads, int64_t head_dim, int64_t dims, const float *table, int adjacent);
+
 #ifdef __cplusplus
 }
 #endif

@@ -111,7 +111,8 @@ struct Attention {
         pass.project(input, columns: dim, through: projection.matrices, into: qkv, outputStride: qkvWidth)
 
         let table = pass.rotaryTable(rope)
-        for row in 0..<n {
+        // Norms and rotations cost several operations a value.
+        pass.forEachRow(width: 4 * qkvWidth) { row in
             let q = qkv + row * qkvWidth
             let k = q + queryWidth
             if let bias { TensorMath.add(bias.pointer, to: q, count: qkvWidth) }

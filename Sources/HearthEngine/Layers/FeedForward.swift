@@ -51,7 +51,7 @@ struct FeedForward {
         let gateUpRows = pass.workspace.floats(.gateUp, n * 2 * width)
         let hidden = pass.workspace.floats(.hidden, n * width)
         pass.project(input, columns: dim, through: gateUp, into: gateUpRows, outputStride: 2 * width)
-        for row in 0..<n {
+        pass.forEachRow(width: width) { row in
             let gate = gateUpRows + row * 2 * width
             activation.apply(gate: gate, up: gate + width, into: hidden + row * width, count: width)
         }

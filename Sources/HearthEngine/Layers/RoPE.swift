@@ -1,4 +1,5 @@
 import Foundation
+import HearthKernels
 
 /// Rotary position embedding (RoPE): each pair of a head's first `dimensions` values is rotated
 /// by an angle that grows with the position, `theta_i = position * base^(-2i/d)`, so a query-key
@@ -74,20 +75,8 @@ final class RotaryEmbedding: Sendable {
 
     /// Rotates `heads` consecutive heads of `headDimension` floats at `x` by one row's table.
     func rotate(_ x: UnsafeMutablePointer<Float>, heads: Int, headDimension: Int, table: UnsafePointer<Float>) {
-        let half = dimensions / 2
-        let adjacent = pairing == .adjacent
-        for h in 0..<heads {
-            let v = x + h * headDimension
-            for i in 0..<half {
-                let c = table[2 * i], s = table[2 * i + 1]
-                let a = adjacent ? 2 * i : i
-                let b = adjacent ? 2 * i + 1 : i + half
-                let x0 = v[a], x1 = v[b]
-                // Fused as llama.cpp's compiled C does it, so the rounding is the same.
-                v[a] = (-(x1 * s)).addingProduct(x0, c)
-                v[b] = (x1 * c).addingProduct(x0, s)
-            }
-        }
+        Activations.ropeRotate(x, heads: heads, headDimension: headDimension, dimensions: dimensions, table: table,
+                               adjacent: pairing == .adjacent)
     }
 }
 

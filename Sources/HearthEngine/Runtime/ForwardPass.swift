@@ -89,6 +89,16 @@ final class ForwardPass {
         pool.multiply(matrices, by: scratch, columns: rows, runs: runs ?? runLengths, output: output, outputStride: outputStride)
     }
 
+    /// Runs `body` for every row, split across the threads when the rows hold enough work
+    /// (`width` values each) to be worth a hand-over. Rows must not share what they write.
+    func forEachRow(width: Int, _ body: (Int) -> Void) {
+        if rows * width < 16_384 {
+            for row in 0..<rows { body(row) }
+        } else {
+            pool.parallelFor(rows) { range in range.forEach(body) }
+        }
+    }
+
     /// `x += y` over every row of the residual stream.
     func addToResidual(_ y: UnsafePointer<Float>) {
         TensorMath.add(y, to: residual, count: rows * configuration.embeddingLength)
