@@ -65,7 +65,11 @@ let package = Package(
             name: "HearthCLI",
             dependencies: ["Hearth", "HearthServer", "HearthStore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .target(name: "HearthTestSupport", dependencies: ["HearthFormats"], path: "Tests/HearthTestSupport"),
+        .target(
+            name: "HearthTestSupport",
+            dependencies: ["HearthFormats", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/HearthTestSupport"
+        ),
         .target(
             name: "HubEmulator",
             dependencies: [
@@ -77,6 +81,8 @@ let package = Package(
             path: "Tests/HubEmulator"
         ),
         .executableTarget(name: "hub-emulator", dependencies: ["HubEmulator"], path: "Tests/HubEmulatorServer"),
+        // Writes the tiny models whose llama.cpp outputs are fixtures (scripts/make-tiny-model-fixtures.py).
+        .executableTarget(name: "tiny-models", dependencies: ["HearthTestSupport"], path: "Tests/TinyModels"),
         // A child process for the store's durability test: it appends messages until killed.
         .executableTarget(name: "store-writer", dependencies: ["HearthStore"], path: "Tests/StoreWriter"),
         .testTarget(name: "HearthHubTests", dependencies: ["HearthHub", "Hearth", "HubEmulator", "HearthTestSupport"]),

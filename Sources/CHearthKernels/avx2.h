@@ -53,6 +53,11 @@ HK_INLINE HK_AVX2 __m256 hk_pairs_to_float(__m256i p) {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 }
 
+// avx2_q4_0x8.c
+float hk_avx2_dot_q4_0x8(const void *w, const void *a, int64_t n);
+void hk_avx2_matvec_q4_0x8(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
+void hk_avx2_matmul_q4_0x8(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+
 // avx2_q32.c
 float hk_avx2_dot_q4_0(const void *w, const void *a, int64_t n);
 float hk_avx2_dot_q4_1(const void *w, const void *a, int64_t n);

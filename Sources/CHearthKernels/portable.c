@@ -230,6 +230,21 @@ static float dot_q4_0(const void *w, const void *a, int64_t n) {
     return sum;
 }
 
+// Q4_0 in the order of llama.cpp's repacked kernels (avx2_q4_0x8.c): one fused multiply-add
+// per block.
+static float dot_q4_0x8(const void *w, const void *a, int64_t n) {
+    const hk_q4_0 *x = w;
+    const hk_q8_0 *y = a;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK; i++) {
+        int s = 0;
+        for (int j = 0; j < 16; j++)
+            s += ((x[i].qs[j] & 0xF) - 8) * y[i].qs[j] + ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + 16];
+        sum = fmaf((float)s, hk_fp16_to_fp32(x[i].d) * hk_fp16_to_fp32(y[i].d), sum);
+    }
+    return sum;
+}
+
 static float dot_q4_1(const void *w, const void *a, int64_t n) {
     const hk_q4_1 *x = w;
     const hk_q8_1 *y = a;
@@ -412,6 +427,7 @@ static const hk_kernel k_f32 = {dot_f32, NULL, NULL};
 static const hk_kernel k_f16 = {dot_f16, NULL, NULL};
 static const hk_kernel k_bf16 = {dot_bf16, NULL, NULL};
 static const hk_kernel k_q4_0 = {dot_q4_0, NULL, NULL};
+static const hk_kernel k_q4_0x8 = {dot_q4_0x8, NULL, NULL};
 static const hk_kernel k_q4_1 = {dot_q4_1, NULL, NULL};
 static const hk_kernel k_q5_0 = {dot_q5_0, NULL, NULL};
 static const hk_kernel k_q5_1 = {dot_q5_1, NULL, NULL};
@@ -426,6 +442,7 @@ const hk_kernel *hk_portable_kernel(uint32_t type) {
     case HK_F16: return &k_f16;
     case HK_BF16: return &k_bf16;
     case HK_Q4_0: return &k_q4_0;
+    case HK_Q4_0_X8: return &k_q4_0x8;
     case HK_Q4_1: return &k_q4_1;
     case HK_Q5_0: return &k_q5_0;
     case HK_Q5_1: return &k_q5_1;

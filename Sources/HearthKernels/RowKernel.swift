@@ -37,7 +37,11 @@ public struct RowKernel: Sendable {
     public let activationType: GGMLType
     /// The implementation used.
     public let path: KernelPath
+    /// Whether the sums follow llama.cpp's repacked Q4_0 kernels (see `init(weightType:rows:path:)`).
+    public let repackedOrder: Bool
     private let isa: Int32
+    /// What the C kernels are asked for: the weight type, or the order that stands for it.
+    private let kernelType: UInt32
 
     /// A kernel for `weightType` on the fastest path; throws `HearthError.unsupportedModel`
     /// when there is none.
@@ -45,8 +49,12 @@ public struct RowKernel: Sendable {
         try self.init(weightType: weightType, path: .best)
     }
 
-    /// A kernel for `weightType` on a chosen path.
-    public init(weightType: GGMLType, path: KernelPath) throws {
+    /// A kernel for the weights of a matrix of `rows` rows of `weightType`, on a chosen path.
+    ///
+    /// On AVX2, llama.cpp repacks Q4_0 matrices whose row count is a multiple of 8 and sums
+    /// them one fused multiply-add per block; a kernel for such a matrix sums in that order,
+    /// on either path, so that its results are llama.cpp's.
+    public init(weightType: GGMLType, rows: Int? = nil, path: KernelPath = .best) throws {
         guard let aType = KernelReference.activationType(for: weightType) else {
             throw HearthError.unsupportedModel(reason: "no matrix kernel for tensor type \(weightType.name)")
         }
@@ -54,6 +62,8 @@ public struct RowKernel: Sendable {
         self.activationType = aType
         self.path = path
         self.isa = path.isa
+        repackedOrder = weightType == .q4_0 && bestISA == HK_ISA_AVX2 && rows.map { $0 % 8 == 0 } ?? false
+        kernelType = repackedOrder ? UInt32(HK_Q4_0_X8) : weightType.rawValue
     }
 
     /// Bytes of one activation row of `count` elements in `activationType`.
@@ -77,14 +87,14 @@ public struct RowKernel: Sendable {
     /// Dot of one weight row with one activation row, `count` elements.
     public func dot(_ weights: UnsafeRawPointer, _ activations: UnsafeRawPointer, count: Int) -> Float {
         checkCount(count)
-        return hk_dot(isa, weightType.rawValue, weights, activations, Int64(count))
+        return hk_dot(isa, kernelType, weights, activations, Int64(count))
     }
 
     /// output[r - rows.lowerBound] = dot(weight row r, activations) for each r in rows.
     public func matVec(weights: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>,
                        activations: UnsafeRawPointer, count: Int, output: UnsafeMutablePointer<Float>) {
         checkCount(count)
-        hk_matvec(isa, weightType.rawValue, weights, rowBytes, Int64(rows.lowerBound), Int64(rows.upperBound),
+        hk_matvec(isa, kernelType, weights, rowBytes, Int64(rows.lowerBound), Int64(rows.upperBound),
                   activations, Int64(count), output)
     }
 
@@ -104,7 +114,7 @@ public struct RowKernel: Sendable {
         checkCount(count)
         precondition(runs.map { $0.reduce(0, +) == columns && $0.allSatisfy { $0 > 0 } } ?? true,
                      "runs must be positive and sum to the \(columns) columns")
-        hk_matmul(isa, weightType.rawValue, weights, rowBytes, Int64(rows.lowerBound), Int64(rows.upperBound),
+        hk_matmul(isa, kernelType, weights, rowBytes, Int64(rows.lowerBound), Int64(rows.upperBound),
                   activations, activationStride, Int64(columns), Int64(count),
                   runs.map { UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: Int64.self) }, Int64(runs?.count ?? 0),
                   output, outputStride)

@@ -39,9 +39,11 @@ extension TinyLlama {
         #expect(throws: HearthError.self, "\(name)") { try tiny.load() }
     }
 
-    @Test func ropeFrequencyFactorsAreRefusedNotIgnored() throws {
+    @Test func ropeFrequencyFactorsOfTheWrongSizeAreAnError() throws {
         var tiny = TinyLlama()
         tiny.extraTensors = [("rope_freqs.weight", [8])]
+        #expect(try tiny.load().configuration.ropeDimensions == 16)
+        tiny.extraTensors = [("rope_freqs.weight", [5])]
         let error = #expect(throws: HearthError.self) { try tiny.load() }
         #expect(error?.category == .model)
     }

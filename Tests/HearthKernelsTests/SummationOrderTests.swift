@@ -133,4 +133,59 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
             }
         }
     }
+
+    /// Q4_0 matrices with a multiple of 8 rows sum as llama.cpp's repacked AVX2 kernels do: one
+    /// integer per block, one fused multiply-add into a float per block. The dot product,
+    /// matVec and matMul of such a kernel all give that, on both paths.
+    @Test func repackedQ4_0SumsOneBlockAtATime() throws {
+        let count = 512, rowCount = 24
+        for path in KernelPath.allCases {
+            let t = try DotCase(.q4_0, path: path, count: count, rows: rowCount, columns: 9, seed: 900)
+            let kernel = try RowKernel(weightType: .q4_0, rows: rowCount, path: path)
+            #expect(kernel.repackedOrder == (KernelPath.best.description == "avx2"))
+            guard kernel.repackedOrder else { continue }
+            func reference(row: Int, column: Int) -> Float {
+                t.weights.withUnsafeBytes { w in
+                    t.activations.withUnsafeBytes { a in
+                        var acc: Float = 0
+                        for b in 0..<count / 32 {
+                            let wb = w.baseAddress! + row * t.rowBytes + b * 18
+                            let ab = a.baseAddress! + column * t.activationStride + b * 34
+                            let dw = Float(Float16(bitPattern: wb.loadUnaligned(as: UInt16.self)))
+                            let da = Float(Float16(bitPattern: ab.loadUnaligned(as: UInt16.self)))
+                            var sum = 0
+                            for j in 0..<16 {
+                                let q = Int(wb.load(fromByteOffset: 2 + j, as: UInt8.self))
+                                sum += ((q & 0xF) - 8) * Int(ab.load(fromByteOffset: 2 + j, as: Int8.self))
+                                sum += ((q >> 4) - 8) * Int(ab.load(fromByteOffset: 18 + j, as: Int8.self))
+                            }
+                            acc = acc.addingProduct(Float(sum), dw * da)
+                        }
+                        return acc
+                    }
+                }
+            }
+            var vector = [Float](repeating: .nan, count: rowCount)
+            var matrix = [Float](repeating: .nan, count: rowCount * 9)
+            t.weights.withUnsafeBytes { w in
+                t.activations.withUnsafeBytes { a in
+                    kernel.matVec(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: 0..<rowCount, activations: a.baseAddress!,
+                                  count: count, output: &vector)
+                    kernel.matMul(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: 0..<rowCount, activations: a.baseAddress!,
+                                  activationStride: t.activationStride, columns: 9, count: count, output: &matrix, outputStride: rowCount)
+                }
+            }
+            for r in 0..<rowCount {
+                let want = reference(row: r, column: 0)
+                let dot = t.weights.withUnsafeBytes { w in
+                    t.activations.withUnsafeBytes { kernel.dot(w.baseAddress! + r * t.rowBytes, $0.baseAddress!, count: count) }
+                }
+                #expect(dot.bitPattern == want.bitPattern, "\(path) dot row \(r)")
+                #expect(vector[r].bitPattern == want.bitPattern, "\(path) matVec row \(r)")
+                for c in 0..<9 {
+                    #expect(matrix[c * rowCount + r].bitPattern == reference(row: r, column: c).bitPattern, "\(path) matMul row \(r) column \(c)")
+                }
+            }
+        }
+    }
 }

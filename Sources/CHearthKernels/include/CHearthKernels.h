@@ -19,6 +19,11 @@ extern "C" {
 /// x86-64 with AVX2, FMA and F16C.
 #define HK_ISA_AVX2 1
 
+/// Not a GGML type: Q4_0 weights of a matrix whose row count is a multiple of 8, summed as
+/// llama.cpp sums the block_q4_0x8 it repacks them into on AVX2 (one fused multiply-add per
+/// block). The data is plain Q4_0; pass this in place of the type to the dot and matrix kernels.
+#define HK_Q4_0_X8 0x10002
+
 /// The fastest path this CPU can run.
 int hk_best_isa(void);
 

@@ -25,16 +25,9 @@ final class Gemma3: DecoderArchitecture {
         // Every sixth layer is global unless the file says otherwise.
         let pattern = gguf.int("\(arch).attention.sliding_window_pattern") ?? 6
         // Larger Gemma 3 models stretch the global layers' positions linearly; the local ones never.
-        var globalScale: Float = 1
-        if let scaling = gguf.string("\(arch).rope.scaling.type"), scaling != "none" {
-            guard scaling == "linear", let factor = gguf.float("\(arch).rope.scaling.factor"), factor.isFinite, factor >= 1 else {
-                throw HearthError.unsupportedModel(reason: "gemma3 models with \(scaling) RoPE scaling")
-            }
-            globalScale = 1 / factor
-        }
-        let global = RotaryEmbedding(dimensions: c.ropeDimensions, base: c.ropeBase, pairing: .halves, frequencyScale: globalScale)
-        let local = RotaryEmbedding(dimensions: c.ropeDimensions, base: gguf.float("\(arch).rope.freq_base_swa") ?? 10_000,
-                                    pairing: .halves)
+        let global = try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves, factors: nil)
+        let local = try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves,
+                                             base: gguf.float("\(arch).rope.freq_base_swa") ?? 10_000, factors: nil, scaled: false)
         // Queries are scaled by 1/√headDim (27B by 1/√(width/heads), as in Google's reference).
         let queryScale = c.blockCount == 62
             ? 1 / Float(c.embeddingLength / c.headCount).squareRoot()

@@ -1,7 +1,8 @@
 import HearthFormats
 
-/// Llama (Llama 2, SmolLM, Mistral 7B): a pre-norm decoder. Each block is
-/// RMSNorm → attention (RoPE on adjacent pairs, grouped-query, KV cache) → residual →
+/// Llama (Llama 2 and 3.x, SmolLM, Mistral, Ministral): a pre-norm decoder. Each block is
+/// RMSNorm → attention (RoPE on adjacent pairs, with Llama 3's per-frequency factors when the
+/// file has `rope_freqs`; grouped-query; KV cache) → residual →
 /// RMSNorm → SwiGLU feed-forward → residual; then a final RMSNorm and the output projection
 /// (tied to the token embedding when the file has no `output.weight`).
 final class Llama: DecoderArchitecture {
@@ -18,7 +19,7 @@ final class Llama: DecoderArchitecture {
 
     init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
         try Self.refuseUnsupported(gguf)
-        let rope = RotaryEmbedding(dimensions: c.ropeDimensions, base: c.ropeBase, pairing: .adjacent)
+        let rope = try RotaryEmbedding.read(gguf, configuration: c, pairing: .adjacent)
         let scale = Attention.Scale.scores(1 / Float(c.headDimension).squareRoot())
         embedding = try TokenEmbedding(gguf, configuration: c)
         blocks = try (0..<c.blockCount).map { i in
@@ -35,12 +36,6 @@ final class Llama: DecoderArchitecture {
     static func refuseUnsupported(_ gguf: GGUFFile) throws {
         if let experts = gguf.int("llama.expert_count"), experts > 0 {
             throw HearthError.unsupportedModel(reason: "mixture-of-experts llama models (\(experts) experts)")
-        }
-        if gguf.tensorInfo(named: "rope_freqs.weight") != nil {
-            throw HearthError.unsupportedModel(reason: "llama models with RoPE frequency factors (Llama 3.1 and later)")
-        }
-        if let scaling = gguf.string("llama.rope.scaling.type"), scaling != "none" {
-            throw HearthError.unsupportedModel(reason: "llama models with \(scaling) RoPE scaling")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HearthFormats
 import HearthKernels
 
 /// Rotary position embedding (RoPE): each pair of a head's first `dimensions` values is rotated
@@ -77,6 +78,35 @@ final class RotaryEmbedding: Sendable {
     func rotate(_ x: UnsafeMutablePointer<Float>, heads: Int, headDimension: Int, table: UnsafePointer<Float>) {
         Activations.ropeRotate(x, heads: heads, headDimension: headDimension, dimensions: dimensions, table: table,
                                adjacent: pairing == .adjacent)
+    }
+}
+
+extension RotaryEmbedding {
+    /// The RoPE a file describes for `c.architecture`, as llama.cpp reads it: `rope.freq_base`
+    /// (or `base`), `rope.scaling.type` (none or linear) with `rope.scaling.factor` (or the old
+    /// `rope.scale_linear`), `rope.scaling.attn_factor`, and the per-frequency divisors of
+    /// `factors` when the file has that tensor (Llama 3's `rope_freqs.weight`). Other scaling
+    /// types are refused by name.
+    static func read(_ gguf: GGUFFile, configuration c: ModelConfiguration, pairing: Pairing, base: Float? = nil,
+                     factors: String? = "rope_freqs.weight", scaled: Bool = true) throws -> RotaryEmbedding {
+        let a = c.architecture
+        let type = gguf.string("\(a).rope.scaling.type") ?? "linear"
+        guard type == "linear" || type == "none" else {
+            throw HearthError.unsupportedModel(reason: "\(a) models with \(type) RoPE scaling")
+        }
+        let factor = gguf.float("\(a).rope.scaling.factor") ?? gguf.float("\(a).rope.scale_linear") ?? 0
+        guard factor.isFinite, factor >= 0 else {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "\(a).rope.scaling.factor is \(factor)")
+        }
+        let attentionFactor = gguf.float("\(a).rope.scaling.attn_factor") ?? 1
+        guard attentionFactor.isFinite, attentionFactor > 0 else {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "\(a).rope.scaling.attn_factor is \(attentionFactor)")
+        }
+        return RotaryEmbedding(
+            dimensions: c.ropeDimensions, base: base ?? c.ropeBase, pairing: pairing,
+            frequencyFactors: try factors.flatMap { try loadOptionalVector(gguf, $0, count: c.ropeDimensions / 2) },
+            frequencyScale: scaled && type == "linear" && factor != 0 ? 1 / factor : 1,
+            attentionFactor: attentionFactor)
     }
 }
 

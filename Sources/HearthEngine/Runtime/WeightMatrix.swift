@@ -26,7 +26,7 @@ struct WeightMatrix: @unchecked Sendable {
         rows = info.rowCount
         columns = info.rowLength
         rowBytes = info.rowBytes
-        kernel = try RowKernel(weightType: info.type)
+        kernel = try RowKernel(weightType: info.type, rows: info.rowCount)
     }
 
     /// A pointer to row `r`.

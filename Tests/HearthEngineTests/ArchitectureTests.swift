@@ -1,0 +1,81 @@
+import Foundation
+import Hearth
+import HearthTestSupport
+import Synchronization
+import Testing
+
+/// llama.cpp's greedy tokens and top log-probabilities on one tiny model
+/// (scripts/make-tiny-model-fixtures.py).
+private struct TinyFixture: Decodable, Sendable, CustomTestStringConvertible {
+    struct Case: Decodable, Sendable {
+        struct Candidate: Decodable, Sendable {
+            let id: Int32
+            let logprob: Float
+        }
+        let prompt: String
+        let prompt_ids: [Int32]
+        let ids: [Int32]
+        let top_logprobs: [[Candidate]]
+    }
+    let model: String
+    let sha256: String
+    let cases: [Case]
+    var testDescription: String { model }
+}
+
+private func fixtures() throws -> [TinyFixture] {
+    let folder = TestFiles.packageRoot.appendingPathComponent("Tests/Fixtures/tiny-models")
+    let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }.sorted()
+    return try names.map { try JSONDecoder().decode(TinyFixture.self, from: Data(contentsOf: folder.appendingPathComponent($0))) }
+}
+
+/// The tiny models, written once per test run.
+private let written = Mutex<[String: String]>([:])
+private let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-tiny-models-\(getpid())")
+
+private func modelPath(_ name: String, sha256: String) throws -> String {
+    if let path = written.withLock({ $0[name] }) { return path }
+    let spec = try #require(TinyModel.catalog.first { $0.name == name }, "\(name) is not in TinyModel.catalog")
+    let bytes = try spec.data()
+    #expect(TinyModel.sha256(bytes) == sha256,
+            "\(name): the model written differs from the one llama.cpp ran; rerun scripts/make-tiny-model-fixtures.py")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let path = folder.appendingPathComponent("\(name).gguf").path
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    written.withLock { $0[name] = path }
+    return path
+}
+
+@Suite("Architectures against llama.cpp on tiny models", .serialized)
+struct ArchitectureTests {
+    @Test("greedy tokens equal llama.cpp's and top-5 log-probabilities agree within 1e-3", arguments: try fixtures())
+    fileprivate func tinyModelMatchesLlamaCpp(_ fixture: TinyFixture) throws {
+        let model = try TransformerModel(path: modelPath(fixture.model, sha256: fixture.sha256), threads: 2)
+        for (index, reference) in fixture.cases.enumerated() {
+            #expect(model.tokenizer.encode(reference.prompt, addSpecial: true, parseSpecial: false) == reference.prompt_ids,
+                    "\(fixture.model) prompt \(index): tokens")
+            var options = GenerationOptions(sampling: .greedy, maxTokens: reference.ids.count)
+            options.logprobs = true
+            options.topLogprobs = 5
+            var ids: [Int32] = [], tops: [[TokenLogprob]] = []
+            let sequence = try model.makeSequence(contextLength: 1024)
+            try model.generate(prompt: reference.prompt_ids, options: options, sequence: sequence) { chunk in
+                if let token = chunk.token {
+                    ids.append(token)
+                    tops.append(chunk.topLogprobs)
+                }
+                return true
+            }
+            // llama.cpp's count includes an end-of-generation token, which Hearth reports as the finish.
+            #expect(Array(reference.ids.prefix(ids.count)) == ids && reference.ids.count - ids.count <= 1,
+                    "\(fixture.model) prompt \(index): tokens \(ids) against \(reference.ids)")
+            for (step, expected) in reference.top_logprobs.enumerated() where step < tops.count {
+                for candidate in expected {
+                    let got: Float = tops[step].first { $0.token == candidate.id }?.logprob ?? -.infinity
+                    let close = abs(got - candidate.logprob) <= 1e-3
+                    #expect(close, "\(fixture.model) prompt \(index) step \(step): token \(candidate.id) \(got) against \(candidate.logprob)")
+                }
+            }
+        }
+    }
+}

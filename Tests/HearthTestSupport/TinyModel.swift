@@ -1,0 +1,285 @@
+import Crypto
+import Foundation
+import HearthFormats
+
+/// A small model of a real architecture with a real tokenizer and random weights, written
+/// byte for byte the same on every machine, so that llama.cpp's outputs on it (made once by
+/// `scripts/make-tiny-model-fixtures.py`) are facts a test can hold Hearth to.
+///
+/// Weights are random quantized blocks (or floats), scaled so that the greedy choices are
+/// decisive. The tokenizer is copied from one of llama.cpp's vocab-only GGUFs, which
+/// `scripts/fetch-models` puts in `models/llama-cpp-vocab/`.
+public struct TinyModel: Sendable {
+    /// How a group of tensors is stored.
+    public struct Types: Sendable {
+        public var embedding: GGMLType = .q8_0
+        public var attention: GGMLType = .q8_0
+        public var feedForward: GGMLType = .q8_0
+        public var down: GGMLType = .q8_0
+        /// The output projection; nil ties it to the token embedding.
+        public var output: GGMLType? = nil
+
+        public init(embedding: GGMLType = .q8_0, attention: GGMLType = .q8_0, feedForward: GGMLType = .q8_0,
+                    down: GGMLType = .q8_0, output: GGMLType? = nil) {
+            self.embedding = embedding
+            self.attention = attention
+            self.feedForward = feedForward
+            self.down = down
+            self.output = output
+        }
+    }
+
+    /// What the file calls it, and the fixture.
+    public var name: String
+    /// `general.architecture`.
+    public var architecture: String
+    /// The GGUF its tokenizer comes from, relative to `models/` (a vocab-only GGUF in
+    /// `llama-cpp-vocab/`, or a real model).
+    public var vocabulary: String
+    public var width = 128
+    public var layers = 2
+    public var heads = 4
+    public var kvHeads = 2
+    public var headDimension = 32
+    public var feedForward = 256
+    public var contextLength = 4096
+    public var ropeBase: Float = 10_000
+    public var types = Types()
+    /// Metadata beyond the common keys, `<architecture>.` left out of the key.
+    public var extraMetadata: [(String, GGUFValue)] = []
+    /// The family's own tensors per block: name after `blk.N.`, dimensions, type.
+    public var blockTensors: [(String, [Int], GGMLType)] = []
+    /// The family's own tensors outside the blocks.
+    public var globalTensors: [(String, [Int], GGMLType)] = []
+    /// Q, K and V as one `attn_qkv` tensor (and gate and up as one `ffn_up`).
+    public var fused = false
+    /// Q, K and V biases.
+    public var attentionBiases = false
+    /// Per-head RMSNorm weights for Q and K.
+    public var headNorms = false
+    /// Norms after attention and after the feed-forward network.
+    public var postNorms = false
+    /// Experts in a mixture-of-experts feed-forward network (0: a dense one), how many each
+    /// token uses, and their hidden size.
+    public var experts = 0
+    public var expertsUsed = 0
+    public var expertFeedForward = 0
+
+    public init(name: String, architecture: String, vocabulary: String) {
+        self.name = name
+        self.architecture = architecture
+        self.vocabulary = vocabulary
+    }
+
+    /// The vocab GGUF's path, or an error naming scripts/fetch-models.
+    public var vocabularyPath: String {
+        get throws { try TestFiles.model(vocabulary) }
+    }
+
+    /// The model file's bytes.
+    public func data() throws -> [UInt8] {
+        let vocab = try GGUFFile(path: vocabularyPath)
+        var random = SplitMix64(seed: name.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 })
+        var writer = GGUFWriter()
+        let a = architecture
+        let vocabularySize = vocab.array("tokenizer.ggml.tokens")?.count ?? 0
+        writer.add("general.architecture", .string(a))
+        writer.add("general.name", .string(name))
+        writer.add("\(a).context_length", .uint32(UInt32(contextLength)))
+        writer.add("\(a).embedding_length", .uint32(UInt32(width)))
+        writer.add("\(a).block_count", .uint32(UInt32(layers)))
+        writer.add("\(a).feed_forward_length", .uint32(UInt32(feedForward)))
+        writer.add("\(a).attention.head_count", .uint32(UInt32(heads)))
+        writer.add("\(a).attention.head_count_kv", .uint32(UInt32(kvHeads)))
+        writer.add("\(a).attention.key_length", .uint32(UInt32(headDimension)))
+        writer.add("\(a).attention.value_length", .uint32(UInt32(headDimension)))
+        writer.add("\(a).rope.dimension_count", .uint32(UInt32(headDimension)))
+        writer.add("\(a).rope.freq_base", .float32(ropeBase))
+        writer.add("\(a).attention.layer_norm_rms_epsilon", .float32(1e-6))
+        writer.add("\(a).vocab_size", .uint32(UInt32(vocabularySize)))
+        if experts > 0 {
+            writer.add("\(a).expert_count", .uint32(UInt32(experts)))
+            writer.add("\(a).expert_used_count", .uint32(UInt32(expertsUsed)))
+            writer.add("\(a).expert_feed_forward_length", .uint32(UInt32(expertFeedForward)))
+        }
+        for (key, value) in extraMetadata { writer.add("\(a).\(key)", value) }
+        for key in vocab.metadataKeys where key.hasPrefix("tokenizer.") {
+            writer.add(key, vocab.metadata[key]!, elementKind: Self.elementKind(vocab.metadata[key]!))
+        }
+
+        func tensor(_ name: String, _ dimensions: [Int], _ type: GGMLType, scale: Float) {
+            writer.addTensor(name: name, dimensions: dimensions, type: type,
+                             data: RandomWeights.bytes(type, count: dimensions.reduce(1, *), scale: scale, using: &random))
+        }
+        /// Norm weights near 1, as trained models have them.
+        func norm(_ name: String, _ count: Int) {
+            let values = (0..<count).map { _ in 1 + 0.2 * RandomWeights.normal(using: &random) }
+            writer.addTensor(name: name, dimensions: [count], floats: values)
+        }
+        let qWidth = heads * headDimension, kvWidth = kvHeads * headDimension
+        let inputScale = 1 / Float(width).squareRoot()
+        tensor("token_embd.weight", [width, vocabularySize], types.embedding, scale: 1)
+        for l in 0..<layers {
+            let p = "blk.\(l)."
+            norm(p + "attn_norm.weight", width)
+            if fused {
+                tensor(p + "attn_qkv.weight", [width, qWidth + 2 * kvWidth], types.attention, scale: inputScale)
+            } else {
+                tensor(p + "attn_q.weight", [width, qWidth], types.attention, scale: inputScale)
+                tensor(p + "attn_k.weight", [width, kvWidth], types.attention, scale: inputScale)
+                tensor(p + "attn_v.weight", [width, kvWidth], types.attention, scale: inputScale)
+            }
+            if attentionBiases {
+                for (part, count) in [("q", qWidth), ("k", kvWidth), ("v", kvWidth)] {
+                    tensor(p + "attn_\(part).bias", [count], .f32, scale: 0.5)
+                }
+            }
+            if headNorms {
+                norm(p + "attn_q_norm.weight", headDimension)
+                norm(p + "attn_k_norm.weight", headDimension)
+            }
+            // Blocks write strongly into the residual stream, so that what a token attends to
+            // matters more than the token itself.
+            tensor(p + "attn_output.weight", [qWidth, width], types.attention, scale: 4 / Float(qWidth).squareRoot())
+            if postNorms { norm(p + "post_attention_norm.weight", width) }
+            norm(p + "ffn_norm.weight", width)
+            if experts > 0 {
+                tensor(p + "ffn_gate_inp.weight", [width, experts], .f32, scale: 2 * inputScale)
+                tensor(p + "ffn_gate_exps.weight", [width, expertFeedForward, experts], types.feedForward, scale: inputScale)
+                tensor(p + "ffn_up_exps.weight", [width, expertFeedForward, experts], types.feedForward, scale: inputScale)
+                tensor(p + "ffn_down_exps.weight", [expertFeedForward, width, experts], types.down,
+                       scale: 4 / Float(expertFeedForward).squareRoot())
+            } else if fused {
+                tensor(p + "ffn_up.weight", [width, 2 * feedForward], types.feedForward, scale: inputScale)
+                tensor(p + "ffn_down.weight", [feedForward, width], types.down, scale: 4 / Float(feedForward).squareRoot())
+            } else {
+                tensor(p + "ffn_gate.weight", [width, feedForward], types.feedForward, scale: inputScale)
+                tensor(p + "ffn_up.weight", [width, feedForward], types.feedForward, scale: inputScale)
+                tensor(p + "ffn_down.weight", [feedForward, width], types.down, scale: 4 / Float(feedForward).squareRoot())
+            }
+            if postNorms { norm(p + "post_ffw_norm.weight", width) }
+            for (suffix, dimensions, type) in blockTensors {
+                if type == .f32, dimensions.count == 1 {
+                    // Per-dimension factors (RoPE frequency factors) are positive, around 1 to 4.
+                    writer.addTensor(name: p + suffix, dimensions: dimensions,
+                                     floats: (0..<dimensions[0]).map { _ in 1 + 3 * RandomWeights.uniform(using: &random) })
+                } else {
+                    tensor(p + suffix, dimensions, type, scale: inputScale)
+                }
+            }
+        }
+        norm("output_norm.weight", width)
+        if let output = types.output {
+            // Logits spread wide, so that greedy choices are far from ties.
+            tensor("output.weight", [width, vocabularySize], output, scale: 8 * inputScale)
+        }
+        for (name, dimensions, type) in globalTensors {
+            if type == .f32, dimensions.count == 1 {
+                writer.addTensor(name: name, dimensions: dimensions,
+                                 floats: (0..<dimensions[0]).map { _ in 1 + 3 * RandomWeights.uniform(using: &random) })
+            } else {
+                tensor(name, dimensions, type, scale: inputScale)
+            }
+        }
+        return try writer.data()
+    }
+
+    /// The sha256 of `bytes` in lowercase hex.
+    public static func sha256(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Writes the model to `directory/<name>.gguf` and returns the path.
+    @discardableResult
+    public func write(in directory: URL) throws -> String {
+        let url = directory.appendingPathComponent("\(name).gguf")
+        try Data(data()).write(to: url)
+        return url.path
+    }
+
+    private static func elementKind(_ value: GGUFValue) -> GGUFValue.Kind? {
+        guard case .array(let items) = value, items.isEmpty else { return nil }
+        return .string
+    }
+}
+
+/// Random weights in any storage type, drawn from one generator.
+public enum RandomWeights {
+    /// A uniform float in [0, 1).
+    public static func uniform(using random: inout SplitMix64) -> Float {
+        Float(random.next() >> 40) / Float(1 << 24)
+    }
+
+    /// A standard normal float (Box-Muller).
+    public static func normal(using random: inout SplitMix64) -> Float {
+        let u = max(uniform(using: &random), 1e-7), v = uniform(using: &random)
+        return (-2 * logf(u)).squareRoot() * cosf(2 * .pi * v)
+    }
+
+    /// `count` weights of `type` whose values have about `scale` standard deviation: random
+    /// quants under random (positive) scales for the block formats, normal floats otherwise.
+    public static func bytes(_ type: GGMLType, count: Int, scale: Float, using random: inout SplitMix64) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(count / type.blockSize * type.blockBytes)
+        func half(_ value: Float) { withUnsafeBytes(of: Float16(value).bitPattern.littleEndian) { out += $0 } }
+        func byte() -> UInt8 { UInt8(truncatingIfNeeded: random.next() >> 56) }
+        func bytes(_ n: Int) { for _ in 0..<n { out.append(byte()) } }
+        /// A block scale that varies by ±25% around `base`.
+        func blockScale(_ base: Float) -> Float { base * (0.75 + 0.5 * uniform(using: &random)) }
+        switch type {
+        case .f32:
+            for _ in 0..<count { withUnsafeBytes(of: (scale * normal(using: &random)).bitPattern.littleEndian) { out += $0 } }
+        case .f16:
+            for _ in 0..<count { half(scale * normal(using: &random)) }
+        case .bf16:
+            for _ in 0..<count {
+                withUnsafeBytes(of: UInt16((scale * normal(using: &random)).bitPattern >> 16).littleEndian) { out += $0 }
+            }
+        case .q8_0:
+            for _ in 0..<count / 32 {
+                half(blockScale(scale / 73))
+                for _ in 0..<32 { out.append(UInt8(bitPattern: Int8(Int(byte() % 255) - 127))) }
+            }
+        case .q4_0, .q5_0:
+            let five = type == .q5_0
+            for _ in 0..<count / 32 {
+                half(blockScale(scale / (five ? 9.2 : 4.6)))
+                bytes(five ? 20 : 16)
+            }
+        case .q4_1, .q5_1:
+            let five = type == .q5_1
+            for _ in 0..<count / 32 {
+                let d = blockScale(scale / (five ? 9.2 : 4.6))
+                half(d)
+                half(-d * (five ? 15.5 : 7.5))
+                bytes(five ? 20 : 16)
+            }
+        case .q4_K, .q5_K:
+            let five = type == .q5_K
+            for _ in 0..<count / 256 {
+                // Sub-block scales and mins of 32..63 under d and dmin chosen to centre the quants.
+                let d = blockScale(scale / ((five ? 9.2 : 4.6) * 48))
+                half(d)
+                half(d * (five ? 15.5 : 7.5))
+                var packed = [UInt8](repeating: 0, count: 12)
+                let scales = (0..<8).map { _ in 32 + byte() % 32 }, mins = (0..<8).map { _ in 32 + byte() % 32 }
+                for j in 0..<4 {
+                    packed[j] = scales[j] | ((scales[j + 4] >> 4) << 6)
+                    packed[j + 4] = mins[j] | ((mins[j + 4] >> 4) << 6)
+                    packed[j + 8] = (scales[j + 4] & 0xF) | ((mins[j + 4] & 0xF) << 4)
+                }
+                out += packed
+                bytes(five ? 160 : 128)
+            }
+        case .q6_K:
+            for _ in 0..<count / 256 {
+                bytes(128 + 64)
+                for _ in 0..<16 { out.append(UInt8(16 + byte() % 48)) }
+                half(blockScale(scale / (18.5 * 40)))
+            }
+        default:
+            preconditionFailure("no random weights for \(type.name)")
+        }
+        return out
+    }
+}
