@@ -6,7 +6,9 @@ The models are random-weight GGUFs of real architectures with real tokenizers, w
 `tiny-models` executable byte for byte the same on every machine (the fixture records each
 file's sha256, and the test checks it). For every model and prompt, llama-server tokenizes the
 prompt (special tokens added as the model says) and generates 32 tokens greedily, reporting
-the 5 most likely tokens of every step with their log-probabilities under the raw logits.
+the 5 most likely tokens of the first 8 steps with their log-probabilities under the raw
+logits (null for a step whose token ends inside a UTF-8 character: the server does not report
+those).
 
 llama-server runs with flash attention off (-fa off), the arithmetic Hearth follows, 2 threads,
 and a context of 1024 positions per sequence (which matters to models whose RoPE depends on
@@ -81,15 +83,17 @@ def run_model(server, path):
         for prompt in PROMPTS:
             ids = post(port, "/tokenize", {"content": prompt, "add_special": True})["tokens"]
             answer = post(port, "/completion", {"prompt": ids, "n_predict": GENERATED, "temperature": 0,
-                                                "n_probs": TOP, "cache_prompt": False})
-            steps = answer["completion_probabilities"]
-            cases.append({
-                "prompt": prompt,
-                "prompt_ids": ids,
-                "ids": [step["id"] for step in steps],
-                "top_logprobs": [[{"id": t["id"], "logprob": t["logprob"]} for t in step["top_logprobs"]]
-                                 for step in steps[:8]],
-            })
+                                                "n_probs": TOP, "cache_prompt": False, "return_tokens": True})
+            tokens = answer["tokens"]
+            # The server leaves out the probabilities of a token that ends inside a UTF-8
+            # character (it sends them with the token that completes it): such steps get null.
+            probabilities, steps = answer["completion_probabilities"], []
+            for token in tokens:
+                if probabilities and probabilities[0]["id"] == token:
+                    steps.append([{"id": t["id"], "logprob": t["logprob"]} for t in probabilities.pop(0)["top_logprobs"]])
+                else:
+                    steps.append(None)
+            cases.append({"prompt": prompt, "prompt_ids": ids, "ids": tokens, "top_logprobs": steps[:8]})
         return build, cases
     finally:
         process.terminate()

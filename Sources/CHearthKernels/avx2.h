@@ -53,6 +53,12 @@ HK_INLINE HK_AVX2 __m256 hk_pairs_to_float(__m256i p) {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 }
 
+// float_matrix.c
+float hk_avx2_dot_f16w_ordered(const void *w, const void *a, int64_t n);
+float hk_avx2_dot_f32w_ordered(const void *w, const void *a, int64_t n);
+void hk_avx2_matmul_f16w(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+void hk_avx2_matmul_f32w(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+
 // avx2_q4_0x8.c
 float hk_avx2_dot_q4_0x8(const void *w, const void *a, int64_t n);
 void hk_avx2_matvec_q4_0x8(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
@@ -84,8 +90,6 @@ void hk_avx2_matmul_q5_K(const uint8_t *, size_t, int64_t, const uint8_t *, size
 void hk_avx2_matmul_q6_K(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
 
 // avx2_float.c
-float hk_avx2_dot_f16(const void *w, const void *a, int64_t n);
 float hk_avx2_dot_bf16(const void *w, const void *a, int64_t n);
-float hk_avx2_dot_f32w(const void *w, const void *a, int64_t n);
 
 #endif

@@ -39,16 +39,6 @@ float HK_AVX2 hk_avx2_dot_f32(const float *x, const float *y, int64_t n) {
     HK_FLOAT_DOT(x, y, n, _mm256_loadu_ps, HK_IDENTITY);
 }
 
-float HK_AVX2 hk_avx2_dot_f32w(const void *w, const void *a, int64_t n) {
-    return hk_avx2_dot_f32(w, a, n);
-}
-
-float HK_AVX2 hk_avx2_dot_f16(const void *w, const void *a, int64_t n) {
-    const uint16_t *x = w;
-    const float *y = a;
-    HK_FLOAT_DOT(x, y, n, load_f16x8, _cvtsh_ss);
-}
-
 float HK_AVX2 hk_avx2_dot_bf16(const void *w, const void *a, int64_t n) {
     const uint16_t *x = w;
     const float *y = a;
@@ -309,8 +299,8 @@ int HK_AVX2 hk_avx2_quantize(uint32_t type, const float *x, void *dst, int64_t n
 
 // ---- kernel table --------------------------------------------------------------------------
 
-static const hk_kernel k_f32 = {hk_avx2_dot_f32w, NULL, NULL};
-static const hk_kernel k_f16 = {hk_avx2_dot_f16, NULL, NULL};
+static const hk_kernel k_f32 = {hk_avx2_dot_f32w_ordered, NULL, hk_avx2_matmul_f32w};
+static const hk_kernel k_f16 = {hk_avx2_dot_f16w_ordered, NULL, hk_avx2_matmul_f16w};
 static const hk_kernel k_bf16 = {hk_avx2_dot_bf16, NULL, NULL};
 static const hk_kernel k_q4_0 = {hk_avx2_dot_q4_0, hk_avx2_matvec_q4_0, hk_avx2_matmul_q4_0};
 static const hk_kernel k_q4_1 = {hk_avx2_dot_q4_1, hk_avx2_matvec_q4_1, hk_avx2_matmul_q4_1};

@@ -11,7 +11,8 @@ static const hk_kernel *kernel_for(int isa, uint32_t type) {
 
 int32_t hk_activation_type(uint32_t weight_type) {
     switch (weight_type) {
-    case HK_F32: case HK_F16: case HK_BF16: return HK_F32;
+    case HK_F32: case HK_BF16: return HK_F32;
+    case HK_F16: return HK_F16;
     case HK_Q4_0: case HK_Q4_0_X8: case HK_Q5_0: case HK_Q8_0: return HK_Q8_0;
     case HK_Q4_1: case HK_Q5_1: return HK_Q8_1;
     case HK_Q4_K: case HK_Q5_K: case HK_Q6_K: return HK_Q8_K;

@@ -102,6 +102,12 @@ typedef struct {
     hk_matmul_fn matmul;
 } hk_kernel;
 
+// float_matrix.c
+float hk_portable_dot_f16w(const void *w, const void *a, int64_t n);
+float hk_portable_dot_f32w(const void *w, const void *a, int64_t n);
+void hk_portable_matmul_f16w(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+void hk_portable_matmul_f32w(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+
 // portable.c
 const hk_kernel *hk_portable_kernel(uint32_t type);
 int hk_portable_dequantize(uint32_t type, const void *src, float *dst, int64_t n);

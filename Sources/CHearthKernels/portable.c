@@ -208,6 +208,9 @@ static void quant_q8_K(const float *x, hk_q8_K *y, int64_t nb) {
 int hk_portable_quantize(uint32_t type, const float *x, void *dst, int64_t n) {
     switch (type) {
     case HK_F32: memcpy(dst, x, (size_t)n * 4); return 0;
+    case HK_F16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = hk_fp32_to_fp16(x[i]);
+        return 0;
     case HK_Q8_0: quant_q8_0(x, dst, n / QK); return 0;
     case HK_Q8_1: quant_q8_1(x, dst, n / QK); return 0;
     case HK_Q8_K: quant_q8_K(x, dst, n / QK_K); return 0;
@@ -385,18 +388,6 @@ static float dot_q6_K(const void *w, const void *a, int64_t n) {
     return sum;
 }
 
-static float dot_f32(const void *w, const void *a, int64_t n) {
-    return hk_portable_dot_f32(w, a, n);
-}
-
-static float dot_f16(const void *w, const void *a, int64_t n) {
-    const uint16_t *x = w;
-    const float *y = a;
-    float sum = 0;
-    for (int64_t i = 0; i < n; i++) sum += hk_fp16_to_fp32(x[i]) * y[i];
-    return sum;
-}
-
 static float dot_bf16(const void *w, const void *a, int64_t n) {
     const uint16_t *x = w;
     const float *y = a;
@@ -423,8 +414,8 @@ void hk_portable_axpy_f32(float alpha, const float *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
 }
 
-static const hk_kernel k_f32 = {dot_f32, NULL, NULL};
-static const hk_kernel k_f16 = {dot_f16, NULL, NULL};
+static const hk_kernel k_f32 = {hk_portable_dot_f32w, NULL, hk_portable_matmul_f32w};
+static const hk_kernel k_f16 = {hk_portable_dot_f16w, NULL, hk_portable_matmul_f16w};
 static const hk_kernel k_bf16 = {dot_bf16, NULL, NULL};
 static const hk_kernel k_q4_0 = {dot_q4_0, NULL, NULL};
 static const hk_kernel k_q4_0x8 = {dot_q4_0x8, NULL, NULL};

@@ -7,7 +7,9 @@ public enum KernelReference {
     /// there is no kernel for that weight type.
     public static func activationType(for weightType: GGMLType) -> GGMLType? {
         switch weightType {
-        case .f32, .f16, .bf16: return .f32
+        // F16 weights take F16 activations, as in GGML (its vec_dot_type).
+        case .f16: return .f16
+        case .f32, .bf16: return .f32
         case .q4_0, .q5_0, .q8_0: return .q8_0
         case .q4_1, .q5_1: return .q8_1
         case .q4_K, .q5_K, .q6_K: return .q8_K
@@ -262,7 +264,7 @@ public enum KernelReference {
         switch weightType {
         case .f32, .f16, .bf16:
             let x = try dequantize(weightType, w, count: count)
-            let y = a.assumingMemoryBound(to: Float.self)
+            let y = aType == .f16 ? try dequantize(.f16, a, count: count) : Array(UnsafeBufferPointer(start: a.assumingMemoryBound(to: Float.self), count: count))
             var sum = 0.0, mag = 0.0
             for i in 0..<count {
                 sum += Double(x[i]) * Double(y[i])
@@ -350,12 +352,18 @@ public enum KernelReference {
         /// multiplied by d_w, less dmin_w times the mins' integer (fused), then fused into the
         /// accumulator with d_a.
         case tiled
+        /// F16 and F32 weights in a batch of two or more rows (tinyBLAS): one float lane per
+        /// element index mod 8, each a chain of fused multiply-adds, added pairwise at the end,
+        /// ((4 + 0) + (6 + 2)) + ((5 + 1) + (7 + 3)). (A lone row takes ggml_vec_dot's 32 slots,
+        /// which `dot` of the kernel gives.)
+        case floatLanes
 
         /// The weight types this order is defined for.
         public var weightTypes: [GGMLType] {
             switch self {
             case .lanes, .tiled: return [.q5_K, .q6_K]
             case .blocks, .pairs: return [.q4_K]
+            case .floatLanes: return [.f16, .f32]
             }
         }
     }
@@ -366,6 +374,14 @@ public enum KernelReference {
                            order: SummationOrder) throws -> Float {
         guard order.weightTypes.contains(weightType) else {
             throw HearthError.invalidArgument("summation order \(order) is not defined for \(weightType.name)")
+        }
+        if order == .floatLanes {
+            let x = try dequantize(weightType, w, count: count)
+            let y = weightType == .f16 ? try dequantize(.f16, a, count: count)
+                                       : Array(UnsafeBufferPointer(start: a.assumingMemoryBound(to: Float.self), count: count))
+            var lane = [Float](repeating: 0, count: 8)
+            for i in 0..<count { lane[i % 8] = lane[i % 8].addingProduct(x[i], y[i]) }
+            return ((lane[4] + lane[0]) + (lane[6] + lane[2])) + ((lane[5] + lane[1]) + (lane[7] + lane[3]))
         }
         guard count % 256 == 0 else {
             throw HearthError.invalidArgument("\(count) is not a whole number of \(weightType.name) blocks")
@@ -422,6 +438,8 @@ public enum KernelReference {
             case .tiled:
                 let (sumi, summ) = sums(0..<256)
                 acc = acc.addingProduct((d * Float(sumi)).addingProduct(-dmin, Float(summ)), yb.d)
+            case .floatLanes:
+                preconditionFailure("float orders return above")
             case .blocks, .pairs:
                 let step = order == .pairs ? 64 : 256
                 for first in stride(from: 0, to: 256, by: step) {
@@ -436,7 +454,7 @@ public enum KernelReference {
             let even: Float = (lanes[0] + lanes[4]) + (lanes[2] + lanes[6])
             let odd: Float = (lanes[1] + lanes[5]) + (lanes[3] + lanes[7])
             return (even + odd) - accMin
-        case .tiled: return acc
+        case .tiled, .floatLanes: return acc
         case .blocks, .pairs: return acc - accMin
         }
     }

@@ -9,6 +9,8 @@ import Testing
 /// kernel, the rest the gemv kernel, which is also what a dot product does. Q5_K and Q6_K
 /// batches of 8 or more take the tiled kernel.
 func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: Int) -> KernelReference.SummationOrder? {
+    // F16 and F32 batches take tinyBLAS's order on every path.
+    if type == .f16 || type == .f32 { return columns >= 2 ? .floatLanes : nil }
     guard path.description == "avx2" else { return nil }
     switch type {
     case .q4_K: return column < columns - columns % 4 ? .pairs : nil

@@ -1,0 +1,143 @@
+// F32 and F16 weight matrices, summed as llama.cpp's CPU backend sums them.
+//
+// F16 weights take F16 activations there (the activations are rounded to half precision
+// first), F32 weights F32 ones. A pass of one row runs ggml_vec_dot_f16/f32: four 8-lane
+// accumulators (32 slots, element i into slot i mod 32) over the first n - n % 32 elements,
+// reduced as GGML_F32x8_REDUCE does, then the rest added one product at a time: in double for
+// F16, fused into the float sum for F32 (as GCC contracts that loop). A
+// pass of several rows runs tinyBLAS when n is a multiple of 8: one 8-lane accumulator
+// (element i into lane i mod 8), reduced as its hsum does. Here each sequence's run of columns
+// gets the order llama.cpp would give a pass of that many rows, so a row's result does not
+// depend on the rows beside it.
+#include "internal.h"
+#include <math.h>
+#pragma STDC FP_CONTRACT OFF
+
+// The reduction of 32 slots (slot 8j + l is lane l of accumulator j) by GGML_F32x8_REDUCE.
+static float reduce32(const float *s) {
+    float y[8];
+    for (int l = 0; l < 8; l++) y[l] = (s[l] + s[16 + l]) + (s[8 + l] + s[24 + l]);
+    const float t0 = y[0] + y[4], t1 = y[1] + y[5], t2 = y[2] + y[6], t3 = y[3] + y[7];
+    return (t0 + t1) + (t2 + t3);
+}
+
+// tinyBLAS's hsum of 8 lanes.
+static float reduce8(const float *l) {
+    const float a0 = l[4] + l[0], a1 = l[5] + l[1], a2 = l[6] + l[2], a3 = l[7] + l[3];
+    return (a0 + a2) + (a1 + a3);
+}
+
+static inline float element(int half, const void *p, int64_t i) {
+    return half ? hk_fp16_to_fp32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+// The reduced sum of the first `whole` elements plus the rest, as ggml_vec_dot_f16/f32 add them.
+static float tail(int half, const void *w, const void *a, int64_t whole, int64_t n, float reduced) {
+    if (half) {
+        double sum = reduced;
+        for (int64_t i = whole; i < n; i++) sum += (double)(element(half, w, i) * element(half, a, i));
+        return (float)sum;
+    }
+    float sum = reduced;
+    for (int64_t i = whole; i < n; i++) sum = fmaf(element(half, w, i), element(half, a, i), sum);
+    return sum;
+}
+
+// One weight row (F16 when `half`, else F32) against one activation row of the same type.
+static float dot_portable(int half, const void *w, const void *a, int64_t n, int single) {
+    if (single || n % 8 != 0) {
+        float slot[32] = {0};
+        const int64_t whole = n - n % 32;
+        for (int64_t i = 0; i < whole; i++) slot[i & 31] = fmaf(element(half, w, i), element(half, a, i), slot[i & 31]);
+        return tail(half, w, a, whole, n, reduce32(slot));
+    }
+    float lane[8] = {0};
+    for (int64_t i = 0; i < n; i++) lane[i & 7] = fmaf(element(half, w, i), element(half, a, i), lane[i & 7]);
+    return reduce8(lane);
+}
+
+float hk_portable_dot_f16w(const void *w, const void *a, int64_t n) { return dot_portable(1, w, a, n, 1); }
+float hk_portable_dot_f32w(const void *w, const void *a, int64_t n) { return dot_portable(0, w, a, n, 1); }
+
+static void matmul_portable(int half, const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a, size_t a_stride,
+                            int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs, float *out, size_t out_stride) {
+    int64_t col = 0;
+    for (int64_t i = 0; i < (runs ? n_runs : 1); i++) {
+        const int64_t len = runs ? runs[i] : cols;
+        for (int64_t c = col; c < col + len; c++)
+            for (int64_t r = 0; r < rows; r++)
+                out[(size_t)c * out_stride + (size_t)r] =
+                    dot_portable(half, w + (size_t)r * row_bytes, a + (size_t)c * a_stride, n, len == 1);
+        col += len;
+    }
+}
+
+void hk_portable_matmul_f16w(const uint8_t *w, size_t rb, int64_t rows, const uint8_t *a, size_t as, int64_t cols, int64_t n,
+                             const int64_t *runs, int64_t n_runs, float *out, size_t os) {
+    matmul_portable(1, w, rb, rows, a, as, cols, n, runs, n_runs, out, os);
+}
+
+void hk_portable_matmul_f32w(const uint8_t *w, size_t rb, int64_t rows, const uint8_t *a, size_t as, int64_t cols, int64_t n,
+                             const int64_t *runs, int64_t n_runs, float *out, size_t os) {
+    matmul_portable(0, w, rb, rows, a, as, cols, n, runs, n_runs, out, os);
+}
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define HK_FM_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+HK_FM_AVX2 static inline __m256 load8(int half, const void *p, int64_t i) {
+    return half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)))
+                : _mm256_loadu_ps((const float *)p + i);
+}
+
+HK_FM_AVX2 static float dot_avx2(int half, const void *w, const void *a, int64_t n, int single) {
+    if (single || n % 8 != 0) {
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        const int64_t whole = n - n % 32;
+        for (int64_t i = 0; i < whole; i += 32)
+            for (int j = 0; j < 4; j++) acc[j] = _mm256_fmadd_ps(load8(half, w, i + 8 * j), load8(half, a, i + 8 * j), acc[j]);
+        const __m256 y = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+        const __m128 t = _mm_add_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
+        const __m128 u = _mm_hadd_ps(t, t);
+        return tail(half, w, a, whole, n, _mm_cvtss_f32(_mm_hadd_ps(u, u)));
+    }
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(load8(half, w, i), load8(half, a, i), acc);
+    __m128 s = _mm_add_ps(_mm256_extractf128_ps(acc, 1), _mm256_castps256_ps128(acc));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+HK_FM_AVX2 float hk_avx2_dot_f16w_ordered(const void *w, const void *a, int64_t n) { return dot_avx2(1, w, a, n, 1); }
+HK_FM_AVX2 float hk_avx2_dot_f32w_ordered(const void *w, const void *a, int64_t n) { return dot_avx2(0, w, a, n, 1); }
+
+HK_FM_AVX2 static void matmul_avx2(int half, const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a,
+                                   size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs,
+                                   float *out, size_t out_stride) {
+    // Rows in chunks that stay in L1 while every column passes over them.
+    const int64_t chunk = 16;
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        const int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
+        int64_t col = 0;
+        for (int64_t i = 0; i < (runs ? n_runs : 1); i++) {
+            const int64_t len = runs ? runs[i] : cols;
+            for (int64_t c = col; c < col + len; c++)
+                for (int64_t r = r0; r < r1; r++)
+                    out[(size_t)c * out_stride + (size_t)r] =
+                        dot_avx2(half, w + (size_t)r * row_bytes, a + (size_t)c * a_stride, n, len == 1);
+            col += len;
+        }
+    }
+}
+
+HK_FM_AVX2 void hk_avx2_matmul_f16w(const uint8_t *w, size_t rb, int64_t rows, const uint8_t *a, size_t as, int64_t cols,
+                                    int64_t n, const int64_t *runs, int64_t n_runs, float *out, size_t os) {
+    matmul_avx2(1, w, rb, rows, a, as, cols, n, runs, n_runs, out, os);
+}
+
+HK_FM_AVX2 void hk_avx2_matmul_f32w(const uint8_t *w, size_t rb, int64_t rows, const uint8_t *a, size_t as, int64_t cols,
+                                    int64_t n, const int64_t *runs, int64_t n_runs, float *out, size_t os) {
+    matmul_avx2(0, w, rb, rows, a, as, cols, n, runs, n_runs, out, os);
+}
+#endif
