@@ -116,6 +116,24 @@ void hk_softmax_f32(int isa, float *scores, int64_t n) {
     for (int64_t t = 0; t < n; t++) scores[t] *= inv;
 }
 
+void hk_softmax_row_f32(int isa, float *x, int64_t n) {
+    if (n <= 0) return;
+    float max = -INFINITY;
+    for (int64_t t = 0; t < n; t++) if (x[t] > max) max = x[t];
+    const int64_t whole = n - n % 8;
+    double sum;
+#ifdef HK_X86
+    if (isa == HK_ISA_AVX2) sum = exp_sum_avx2(x, whole, max); else
+#endif
+    sum = exp_sum_portable(x, whole, max);
+    for (int64_t t = whole; t < n; t++) {
+        x[t] = expf(x[t] - max);
+        sum += (double)x[t];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int64_t t = 0; t < n; t++) x[t] *= inv;
+}
+
 // ---- GELU -----------------------------------------------------------------------------------
 
 #include <pthread.h>

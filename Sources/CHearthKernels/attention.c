@@ -125,20 +125,27 @@ HK_GROUP_INLINE float reduce_accumulator8(__m256 acc) {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
+// The first of n positions (the first at absolute position `first`) that falls in slot l: a
+// position's slot is its place in the whole cache, as llama.cpp's attention row spans every
+// cell and masks those outside a sliding window to zero weight.
+static inline int64_t first_in_slot(int l, int slots, int64_t first) {
+    return ((l - first) % slots + slots) % slots;
+}
+
 // out = sum over positions t of scores[t] * v[t], position t summed into slot t mod `slots` with
 // one fused multiply-add each, in order, and the slots reduced as llama.cpp reduces them.
 // A slot at a time over 64 dimensions keeps 8 accumulators in registers and reads each row of
 // V once per 64 dimensions (all 32 slots of 8 dimensions at once would spill).
 __attribute__((target("avx2,fma,f16c")))
 static void weighted_values_avx(const uint16_t *v, int64_t stride, int64_t n_pos, int64_t d, const float *scores,
-                                int slots, float *out) {
+                                int slots, int64_t first, float *out) {
     __attribute__((aligned(32))) float buf[32 * 64];
     int64_t i0 = 0;
     for (; i0 + 64 <= d; i0 += 64) {
         for (int l = 0; l < slots; l++) {
             __m256 a[8];
             for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_ps();
-            for (int64_t t = l; t < n_pos; t += slots) {
+            for (int64_t t = first_in_slot(l, slots, first); t < n_pos; t += slots) {
                 const __m256 s = _mm256_set1_ps(scores[t]);
                 const uint16_t *row = v + t * stride + i0;
                 for (int j = 0; j < 8; j++) a[j] = _mm256_fmadd_ps(load_half8(row + 8 * j), s, a[j]);
@@ -156,7 +163,7 @@ static void weighted_values_avx(const uint16_t *v, int64_t stride, int64_t n_pos
         __m256 acc[32];
         for (int l = 0; l < slots; l++) acc[l] = _mm256_setzero_ps();
         for (int64_t t = 0; t < n_pos; t++) {
-            const int l = (int)(t & (slots - 1));
+            const int l = (int)((first + t) & (slots - 1));
             acc[l] = _mm256_fmadd_ps(load_half8(v + t * stride + i), _mm256_set1_ps(scores[t]), acc[l]);
         }
         _mm256_storeu_ps(out + i, reduce_slot_vectors(acc, slots));
@@ -165,7 +172,7 @@ static void weighted_values_avx(const uint16_t *v, int64_t stride, int64_t n_pos
 
 __attribute__((target("avx2,fma,f16c")))
 static void attention_avx(int isa, const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
-                          int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
+                          int64_t n_pos, int64_t head_dim, float scale, float softcap, int single, int64_t first,
                           float *scores, float *out) {
     // The query is rounded through half precision, as llama.cpp converts it to the keys' type.
     float qh[512];
@@ -190,11 +197,11 @@ static void attention_avx(int isa, const float *q, const uint16_t *k, const uint
             dot = ordered_dot(kt, 1, qh, d, single);
         }
         float s = dot * scale;
-        if (softcap > 0) s = softcap * tanhf(s / softcap);
+        if (softcap > 0) s = tanhf(s * (1.0f / softcap)) * softcap;
         scores[t] = s;
     }
     normalise_scores(isa, scores, n_pos);
-    weighted_values_avx(v, stride, n_pos, d, scores, single ? 32 : 8, out);
+    weighted_values_avx(v, stride, n_pos, d, scores, single ? 32 : 8, first, out);
 }
 
 // Query `h` of a group against position `t`'s key, already converted to floats: the same
@@ -219,7 +226,7 @@ HK_GROUP_INLINE float group_score(const float *kf, const float *qh, int64_t d, i
 // registers.
 HK_GROUP_INLINE void attention_group_avx(int isa, const int NQ, const float *q, const uint16_t *k, const uint16_t *v,
                                          int64_t stride, int64_t n_pos, int64_t d, float scale, float softcap, int single,
-                                         float *scores, float *out) {
+                                         int64_t first, float *scores, float *out) {
     __attribute__((aligned(32))) float qh[4][512];
     __attribute__((aligned(32))) float kf[512];
     uint16_t q16[512];
@@ -231,7 +238,7 @@ HK_GROUP_INLINE void attention_group_avx(int isa, const int NQ, const float *q, 
         f16_to_f32_avx(k + t * stride, kf, d);
         for (int h = 0; h < NQ; h++) {
             float s = group_score(kf, qh[h], d, single) * scale;
-            if (softcap > 0) s = softcap * tanhf(s / softcap);
+            if (softcap > 0) s = tanhf(s * (1.0f / softcap)) * softcap;
             scores[h * n_pos + t] = s;
         }
     }
@@ -243,7 +250,7 @@ HK_GROUP_INLINE void attention_group_avx(int isa, const int NQ, const float *q, 
         for (int l = 0; l < slots; l++) {
             __m256 a[4][2];
             for (int h = 0; h < NQ; h++) a[h][0] = a[h][1] = _mm256_setzero_ps();
-            for (int64_t t = l; t < n_pos; t += slots) {
+            for (int64_t t = first_in_slot(l, slots, first); t < n_pos; t += slots) {
                 const __m256 v0 = load_half8(v + t * stride + i0), v1 = load_half8(v + t * stride + i0 + 8);
                 for (int h = 0; h < NQ; h++) {
                     const __m256 w = _mm256_set1_ps(scores[h * n_pos + t]);
@@ -269,28 +276,28 @@ HK_GROUP_INLINE void attention_group_avx(int isa, const int NQ, const float *q, 
 __attribute__((target("avx2,fma,f16c")))
 static void attention_heads_avx(int isa, const float *q, int64_t n_heads, const uint16_t *k, const uint16_t *v,
                                 int64_t stride, int64_t n_pos, int64_t d, float scale, float softcap, int single,
-                                float *scores, float *out) {
+                                int64_t first, float *scores, float *out) {
     for (int64_t h = 0; h < n_heads; h += 4) {
         const float *qh = q + h * d;
         float *o = out + h * d;
         switch (n_heads - h < 4 ? n_heads - h : 4) {
-        case 4: attention_group_avx(isa, 4, qh, k, v, stride, n_pos, d, scale, softcap, single, scores, o); break;
-        case 3: attention_group_avx(isa, 3, qh, k, v, stride, n_pos, d, scale, softcap, single, scores, o); break;
-        case 2: attention_group_avx(isa, 2, qh, k, v, stride, n_pos, d, scale, softcap, single, scores, o); break;
-        default: attention_group_avx(isa, 1, qh, k, v, stride, n_pos, d, scale, softcap, single, scores, o); break;
+        case 4: attention_group_avx(isa, 4, qh, k, v, stride, n_pos, d, scale, softcap, single, first, scores, o); break;
+        case 3: attention_group_avx(isa, 3, qh, k, v, stride, n_pos, d, scale, softcap, single, first, scores, o); break;
+        case 2: attention_group_avx(isa, 2, qh, k, v, stride, n_pos, d, scale, softcap, single, first, scores, o); break;
+        default: attention_group_avx(isa, 1, qh, k, v, stride, n_pos, d, scale, softcap, single, first, scores, o); break;
         }
     }
 }
 #endif
 
 static void attention_scalar(int isa, const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
-                             int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
+                             int64_t n_pos, int64_t head_dim, float scale, float softcap, int single, int64_t first,
                              float *scores, float *out) {
     float qh[512];
     for (int64_t i = 0; i < head_dim; i++) qh[i] = hk_fp16_to_fp32(hk_fp32_to_fp16(q[i]));
     for (int64_t t = 0; t < n_pos; t++) {
         float s = ordered_dot(k + t * stride, 1, qh, head_dim, single) * scale;
-        if (softcap > 0) s = softcap * tanhf(s / softcap);
+        if (softcap > 0) s = tanhf(s * (1.0f / softcap)) * softcap;
         scores[t] = s;
     }
     normalise_scores(isa, scores, n_pos);
@@ -298,11 +305,11 @@ static void attention_scalar(int isa, const float *q, const uint16_t *k, const u
     for (int64_t i = 0; i < head_dim; i++) {
         if (single) {
             float slot[32] = {0};
-            for (int64_t t = 0; t < n_pos; t++) slot[t & 31] = fmaf(hk_fp16_to_fp32(v[t * stride + i]), scores[t], slot[t & 31]);
+            for (int64_t t = 0; t < n_pos; t++) slot[(first + t) & 31] = fmaf(hk_fp16_to_fp32(v[t * stride + i]), scores[t], slot[(first + t) & 31]);
             out[i] = reduce_slots32(slot);
         } else {
             float lane[8] = {0};
-            for (int64_t t = 0; t < n_pos; t++) lane[t & 7] = fmaf(hk_fp16_to_fp32(v[t * stride + i]), scores[t], lane[t & 7]);
+            for (int64_t t = 0; t < n_pos; t++) lane[(first + t) & 7] = fmaf(hk_fp16_to_fp32(v[t * stride + i]), scores[t], lane[(first + t) & 7]);
             out[i] = reduce_slots8(lane);
         }
     }
@@ -316,7 +323,7 @@ void hk_f32_to_f16_row(int isa, const float *x, uint16_t *y, int64_t n) {
 }
 
 void hk_attention_head_f16(int isa, const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
-                           int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
+                           int64_t n_pos, int64_t head_dim, float scale, float softcap, int single, int64_t first,
                            float *scores, float *out) {
     if (head_dim <= 0 || head_dim > 512) {
         // Callers reject such models when loading; never touch memory for them.
@@ -325,24 +332,24 @@ void hk_attention_head_f16(int isa, const float *q, const uint16_t *k, const uin
     }
 #ifdef HK_X86
     if (isa == HK_ISA_AVX2 && head_dim % 8 == 0) {
-        attention_avx(isa, q, k, v, stride, n_pos, head_dim, scale, softcap, single, scores, out);
+        attention_avx(isa, q, k, v, stride, n_pos, head_dim, scale, softcap, single, first, scores, out);
         return;
     }
 #endif
-    attention_scalar(isa, q, k, v, stride, n_pos, head_dim, scale, softcap, single, scores, out);
+    attention_scalar(isa, q, k, v, stride, n_pos, head_dim, scale, softcap, single, first, scores, out);
 }
 
 void hk_attention_heads_f16(int isa, const float *q, int64_t n_heads, const uint16_t *k, const uint16_t *v,
                             int64_t stride, int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
-                            float *scores, float *out) {
+                            int64_t first, float *scores, float *out) {
     int64_t h = 0;
 #ifdef HK_X86
     if (isa == HK_ISA_AVX2 && head_dim > 0 && head_dim <= 512 && head_dim % 32 == 0) {
-        attention_heads_avx(isa, q, n_heads, k, v, stride, n_pos, head_dim, scale, softcap, single, scores, out);
+        attention_heads_avx(isa, q, n_heads, k, v, stride, n_pos, head_dim, scale, softcap, single, first, scores, out);
         return;
     }
 #endif
     for (; h < n_heads; h++)
-        hk_attention_head_f16(isa, q + h * head_dim, k, v, stride, n_pos, head_dim, scale, softcap, single,
+        hk_attention_head_f16(isa, q + h * head_dim, k, v, stride, n_pos, head_dim, scale, softcap, single, first,
                               scores, out + h * head_dim);
 }

@@ -12,15 +12,17 @@ public enum Activations {
     /// query-key products, then the weighted sum of the values. Keys and values of position `t`
     /// start at `keys + t * stride` and `values + t * stride` (half precision). `single` picks
     /// the summation order llama.cpp uses when a pass evaluates one token rather than several.
+    /// `firstPosition` is the cache position of the first key (past a sliding window's start):
+    /// sums are grouped by cache position, as llama.cpp's are.
     /// `scratch` holds `positions` floats; `output` receives `headDimension` floats.
     public static func attentionHead(
         query: UnsafePointer<Float>, keys: UnsafePointer<UInt16>, values: UnsafePointer<UInt16>, stride: Int,
-        positions: Int, headDimension: Int, scale: Float, softcap: Float = 0, single: Bool,
+        positions: Int, headDimension: Int, scale: Float, softcap: Float = 0, single: Bool, firstPosition: Int = 0,
         scratch: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, path: KernelPath = .best
     ) {
         precondition(headDimension > 0 && headDimension <= maximumHeadDimension && positions > 0)
         hk_attention_head_f16(path.isa, query, keys, values, Int64(stride), Int64(positions), Int64(headDimension),
-                              scale, softcap, single ? 1 : 0, scratch, output)
+                              scale, softcap, single ? 1 : 0, Int64(firstPosition), scratch, output)
     }
 
     /// `attentionHead` for `heads` consecutive query heads (at `query`, `headDimension` floats
@@ -29,12 +31,12 @@ public enum Activations {
     /// `scratch` holds `min(heads, 4) * positions` floats.
     public static func attentionHeads(
         query: UnsafePointer<Float>, heads: Int, keys: UnsafePointer<UInt16>, values: UnsafePointer<UInt16>, stride: Int,
-        positions: Int, headDimension: Int, scale: Float, softcap: Float = 0, single: Bool,
+        positions: Int, headDimension: Int, scale: Float, softcap: Float = 0, single: Bool, firstPosition: Int = 0,
         scratch: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, path: KernelPath = .best
     ) {
         precondition(headDimension > 0 && headDimension <= maximumHeadDimension && positions > 0 && heads > 0)
         hk_attention_heads_f16(path.isa, query, Int64(heads), keys, values, Int64(stride), Int64(positions), Int64(headDimension),
-                               scale, softcap, single ? 1 : 0, scratch, output)
+                               scale, softcap, single ? 1 : 0, Int64(firstPosition), scratch, output)
     }
 
     /// `output[i] = silu(gate[i]) * up[i]`.
@@ -60,6 +62,12 @@ public enum Activations {
     /// Softmax of `count` scores in place.
     public static func softmax(_ scores: UnsafeMutablePointer<Float>, count: Int, path: KernelPath = .best) {
         hk_softmax_f32(path.isa, scores, Int64(count))
+    }
+
+    /// Softmax of `count` values in place as llama.cpp's `ggml_soft_max` computes it for a row
+    /// of any length (a mixture of experts' router); `softmax` is attention's.
+    public static func softmaxRow(_ x: UnsafeMutablePointer<Float>, count: Int, path: KernelPath = .best) {
+        hk_softmax_row_f32(path.isa, x, Int64(count))
     }
 
     /// e^x as the vectorised approximation computes it.

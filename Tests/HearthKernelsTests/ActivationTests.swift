@@ -44,6 +44,30 @@ import Testing
         }
     }
 
+    @Test("a window's first position decides the slots: AVX2 equals portable wherever the window starts")
+    func windowStart() {
+        var random = SplitMix64(seed: 77)
+        let d = 64, n = 45
+        let q = randomFloats(d, 2, using: &random)
+        let k = halves(randomFloats(n * d, 1, using: &random)), v = halves(randomFloats(n * d, 1, using: &random))
+        for single in [false, true] {
+            var byStart: [[Float]] = []
+            for first in [0, 5, 31, 40] {
+                var outputs: [[Float]] = []
+                for path in KernelPath.allCases {
+                    var scratch = [Float](repeating: 0, count: n), out = [Float](repeating: 0, count: d)
+                    Activations.attentionHead(query: q, keys: k, values: v, stride: d, positions: n, headDimension: d, scale: 0.125,
+                                              single: single, firstPosition: first, scratch: &scratch, output: &out, path: path)
+                    outputs.append(out)
+                }
+                #expect(outputs[0].map(\.bitPattern) == outputs[1].map(\.bitPattern), "start \(first), single \(single)")
+                byStart.append(outputs[0])
+            }
+            // Starts a whole number of slots apart group the same positions together.
+            #expect(byStart[0].map(\.bitPattern) == byStart[single ? 0 : 3].map(\.bitPattern))
+        }
+    }
+
     @Test("attention of query heads sharing a key/value head equals each head alone, bit for bit",
           arguments: [32, 64, 80, 128, 256], [1, 2, 3, 4, 6, 7])
     func groupedAttention(headDimension d: Int, heads: Int) {
@@ -60,13 +84,13 @@ import Testing
                     var together = [Float](repeating: .nan, count: heads * d)
                     Activations.attentionHeads(query: q, heads: heads, keys: k, values: v, stride: stride, positions: n,
                                                headDimension: d, scale: 0.125, softcap: d == 128 ? 30 : 0, single: single,
-                                               scratch: &scratch, output: &together, path: path)
+                                               firstPosition: 13, scratch: &scratch, output: &together, path: path)
                     for h in 0..<heads {
                         var alone = [Float](repeating: .nan, count: d)
                         q.withUnsafeBufferPointer { q in
                             Activations.attentionHead(query: q.baseAddress! + h * d, keys: k, values: v, stride: stride, positions: n,
                                                       headDimension: d, scale: 0.125, softcap: d == 128 ? 30 : 0, single: single,
-                                                      scratch: &scratch, output: &alone, path: path)
+                                                      firstPosition: 13, scratch: &scratch, output: &alone, path: path)
                         }
                         #expect(Array(together[h * d..<(h + 1) * d]).map(\.bitPattern) == alone.map(\.bitPattern),
                                 "d \(d), \(heads) heads, head \(h), \(n) positions, single \(single), \(path)")

@@ -9,6 +9,16 @@ extension TinyModel {
         // Llama 3.x: the llama-bpe vocabulary and per-frequency RoPE factors.
         llama("llama3-a", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", ropeFactors: true),
         llama("llama3-b", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: true, ropeFactors: true),
+        qwen("qwen2-a", "qwen2"),
+        qwen("qwen2-b", "qwen2", kQuants: true),
+        qwen("qwen3-a", "qwen3"),
+        qwen("qwen3-b", "qwen3", kQuants: true),
+        qwen("qwen3moe-a", "qwen3moe"),
+        qwen("qwen3moe-b", "qwen3moe", kQuants: true),
+        phi3("phi3-a", longContext: false),
+        phi3("phi3-b", longContext: true, kQuants: true),
+        gemma2("gemma2-a"),
+        gemma2("gemma2-b", kQuants: true),
     ]
 
     private static func base(_ name: String, _ architecture: String, vocabulary: String, kQuants: Bool) -> TinyModel {
@@ -23,6 +33,43 @@ extension TinyModel {
         } else {
             model.types = Types(embedding: .q8_0, attention: .q8_0, feedForward: .q4_0, down: .q5_0, output: nil)
         }
+        return model
+    }
+
+    private static func qwen(_ name: String, _ architecture: String, kQuants: Bool = false) -> TinyModel {
+        var model = base(name, architecture, vocabulary: "llama-cpp-vocab/ggml-vocab-qwen2.gguf", kQuants: kQuants)
+        model.ropeBase = 1_000_000
+        model.attentionBiases = architecture == "qwen2"
+        model.headNorms = architecture != "qwen2"
+        if architecture == "qwen3moe" {
+            model.experts = 4
+            model.expertsUsed = 2
+            model.expertFeedForward = kQuants ? 256 : 128
+        }
+        return model
+    }
+
+    /// Phi-3 with LongRoPE factors; `longContext` makes the trained context (512) shorter than
+    /// the 1024 positions the fixtures run with, so the long factors apply.
+    private static func phi3(_ name: String, longContext: Bool, kQuants: Bool = false) -> TinyModel {
+        var model = base(name, "phi3", vocabulary: "llama-cpp-vocab/ggml-vocab-phi-3.gguf", kQuants: kQuants)
+        model.fused = true
+        model.kvHeads = model.heads
+        model.extraMetadata = [("rope.scaling.original_context_length", .uint32(longContext ? 512 : 4096)),
+                               ("rope.scaling.attn_factor", .float32(1.1902381))]
+        model.globalTensors = [("rope_factors_long.weight", [model.headDimension / 2], .f32),
+                               ("rope_factors_short.weight", [model.headDimension / 2], .f32)]
+        return model
+    }
+
+    /// Gemma 2 with Gemma 3's tokenizer, a sliding window short enough for the prompts to
+    /// cross, and both soft caps.
+    private static func gemma2(_ name: String, kQuants: Bool = false) -> TinyModel {
+        var model = base(name, "gemma2", vocabulary: "gemma-3-270m-q4_k_m.gguf", kQuants: kQuants)
+        model.postNorms = true
+        model.types.output = nil
+        model.extraMetadata = [("attention.sliding_window", .uint32(16)), ("attn_logit_softcapping", .float32(50)),
+                               ("final_logit_softcapping", .float32(30))]
         return model
     }
 

@@ -21,6 +21,11 @@ void hk_silu_mul_f32(int isa, const float *gate, const float *up, float *out, in
 /// reduced pairwise, then added in double) and scaled by the float reciprocal of the sum.
 void hk_softmax_f32(int isa, float *scores, int64_t n);
 
+/// Softmax of one row as ggml_soft_max computes it for a row of any length (a router's
+/// scores): runs of 8 through the vectorised exp, the last n % 8 through libm's expf, their sum
+/// in double. (hk_softmax_f32 is attention's, whose rows llama.cpp pads with masked positions.)
+void hk_softmax_row_f32(int isa, float *x, int64_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,18 +5,9 @@ import HearthFormats
 /// head before RoPE (NeoX halves); five of every six layers attend over a sliding window with
 /// their own RoPE base, the sixth over the whole context; queries are scaled before attention;
 /// the feed-forward network is GeGLU. The output projection is tied to the token embedding.
-final class Gemma3: DecoderArchitecture {
-    struct Block {
-        let attentionNorm: RMSNorm          // (dim)
-        let attention: Attention
-        let postAttentionNorm: RMSNorm      // (dim)
-        let feedForwardNorm: RMSNorm        // (dim)
-        let feedForward: FeedForward
-        let postFeedForwardNorm: RMSNorm    // (dim)
-    }
-
+final class Gemma3: StackedDecoder {
     let embedding: TokenEmbedding
-    let blocks: [Block]
+    let blocks: [SandwichBlock]
     let head: OutputHead
 
     init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
@@ -32,33 +23,16 @@ final class Gemma3: DecoderArchitecture {
         let queryScale = c.blockCount == 62
             ? 1 / Float(c.embeddingLength / c.headCount).squareRoot()
             : 1 / Float(c.headDimension).squareRoot()
-        func norm(_ name: String) throws -> RMSNorm {
-            try RMSNorm(gguf, name, width: c.embeddingLength, epsilon: c.normEpsilon)
-        }
         embedding = try TokenEmbedding(gguf, configuration: c, scale: Float(c.embeddingLength).squareRoot())
         blocks = try (0..<c.blockCount).map { i in
             let sliding = window != nil && (pattern == 0 || i % pattern < pattern - 1)
-            let p = "blk.\(i)."
-            return Block(
-                attentionNorm: try norm(p + "attn_norm.weight"),
+            return try SandwichBlock(
+                gguf, layer: i, configuration: c,
                 attention: try Attention(gguf, layer: i, configuration: c, rope: sliding ? local : global, headNorms: true,
                                          window: sliding ? window : nil, scale: .queries(queryScale)),
-                postAttentionNorm: try norm(p + "post_attention_norm.weight"),
-                feedForwardNorm: try norm(p + "ffn_norm.weight"),
-                feedForward: try FeedForward(gguf, layer: i, configuration: c, activation: .gelu),
-                postFeedForwardNorm: try norm(p + "post_ffw_norm.weight"))
+                feedForward: try FeedForward(gguf, layer: i, configuration: c, activation: .gelu))
         }
         let softCap = gguf.float("\(arch).final_logit_softcapping").flatMap { $0 > 0 ? $0 : nil }
         head = try OutputHead(gguf, configuration: c, embedding: embedding, softCap: softCap)
-    }
-
-    func forward(_ pass: ForwardPass) throws {
-        try embedding(pass)
-        for block in blocks {
-            let attended = block.attention(block.attentionNorm(pass.residual, pass), pass)
-            pass.addToResidual(block.postAttentionNorm(attended, pass))
-            let fed = block.feedForward(block.feedForwardNorm(pass.residual, pass), pass)
-            pass.addToResidual(block.postFeedForwardNorm(fed, pass))
-        }
     }
 }

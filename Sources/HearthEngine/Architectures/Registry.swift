@@ -18,6 +18,11 @@ protocol DecoderArchitecture: AnyObject, Sendable {
 enum ArchitectureRegistry {
     static let families: [(name: String, type: any DecoderArchitecture.Type)] = [
         ("llama", Llama.self),
+        ("qwen2", Qwen2.self),
+        ("qwen3", Qwen3.self),
+        ("qwen3moe", Qwen3MoE.self),
+        ("phi3", Phi3.self),
+        ("gemma2", Gemma2.self),
         ("gemma3", Gemma3.self),
     ]
 

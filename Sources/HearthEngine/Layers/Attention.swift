@@ -44,6 +44,9 @@ struct Attention {
     let queryNorm: RMSNorm?            // (headDim), applied to each query head
     let keyNorm: RMSNorm?              // (headDim), applied to each key head
     let rope: RotaryEmbedding
+    /// The RoPE of sequences whose context is longer than `beyond` positions (Phi-3's
+    /// LongRoPE long factors), or nil.
+    let longContextRope: (rope: RotaryEmbedding, beyond: Int)?
     let output: WeightMatrix           // (dim, qWidth)
     let outputBias: FloatBuffer?       // (dim)
     /// Positions a row sees, itself included, or nil for the whole context.
@@ -58,7 +61,8 @@ struct Attention {
     /// The attention of block `layer` (tensor names `blk.N.attn_*`), reading separate or fused
     /// QKV weights and any biases the file has; Q/K norms when `headNorms` says the family has
     /// them.
-    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, rope: RotaryEmbedding, headNorms: Bool = false,
+    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, rope: RotaryEmbedding,
+         longContextRope: (rope: RotaryEmbedding, beyond: Int)? = nil, headNorms: Bool = false,
          window: Int? = nil, softCap: Float? = nil, scale: Scale) throws {
         let p = "blk.\(layer)."
         let dim = c.embeddingLength
@@ -95,6 +99,7 @@ struct Attention {
         output = try WeightMatrix(gguf, p + "attn_output.weight", rows: dim, columns: c.queryWidth)
         outputBias = try loadOptionalVector(gguf, p + "attn_output.bias", count: dim)
         self.rope = rope
+        self.longContextRope = longContextRope
         self.window = window
         self.softCap = softCap
         self.scale = scale
@@ -111,6 +116,7 @@ struct Attention {
         pass.project(input, columns: dim, through: projection.matrices, into: qkv, outputStride: qkvWidth)
 
         let table = pass.rotaryTable(rope)
+        let longTable = longContextRope.map { (table: pass.rotaryTable($0.rope), beyond: $0.beyond) }
         // Norms and rotations cost several operations a value.
         pass.forEachRow(width: 4 * qkvWidth) { row in
             let q = qkv + row * qkvWidth
@@ -118,8 +124,12 @@ struct Attention {
             if let bias { TensorMath.add(bias.pointer, to: q, count: qkvWidth) }
             queryNorm?.perHead(q, heads: heads)
             keyNorm?.perHead(k, heads: kvHeads)
-            rope.rotate(q, heads: heads, headDimension: headDimension, table: table + row * rope.tableWidth)
-            rope.rotate(k, heads: kvHeads, headDimension: headDimension, table: table + row * rope.tableWidth)
+            var rowTable = table + row * rope.tableWidth
+            if let longTable, pass.sequence(ofRow: row).contextLength > longTable.beyond {
+                rowTable = longTable.table + row * rope.tableWidth
+            }
+            rope.rotate(q, heads: heads, headDimension: headDimension, table: rowTable)
+            rope.rotate(k, heads: kvHeads, headDimension: headDimension, table: rowTable)
             if case .queries(let factor) = scale {
                 for j in 0..<queryWidth { q[j] *= factor }
             }
@@ -142,7 +152,7 @@ struct Attention {
         let group = heads / kvHeads
         let qkvWidth = queryWidth + 2 * kvWidth
         // What each row sees, worked out once rather than in every (row, head) task.
-        struct Span { var keys: UnsafePointer<UInt16>; var values: UnsafePointer<UInt16>; var count: Int; var alone: Bool }
+        struct Span { var keys: UnsafePointer<UInt16>; var values: UnsafePointer<UInt16>; var first: Int; var count: Int; var alone: Bool }
         var longest = 0
         let spans = (0..<n).map { row -> Span in
             let cache = pass.sequence(ofRow: row).cache
@@ -150,7 +160,7 @@ struct Attention {
             let first = window.map { max(0, end - $0) } ?? 0
             longest = max(longest, end - first)
             return Span(keys: cache.keys(layer: layer, position: first), values: cache.values(layer: layer, position: first),
-                        count: end - first, alone: pass.isAlone(row))
+                        first: first, count: end - first, alone: pass.isAlone(row))
         }
         let threads = pass.pool.threadCount
         // The query heads that share a key/value head go through its keys and values together,
@@ -181,12 +191,12 @@ struct Attention {
                         Activations.attentionHead(query: query, keys: span.keys + kvOffset, values: span.values + kvOffset,
                                                   stride: kvWidth, positions: span.count, headDimension: headDimension,
                                                   scale: scoreScale, softcap: softCap, single: span.alone,
-                                                  scratch: scratch, output: out)
+                                                  firstPosition: span.first, scratch: scratch, output: out)
                     } else {
                         Activations.attentionHeads(query: query, heads: count, keys: span.keys + kvOffset,
                                                    values: span.values + kvOffset, stride: kvWidth, positions: span.count,
                                                    headDimension: headDimension, scale: scoreScale, softcap: softCap,
-                                                   single: span.alone, scratch: scratch, output: out)
+                                                   single: span.alone, firstPosition: span.first, scratch: scratch, output: out)
                     }
                 }
             }

@@ -2,7 +2,7 @@ import HearthFormats
 import HearthKernels
 
 /// The gating activation of a gated feed-forward network.
-enum GatedActivation {
+enum GatedActivation: Sendable {
     /// SwiGLU: `silu(gate) * up` (Llama, Qwen, Mistral, Phi-3).
     case silu
     /// GeGLU: `gelu(gate) * up`, tanh GELU (Gemma).
@@ -19,7 +19,7 @@ enum GatedActivation {
 
 /// A gated feed-forward network: `down(act(gate(x)) * up(x))`, with gate and up as two matrices
 /// or one fused matrix of both (Phi-3's `ffn_up`, gate first).
-struct FeedForward {
+struct FeedForward: FeedForwardLayer {
     /// Gate and up: two (ffn, dim) matrices, or one (2 * ffn, dim) with the gate rows first.
     let gateUp: [WeightMatrix]
     let down: WeightMatrix          // (dim, ffn)

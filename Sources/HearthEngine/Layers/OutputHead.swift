@@ -30,6 +30,7 @@ struct TokenEmbedding {
 struct OutputHead {
     let norm: RMSNorm
     let projection: WeightMatrix    // (vocab, dim)
+    let bias: FloatBuffer?          // (vocab) output.bias, or nil
     /// Logits become `cap * tanh(logit / cap)`, or nil.
     let softCap: Float?
 
@@ -41,6 +42,7 @@ struct OutputHead {
         } else {
             projection = embedding.table
         }
+        bias = try loadOptionalVector(gguf, "output.bias", count: c.vocabularySize)
         self.softCap = softCap
     }
 
@@ -58,8 +60,13 @@ struct OutputHead {
         }
         pass.project(input, columns: dim, rows: wanted.count, runs: pass.logitRuns, through: [projection],
                      into: logits, outputStride: vocab)
+        if let bias {
+            for i in 0..<wanted.count { TensorMath.add(bias.pointer, to: logits + i * vocab, count: vocab) }
+        }
         if let softCap {
-            for i in 0..<wanted.count * vocab { logits[i] = softCap * tanhf(logits[i] / softCap) }
+            // Scaled by the reciprocal, as llama.cpp's graph does (ggml_scale by 1 / cap).
+            let inverse = 1 / softCap
+            for i in 0..<wanted.count * vocab { logits[i] = tanhf(logits[i] * inverse) * softCap }
         }
         return logits
     }

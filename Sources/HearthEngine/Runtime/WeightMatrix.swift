@@ -29,6 +29,33 @@ struct WeightMatrix: @unchecked Sendable {
         kernel = try RowKernel(weightType: info.type, rows: info.rowCount)
     }
 
+    private init(name: String, base: UnsafeRawPointer, rows: Int, columns: Int, rowBytes: Int, kernel: RowKernel) {
+        self.name = name
+        self.base = base
+        self.rows = rows
+        self.columns = columns
+        self.rowBytes = rowBytes
+        self.kernel = kernel
+    }
+
+    /// The matrices of a mixture of experts, stored as one 3-D tensor of `count` experts of
+    /// `rows` rows of `columns` (GGUF dimensions [columns, rows, count]).
+    static func experts(_ gguf: GGUFFile, _ name: String, count: Int, rows: Int, columns: Int) throws -> [WeightMatrix] {
+        guard let info = gguf.tensorInfo(named: name) else {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "tensor \(name) is missing")
+        }
+        guard info.dimensions == [columns, rows, count] else {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path,
+                                               reason: "tensor \(name) has shape \(info.dimensions), expected [\(columns), \(rows), \(count)]")
+        }
+        let base = gguf.data(for: info).baseAddress!
+        let kernel = try RowKernel(weightType: info.type, rows: rows)
+        return (0..<count).map { e in
+            WeightMatrix(name: "\(name)[\(e)]", base: base + e * rows * info.rowBytes, rows: rows, columns: columns,
+                         rowBytes: info.rowBytes, kernel: kernel)
+        }
+    }
+
     /// A pointer to row `r`.
     func row(_ r: Int) -> UnsafeRawPointer { base.advanced(by: r * rowBytes) }
 }

@@ -16,6 +16,7 @@ final class Workspace: @unchecked Sendable {
         case router         // (rows, experts)
         case expertInput    // (rows routed to one expert, dim)
         case expertOutput   // (rows, used experts, dim)
+        case expertProjected // (rows routed to one expert, dim)
         case logits         // (rows wanting logits, vocab)
         case logitInput     // (rows wanting logits, dim)
     }

@@ -1,0 +1,92 @@
+import HearthFormats
+
+/// A feed-forward network of a block: dense or a mixture of experts.
+protocol FeedForwardLayer: Sendable {
+    /// The network over every row of `input` ((rows, dim)); returns the block's output, (rows,
+    /// dim) in `pass.blockOutput`.
+    func callAsFunction(_ input: UnsafePointer<Float>, _ pass: ForwardPass) -> UnsafeMutablePointer<Float>
+}
+
+
+/// One block of a decoder: it reads the pass's residual stream and adds its outputs to it.
+protocol DecoderBlock: Sendable {
+    func callAsFunction(_ pass: ForwardPass)
+}
+
+/// The block most decoders repeat (Llama, Qwen, Mistral, Phi-3): attention and then a
+/// feed-forward network, each reading an RMSNorm of the residual stream and adding its output
+/// back: `x += attention(norm(x))`, `x += ffn(norm(x))`.
+struct PreNormBlock: DecoderBlock {
+    let attentionNorm: RMSNorm      // (dim) blk.N.attn_norm
+    let attention: Attention
+    let feedForwardNorm: RMSNorm    // (dim) blk.N.ffn_norm
+    let feedForward: any FeedForwardLayer
+
+    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, attention: Attention,
+         feedForward: any FeedForwardLayer) throws {
+        attentionNorm = try RMSNorm(gguf, "blk.\(layer).attn_norm.weight", width: c.embeddingLength, epsilon: c.normEpsilon)
+        self.attention = attention
+        feedForwardNorm = try RMSNorm(gguf, "blk.\(layer).ffn_norm.weight", width: c.embeddingLength, epsilon: c.normEpsilon)
+        self.feedForward = feedForward
+    }
+
+    func callAsFunction(_ pass: ForwardPass) {
+        pass.addToResidual(attention(attentionNorm(pass.residual, pass), pass))
+        pass.addToResidual(feedForward(feedForwardNorm(pass.residual, pass), pass))
+    }
+
+    /// The model's `blockCount` blocks, layer `i` built from `parts(i)`.
+    static func stack(_ gguf: GGUFFile, configuration c: ModelConfiguration,
+                      _ parts: (Int) throws -> (Attention, any FeedForwardLayer)) throws -> [PreNormBlock] {
+        try (0..<c.blockCount).map { i in
+            let (attention, feedForward) = try parts(i)
+            return try PreNormBlock(gguf, layer: i, configuration: c, attention: attention, feedForward: feedForward)
+        }
+    }
+}
+
+/// A family made of the token embedding, a stack of blocks and the output head, in that order;
+/// its file says only how its weights are read.
+protocol StackedDecoder: DecoderArchitecture {
+    associatedtype Block: DecoderBlock
+    var embedding: TokenEmbedding { get }
+    var blocks: [Block] { get }
+}
+
+extension StackedDecoder {
+    func forward(_ pass: ForwardPass) throws {
+        try embedding(pass)
+        for block in blocks { block(pass) }
+    }
+}
+
+/// Gemma's block: norms before and after both attention and the feed-forward network,
+/// `x += norm(attention(norm(x)))`, `x += norm(ffn(norm(x)))`.
+struct SandwichBlock: DecoderBlock {
+    let attentionNorm: RMSNorm          // (dim) blk.N.attn_norm
+    let attention: Attention
+    let postAttentionNorm: RMSNorm      // (dim) blk.N.post_attention_norm
+    let feedForwardNorm: RMSNorm        // (dim) blk.N.ffn_norm
+    let feedForward: any FeedForwardLayer
+    let postFeedForwardNorm: RMSNorm    // (dim) blk.N.post_ffw_norm
+
+    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, attention: Attention,
+         feedForward: any FeedForwardLayer) throws {
+        func norm(_ name: String) throws -> RMSNorm {
+            try RMSNorm(gguf, "blk.\(layer).\(name).weight", width: c.embeddingLength, epsilon: c.normEpsilon)
+        }
+        attentionNorm = try norm("attn_norm")
+        self.attention = attention
+        postAttentionNorm = try norm("post_attention_norm")
+        feedForwardNorm = try norm("ffn_norm")
+        self.feedForward = feedForward
+        postFeedForwardNorm = try norm("post_ffw_norm")
+    }
+
+    func callAsFunction(_ pass: ForwardPass) {
+        let attended = attention(attentionNorm(pass.residual, pass), pass)
+        pass.addToResidual(postAttentionNorm(attended, pass))
+        let fed = feedForward(feedForwardNorm(pass.residual, pass), pass)
+        pass.addToResidual(postFeedForwardNorm(fed, pass))
+    }
+}

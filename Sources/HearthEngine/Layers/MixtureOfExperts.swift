@@ -1,0 +1,107 @@
+import HearthFormats
+import HearthKernels
+
+/// A mixture-of-experts feed-forward network (Qwen3-MoE, Mixtral): a router scores the experts
+/// for each row, the row goes through the `used` best ones (each a gated feed-forward network
+/// of its own), and their outputs are added, each weighted by its routing probability.
+///
+/// As llama.cpp's `build_moe_ffn`: softmax over the router's scores, the top `used` by
+/// probability, their probabilities renormalized to sum to 1 when `normalize` (the sum clamped
+/// below at 2^-14) and multiplied by `scale` when it is neither 0 nor 1; each expert's output
+/// multiplied by its weight, and the weighted outputs added in the order the experts were
+/// chosen. Every expert product sums a row on its own (llama.cpp's `mul_mat_id` runs one column
+/// at a time), so a row's result never depends on which rows share its experts.
+struct MixtureOfExperts: FeedForwardLayer {
+    let router: WeightMatrix            // (experts, dim) blk.N.ffn_gate_inp
+    let gate: [WeightMatrix]            // experts × (ffn, dim) blk.N.ffn_gate_exps
+    let up: [WeightMatrix]              // experts × (ffn, dim) blk.N.ffn_up_exps
+    let down: [WeightMatrix]            // experts × (dim, ffn) blk.N.ffn_down_exps
+    let used: Int
+    let normalize: Bool
+    let scale: Float
+    let activation: GatedActivation
+    let width: Int                      // ffn of one expert
+
+    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, experts: Int, used: Int, width: Int,
+         normalize: Bool, scale: Float, activation: GatedActivation) throws {
+        let p = "blk.\(layer)."
+        let dim = c.embeddingLength
+        guard experts >= 1, (1...experts).contains(used) else {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "\(used) of \(experts) experts cannot be used")
+        }
+        router = try WeightMatrix(gguf, p + "ffn_gate_inp.weight", rows: experts, columns: dim)
+        gate = try WeightMatrix.experts(gguf, p + "ffn_gate_exps.weight", count: experts, rows: width, columns: dim)
+        up = try WeightMatrix.experts(gguf, p + "ffn_up_exps.weight", count: experts, rows: width, columns: dim)
+        down = try WeightMatrix.experts(gguf, p + "ffn_down_exps.weight", count: experts, rows: dim, columns: width)
+        self.used = used
+        self.normalize = normalize
+        self.scale = scale
+        self.activation = activation
+        self.width = width
+    }
+
+    func callAsFunction(_ input: UnsafePointer<Float>, _ pass: ForwardPass) -> UnsafeMutablePointer<Float> {
+        let n = pass.rows, dim = pass.configuration.embeddingLength, experts = gate.count
+        let output = pass.blockOutput
+
+        // Routing: every row's probabilities, its chosen experts and their weights.
+        let probabilities = pass.workspace.floats(.router, n * experts)
+        pass.project(input, columns: dim, through: [router], into: probabilities, outputStride: experts)
+        var chosen = [Int](repeating: 0, count: n * used)
+        var weights = [Float](repeating: 0, count: n * used)
+        for row in 0..<n {
+            let p = probabilities + row * experts
+            Activations.softmaxRow(p, count: experts)
+            let best = (0..<experts).sorted { p[$0] > p[$1] || (p[$0] == p[$1] && $0 < $1) }.prefix(used)
+            var sum: Double = 0
+            for (slot, expert) in best.enumerated() {
+                chosen[row * used + slot] = expert
+                weights[row * used + slot] = p[expert]
+                sum += Double(p[expert])
+            }
+            if normalize {
+                let total = max(Float(sum), 6.103515625e-5)
+                for slot in 0..<used { weights[row * used + slot] /= total }
+            }
+            if scale != 0 && scale != 1 {
+                for slot in 0..<used { weights[row * used + slot] *= scale }
+            }
+        }
+
+        // Each expert over the rows that chose it, one row per run.
+        let results = pass.workspace.floats(.expertOutput, n * used * dim)
+        let gathered = pass.workspace.floats(.expertInput, n * dim)
+        let gateUp = pass.workspace.floats(.gateUp, n * 2 * width)
+        let hidden = pass.workspace.floats(.hidden, n * width)
+        let projected = pass.workspace.floats(.expertProjected, n * dim)
+        for expert in 0..<experts {
+            let slots = (0..<n * used).filter { chosen[$0] == expert }
+            guard !slots.isEmpty else { continue }
+            let rows = slots.count
+            for (i, slot) in slots.enumerated() {
+                (gathered + i * dim).update(from: input + (slot / used) * dim, count: dim)
+            }
+            let runs = [Int](repeating: 1, count: rows)
+            pass.project(gathered, columns: dim, rows: rows, runs: runs, through: [gate[expert], up[expert]],
+                         into: gateUp, outputStride: 2 * width)
+            for i in 0..<rows {
+                activation.apply(gate: gateUp + i * 2 * width, up: gateUp + i * 2 * width + width,
+                                 into: hidden + i * width, count: width)
+            }
+            pass.project(hidden, columns: width, rows: rows, runs: runs, through: [down[expert]], into: projected, outputStride: dim)
+            for (i, slot) in slots.enumerated() {
+                let weight = weights[slot]
+                let source = projected + i * dim, target = results + slot * dim
+                for j in 0..<dim { target[j] = source[j] * weight }
+            }
+        }
+
+        // The weighted outputs added in the order the experts were chosen.
+        for row in 0..<n {
+            let target = output + row * dim
+            target.update(from: results + row * used * dim, count: dim)
+            for slot in 1..<used { TensorMath.add(results + (row * used + slot) * dim, to: target, count: dim) }
+        }
+        return output
+    }
+}
