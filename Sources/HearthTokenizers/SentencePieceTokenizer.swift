@@ -34,10 +34,8 @@ public struct SentencePieceTokenizer: Tokenizer {
         self.vocabulary = vocabulary
         self.scores = scores ?? Array(repeating: 0, count: tokens.count)
         self.addSpacePrefix = addSpacePrefix
-        let hex = Array("0123456789ABCDEF".utf8)
-        byteTokens = (0..<256).map { byte in
-            let spelled: [UInt8] = [0x3C, 0x30, 0x78, hex[byte >> 4], hex[byte & 15], 0x3E]  // <0xXX>
-            if let id = spelled.withUnsafeBufferPointer({ vocabulary.token(for: $0) }) { return id }
+        byteTokens = SentencePieceSpelling.byteTokens(in: vocabulary).enumerated().map { byte, id in
+            if id >= 0 { return id }
             // Some vocabularies spell a byte as the byte itself.
             return [UInt8(byte)].withUnsafeBufferPointer { vocabulary.token(for: $0) } ?? -1
         }
@@ -74,14 +72,10 @@ public struct SentencePieceTokenizer: Tokenizer {
                     afterSpecial = true
                 case .text(let range):
                     state.escaped.removeAll(keepingCapacity: true)
-                    if addSpacePrefix && afterSpecial { state.escaped.append(contentsOf: Self.escapedSpace) }
-                    for byte in bytes[range] {
-                        if byte == 0x20 {
-                            state.escaped.append(contentsOf: Self.escapedSpace)
-                        } else {
-                            state.escaped.append(byte)
-                        }
+                    if addSpacePrefix && afterSpecial {
+                        state.escaped.append(contentsOf: SentencePieceSpelling.escapedSpace)
                     }
+                    SentencePieceSpelling.escape(bytes[range], into: &state.escaped)
                     encodeEscaped(&state, into: &output)
                     afterSpecial = false
                 }
@@ -90,8 +84,6 @@ public struct SentencePieceTokenizer: Tokenizer {
         if addSpecial && vocabulary.special.addEOS, let eos = vocabulary.special.eos { output.append(eos) }
         return output
     }
-
-    private static let escapedSpace: [UInt8] = [0xE2, 0x96, 0x81]  // ▁
 
     private struct Symbol {
         var start: Int32
@@ -186,40 +178,12 @@ public struct SentencePieceTokenizer: Tokenizer {
         case .normal:
             var bytes: [UInt8] = []
             bytes.reserveCapacity(text.count)
-            var index = text.startIndex
-            while index < text.endIndex {
-                if text[index] == 0xE2 && index + 2 < text.endIndex
-                    && text[index + 1] == 0x96 && text[index + 2] == 0x81 {
-                    bytes.append(0x20)
-                    index += 3
-                } else {
-                    bytes.append(text[index])
-                    index += 1
-                }
-            }
+            SentencePieceSpelling.unescape(text, into: &bytes)
             return bytes
         case .byte:
-            return Self.byteValue(text).map { [$0] } ?? Array(text)
+            return SentencePieceSpelling.byteValue(text).map { [$0] } ?? Array(text)
         default:
             return Array(text)
-        }
-    }
-
-    /// The byte a `<0xXX>` token stands for.
-    private static func byteValue(_ text: ArraySlice<UInt8>) -> UInt8? {
-        guard text.count == 6 else { return nil }
-        let b = Array(text)
-        guard b[0] == 0x3C, b[1] == 0x30, b[2] == 0x78, b[5] == 0x3E,
-              let high = hexValue(b[3]), let low = hexValue(b[4]) else { return nil }
-        return high << 4 | low
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: return c - 0x30
-        case 0x41...0x46: return c - 0x41 + 10
-        case 0x61...0x66: return c - 0x61 + 10
-        default: return nil
         }
     }
 
