@@ -30,14 +30,17 @@ public struct BPETokenizer: Tokenizer {
                 preTokenizer: BPEPreTokenizer, ignoresMerges: Bool = false,
                 specialTokens: SpecialTokens = SpecialTokens()) throws {
         try self.init(tokens: tokens, tokenTypes: tokenTypes, merges: merges, preTokenizer: preTokenizer,
-                      ignoresMerges: ignoresMerges, specialTokens: specialTokens, path: "the BPE vocabulary")
+                      ignoresMerges: ignoresMerges, specialTokens: specialTokens, spacing: .none,
+                      path: "the BPE vocabulary")
     }
 
     init(tokens: [String], tokenTypes: [TokenType]?, merges mergeLines: [String],
-         preTokenizer: BPEPreTokenizer, ignoresMerges: Bool, specialTokens: SpecialTokens, path: String) throws {
+         preTokenizer: BPEPreTokenizer, ignoresMerges: Bool, specialTokens: SpecialTokens,
+         spacing: SpecialTokenSpacing, path: String) throws {
         var vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens,
                                         extraCapacity: tokens.count / 4,
-                                        extraBytes: 2 * mergeLines.reduce(0) { $0 + $1.utf8.count }, path: path)
+                                        extraBytes: 2 * mergeLines.reduce(0) { $0 + $1.utf8.count },
+                                        spacing: spacing, path: path)
         var texts = vocabulary.texts
         vocabulary.texts = ByteStringTable(expectedCount: 0)  // keep `texts` unshared, so appends do not copy it
         var table = MergeTable(capacityFor: mergeLines.count)

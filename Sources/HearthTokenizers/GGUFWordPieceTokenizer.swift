@@ -17,25 +17,34 @@ public struct GGUFWordPieceTokenizer: Tokenizer {
     public let lowercases: Bool
     /// Whether accents are stripped (`tokenizer.ggml.normalizer.strip_accents`).
     public let stripsAccents: Bool
+    /// `[SEP]`, which encoding with `addSpecial` puts last.
+    public let separatorToken: Int32?
     /// Length in bytes of the longest piece, the longest match worth trying.
     private let longestPiece: Int
 
     /// A tokenizer from GGUF-spelled WordPiece pieces (`▁` in front of word-initial ones).
-    /// `specialTokens.bos` is `[CLS]` and `specialTokens.eos` is `[SEP]`, which encoding puts
-    /// around the text when `addSpecial` is set; `specialTokens.unknown` is required.
-    /// Throws `HearthError.invalidModelFile` for inconsistent data.
-    public init(tokens: [String], tokenTypes: [TokenType]? = nil, specialTokens: SpecialTokens,
+    /// `specialTokens.bos` is `[CLS]`, which encoding with `addSpecial` puts first (as
+    /// `separator` last); `specialTokens.unknown` is required. Throws
+    /// `HearthError.invalidModelFile` for inconsistent data.
+    public init(tokens: [String], tokenTypes: [TokenType]? = nil, specialTokens: SpecialTokens, separator: Int32?,
                 lowercases: Bool = true, stripsAccents: Bool = true) throws {
-        try self.init(tokens: tokens, tokenTypes: tokenTypes, specialTokens: specialTokens, lowercases: lowercases,
-                      stripsAccents: stripsAccents, path: "the WordPiece vocabulary")
+        try self.init(tokens: tokens, tokenTypes: tokenTypes, specialTokens: specialTokens, separator: separator,
+                      lowercases: lowercases, stripsAccents: stripsAccents, spacing: .none,
+                      path: "the WordPiece vocabulary")
     }
 
-    init(tokens: [String], tokenTypes: [TokenType]?, specialTokens: SpecialTokens, lowercases: Bool,
-         stripsAccents: Bool, path: String) throws {
+    init(tokens: [String], tokenTypes: [TokenType]?, specialTokens: SpecialTokens, separator: Int32?, lowercases: Bool,
+         stripsAccents: Bool, spacing: SpecialTokenSpacing, path: String) throws {
         guard specialTokens.unknown != nil else {
             throw HearthError.invalidModelFile(path: path, reason: "its WordPiece vocabulary has no unknown token")
         }
-        let vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens, path: path)
+        if let separator, separator < 0 || Int(separator) >= tokens.count {
+            throw HearthError.invalidModelFile(
+                path: path, reason: "the separator token id is \(separator), outside the vocabulary of \(tokens.count) tokens")
+        }
+        separatorToken = separator
+        let vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens, spacing: spacing,
+                                        path: path)
         self.vocabulary = vocabulary
         self.lowercases = lowercases
         self.stripsAccents = stripsAccents
@@ -47,7 +56,7 @@ public struct GGUFWordPieceTokenizer: Tokenizer {
     public var eosToken: Int32? { vocabulary.special.eos }
     public var addsBOS: Bool { vocabulary.special.addBOS }
     public var endOfGenerationTokens: Set<Int32> { vocabulary.endOfGeneration }
-    /// Special token ids: `bos` is `[CLS]`, `eos` is `[SEP]`.
+    /// Special token ids; `bos` is `[CLS]`.
     public var specialTokens: SpecialTokens { vocabulary.special }
 
     /// The type of `token`, or nil when it is not in the vocabulary.
@@ -78,7 +87,7 @@ public struct GGUFWordPieceTokenizer: Tokenizer {
                 }
             }
         }
-        if addSpecial && vocabulary.special.addEOS, let sep = vocabulary.special.eos { output.append(sep) }
+        if addSpecial, let separatorToken { output.append(separatorToken) }
         return output
     }
 

@@ -21,16 +21,17 @@ public struct SentencePieceTokenizer: Tokenizer {
     public init(tokens: [String], scores: [Float]? = nil, tokenTypes: [TokenType]? = nil,
                 addSpacePrefix: Bool, specialTokens: SpecialTokens = SpecialTokens()) throws {
         try self.init(tokens: tokens, scores: scores, tokenTypes: tokenTypes, addSpacePrefix: addSpacePrefix,
-                      specialTokens: specialTokens, path: "the SentencePiece vocabulary")
+                      specialTokens: specialTokens, spacing: .none, path: "the SentencePiece vocabulary")
     }
 
     init(tokens: [String], scores: [Float]?, tokenTypes: [TokenType]?, addSpacePrefix: Bool,
-         specialTokens: SpecialTokens, path: String) throws {
+         specialTokens: SpecialTokens, spacing: SpecialTokenSpacing, path: String) throws {
         if let scores, scores.count != tokens.count {
             throw HearthError.invalidModelFile(
                 path: path, reason: "tokenizer.ggml.scores has \(scores.count) entries for \(tokens.count) tokens")
         }
-        let vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens, path: path)
+        let vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens, spacing: spacing,
+                                        path: path)
         self.vocabulary = vocabulary
         self.scores = scores ?? Array(repeating: 0, count: tokens.count)
         self.addSpacePrefix = addSpacePrefix

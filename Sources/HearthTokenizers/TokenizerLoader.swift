@@ -23,6 +23,9 @@ public enum TokenizerLoader {
             throw HearthError.invalidModelFile(path: path, reason: "it has no vocabulary (tokenizer.ggml.tokens is missing)")
         }
         let types = try reader.integers("tokenizer.ggml.token_type")?.map(TokenType.init(storedValue:))
+        let spacing = SpecialTokenSpacing(modelName: try reader.string("general.name"),
+                                          preTokenizer: try reader.string("tokenizer.ggml.pre"),
+                                          architecture: try reader.string("general.architecture"))
 
         switch model {
         case "gpt2", "gemma4":
@@ -40,7 +43,8 @@ public enum TokenizerLoader {
             // Gemma 4 needs BOS; llama.cpp adds it even when the metadata says not to.
             if pre.preTokenizer == .gemma4 { special.addBOS = true }
             return try BPETokenizer(tokens: tokens, tokenTypes: types, merges: merges, preTokenizer: pre.preTokenizer,
-                                    ignoresMerges: pre.ignoresMerges, specialTokens: special, path: path)
+                                    ignoresMerges: pre.ignoresMerges, specialTokens: special, spacing: spacing,
+                                    path: path)
         case "llama":
             let scores = try reader.floats("tokenizer.ggml.scores")
             // SentencePiece's conventional ids, which llama.cpp assumes when the metadata is silent.
@@ -48,10 +52,12 @@ public enum TokenizerLoader {
             let special = try reader.specialTokens(addBOSDefault: true, defaults: defaults, vocabularySize: tokens.count)
             let addSpacePrefix = try reader.bool("tokenizer.ggml.add_space_prefix") ?? true
             return try SentencePieceTokenizer(tokens: tokens, scores: scores, tokenTypes: types,
-                                              addSpacePrefix: addSpacePrefix, specialTokens: special, path: path)
+                                              addSpacePrefix: addSpacePrefix, specialTokens: special, spacing: spacing,
+                                              path: path)
         case "bert":
             // BERT's conventional ids ([CLS] 101, [SEP] 102, [UNK] 100, [PAD] 0), which llama.cpp
-            // assumes when the metadata is silent; [CLS] is BOS and [SEP] closes the sequence.
+            // assumes when the metadata is silent; [CLS] is BOS, always added, and [SEP] closes
+            // the sequence (an EOS only when the metadata names one).
             let size = tokens.count
             func id(_ keys: [String], _ fallback: Int32) throws -> Int32? {
                 for key in keys { if let id = try reader.tokenID(key) { return id } }
@@ -59,14 +65,16 @@ public enum TokenizerLoader {
             }
             let special = SpecialTokens(
                 bos: try id(["tokenizer.ggml.bos_token_id", "tokenizer.ggml.cls_token_id"], 101),
-                eos: try id(["tokenizer.ggml.seperator_token_id"], 102),
+                eos: try reader.tokenID("tokenizer.ggml.eos_token_id"),
                 unknown: try id(["tokenizer.ggml.unknown_token_id"], 100),
                 padding: try id(["tokenizer.ggml.padding_token_id"], 0),
-                addBOS: true, addEOS: true)
+                addBOS: true)
+            let separator = try id(["tokenizer.ggml.seperator_token_id"], 102)
             let lowercases = try reader.bool("tokenizer.ggml.normalizer.lowercase") ?? true
             let stripsAccents = try reader.bool("tokenizer.ggml.normalizer.strip_accents") ?? lowercases
             return try GGUFWordPieceTokenizer(tokens: tokens, tokenTypes: types, specialTokens: special,
-                                              lowercases: lowercases, stripsAccents: stripsAccents, path: path)
+                                              separator: separator, lowercases: lowercases,
+                                              stripsAccents: stripsAccents, spacing: spacing, path: path)
         default:
             throw HearthError.unsupportedModel(
                 reason: "the tokenizer model \"\(model)\" (tokenizer.ggml.model) is not implemented; supported: "

@@ -106,20 +106,51 @@ import Testing
         }
     }
 
-    @Test func specialTokensAndAddedBOSAsLlamaCppSays() throws {
-        // llama-bpe: BOS by its pre-tokenizer's default; bert-bge: [CLS] … [SEP]; gemma-4: BOS
-        // forced; gpt-2: neither.
+    /// What llama.cpp (through llama-cpp-python 0.3.36) says of each vocabulary: its
+    /// end-of-generation tokens, and the ids of "Hi" with the special tokens it adds.
+    static let specials: [(name: String, endOfGeneration: Set<Int32>, hi: [Int32])] = [
+        ("bert-bge", [0], [101, 7632, 102]),
+        ("command-r", [0, 255001], [5, 37535]),
+        ("deepseek-coder", [32014], [32013, 11041]),
+        ("deepseek-llm", [100001], [100000, 11007]),
+        ("falcon", [11], [5516]),
+        ("gemma-4", [1, 50, 106], [2, 10979]),
+        ("gpt-2", [50256], [17250]),
+        ("llama-bpe", [128001, 128009], [128000, 13347]),
+        ("llama-spm", [2], [1, 6324]),
+        ("mpt", [0], [12764]),
+        ("phi-3", [2, 32000, 32007], [1, 6324]),
+        ("qwen2", [128247, 151643, 151645], [13048]),
+        ("qwen35", [128247, 151643, 151645], [13048]),
+        ("refact", [0, 4, 18], [12575]),
+        ("starcoder", [0, 4], [12589]),
+    ]
+
+    @Test(arguments: specials)
+    func specialTokensAsLlamaCppSays(_ name: String, _ endOfGeneration: Set<Int32>, _ hi: [Int32]) throws {
+        let tokenizer = try Self.tokenizer(name)
+        #expect(tokenizer.endOfGenerationTokens == endOfGeneration)
+        #expect(tokenizer.encode("Hi", addSpecial: true, parseSpecial: false) == hi)
+        #expect(tokenizer.addsBOS == (hi.first == tokenizer.bosToken && hi.count > 1))
+    }
+
+    @Test func specialTokenTextIsParsedOnlyWhenAsked() throws {
         let llama3 = try Self.tokenizer("llama-bpe")
-        #expect(llama3.addsBOS && llama3.bosToken == 128000)
         #expect(llama3.encode("<|begin_of_text|>Hi", addSpecial: true, parseSpecial: true) == [128000, 128000, 13347])
         let bert = try Self.tokenizer("bert-bge")
-        #expect(bert.encode("Hello world", addSpecial: true, parseSpecial: false) == [101, 7592, 2088, 102])
         #expect(bert.encode("[CLS] hi [SEP]", addSpecial: false, parseSpecial: true) == [101, 7632, 102])
-        let gemma4 = try Self.tokenizer("gemma-4")
-        #expect(gemma4.addsBOS && gemma4.bosToken == 2)
-        #expect(gemma4.encode("Hello", addSpecial: true, parseSpecial: false).first == 2)
         let gpt2 = try Self.tokenizer("gpt-2")
-        #expect(!gpt2.addsBOS)
         #expect(gpt2.encode("<|endoftext|>", addSpecial: true, parseSpecial: true) == [50256])
+        #expect(gpt2.encode("<|endoftext|>", addSpecial: false, parseSpecial: false).count > 1)
+    }
+
+    @Test func phi3SpecialTokensTakeTheWhitespaceAfterThem() throws {
+        // llama.cpp strips whitespace after Phi-3's special tokens (by the model's name); </s> is
+        // user-defined in the file but, ending generation, counts as control.
+        let phi3 = try Self.tokenizer("phi-3")
+        #expect(phi3.encode("<|user|>\nHi <|end|>\n<|assistant|>", addSpecial: true, parseSpecial: true)
+                == [1, 32010, 6324, 29871, 32007, 32001])
+        #expect(phi3.encode("a</s>  b", addSpecial: false, parseSpecial: false) == [263, 829, 29879, 29958, 29871, 289])
+        #expect(phi3.endOfGenerationTokens.contains(2))
     }
 }

@@ -88,7 +88,8 @@ func expectHearthError<R>(_ expected: ExpectedHearthError, _ comment: Comment? =
             "tokenizer.ggml.tokens": .array(tokens.map(GGUFValue.string)),
         ]
         let bert = try #require(try TokenizerLoader.load(metadata: metadata, path: "test.gguf") as? GGUFWordPieceTokenizer)
-        #expect(bert.bosToken == 101 && bert.eosToken == 102 && bert.specialTokens.unknown == 100)
+        #expect(bert.bosToken == 101 && bert.separatorToken == 102 && bert.specialTokens.unknown == 100)
+        #expect(bert.eosToken == nil && bert.addsBOS)
         #expect(bert.lowercases && bert.stripsAccents)
         #expect(bert.encode("Hello, Worlds héllo xyz", addSpecial: true, parseSpecial: false)
                 == [101, 104, 107, 105, 106, 104, 100, 102])
