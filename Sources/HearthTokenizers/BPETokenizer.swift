@@ -8,7 +8,7 @@ import HearthFormats
 /// or per character (Gemma 4, whose vocabulary is spelled as SentencePiece's), and the adjacent
 /// pair with the lowest merge rank is merged until no pair has a rank. Symbols are integer ids
 /// throughout, so encoding does no string work.
-public struct BPETokenizer: Tokenizer {
+public struct BPETokenizer: VocabularyBackedTokenizer {
     let vocabulary: Vocabulary
     /// The pre-tokenizer that cuts text into words.
     public let preTokenizer: BPEPreTokenizer
@@ -77,22 +77,6 @@ public struct BPETokenizer: Tokenizer {
         self.mergeCount = mergeLines.count
         self.preTokenizer = preTokenizer
         self.ignoresMerges = ignoresMerges
-    }
-
-    public var vocabularySize: Int { vocabulary.count }
-    public var bosToken: Int32? { vocabulary.special.bos }
-    public var eosToken: Int32? { vocabulary.special.eos }
-    public var addsBOS: Bool { vocabulary.special.addBOS }
-    public var endOfGenerationTokens: Set<Int32> { vocabulary.endOfGeneration }
-    /// Special token ids, with EOT and EOM filled in from their texts where the metadata lacked them.
-    public var specialTokens: SpecialTokens { vocabulary.special }
-
-    /// The type of `token`, or nil when it is not in the vocabulary.
-    public func tokenType(_ token: Int32) -> TokenType? { vocabulary.type(of: token) }
-
-    /// The token whose stored (byte-level spelled) text is `text`.
-    public func token(forStoredText text: String) -> Int32? {
-        text.withUTF8Bytes { vocabulary.token(for: $0) }
     }
 
     public func encode(_ text: String, addSpecial: Bool, parseSpecial: Bool) -> [Int32] {

@@ -11,7 +11,7 @@ import HearthFormats
 /// with `▁` in front, is covered greedily by the longest pieces, or is one unknown token when
 /// some part of it matches no piece. `WordPieceTokenizer` is the same model as Hugging Face
 /// `tokenizers` runs it from a `tokenizer.json`.
-public struct GGUFWordPieceTokenizer: Tokenizer {
+public struct GGUFWordPieceTokenizer: VocabularyBackedTokenizer {
     let vocabulary: Vocabulary
     /// Whether letters are lower-cased (`tokenizer.ggml.normalizer.lowercase`).
     public let lowercases: Bool
@@ -49,22 +49,6 @@ public struct GGUFWordPieceTokenizer: Tokenizer {
         self.lowercases = lowercases
         self.stripsAccents = stripsAccents
         longestPiece = (0..<vocabulary.count).reduce(0) { max($0, vocabulary.text(of: Int32($1)).count) }
-    }
-
-    public var vocabularySize: Int { vocabulary.count }
-    public var bosToken: Int32? { vocabulary.special.bos }
-    public var eosToken: Int32? { vocabulary.special.eos }
-    public var addsBOS: Bool { vocabulary.special.addBOS }
-    public var endOfGenerationTokens: Set<Int32> { vocabulary.endOfGeneration }
-    /// Special token ids; `bos` is `[CLS]`.
-    public var specialTokens: SpecialTokens { vocabulary.special }
-
-    /// The type of `token`, or nil when it is not in the vocabulary.
-    public func tokenType(_ token: Int32) -> TokenType? { vocabulary.type(of: token) }
-
-    /// The token whose stored text (with `▁` in front of word-initial pieces) is `text`.
-    public func token(forStoredText text: String) -> Int32? {
-        text.withUTF8Bytes { vocabulary.token(for: $0) }
     }
 
     public func encode(_ text: String, addSpecial: Bool, parseSpecial: Bool) -> [Int32] {

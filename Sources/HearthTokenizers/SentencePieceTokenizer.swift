@@ -7,7 +7,7 @@ import HearthFormats
 /// the text starts as one symbol per character, and the adjacent pair that forms the
 /// highest-scoring token is merged until no pair forms a token. A character that is not a
 /// token is spelled with byte tokens `<0xXX>`.
-public struct SentencePieceTokenizer: Tokenizer {
+public struct SentencePieceTokenizer: VocabularyBackedTokenizer {
     let vocabulary: Vocabulary
     private let scores: [Float]
     /// Whether a space is put before text that starts the input or follows a special token
@@ -40,22 +40,6 @@ public struct SentencePieceTokenizer: Tokenizer {
             // Some vocabularies spell a byte as the byte itself.
             return [UInt8(byte)].withUnsafeBufferPointer { vocabulary.token(for: $0) } ?? -1
         }
-    }
-
-    public var vocabularySize: Int { vocabulary.count }
-    public var bosToken: Int32? { vocabulary.special.bos }
-    public var eosToken: Int32? { vocabulary.special.eos }
-    public var addsBOS: Bool { vocabulary.special.addBOS }
-    public var endOfGenerationTokens: Set<Int32> { vocabulary.endOfGeneration }
-    /// Special token ids, with EOT and EOM filled in from their texts where the metadata lacked them.
-    public var specialTokens: SpecialTokens { vocabulary.special }
-
-    /// The type of `token`, or nil when it is not in the vocabulary.
-    public func tokenType(_ token: Int32) -> TokenType? { vocabulary.type(of: token) }
-
-    /// The token whose stored text (with `▁` for space) is `text`.
-    public func token(forStoredText text: String) -> Int32? {
-        text.withUTF8Bytes { vocabulary.token(for: $0) }
     }
 
     public func encode(_ text: String, addSpecial: Bool, parseSpecial: Bool) -> [Int32] {
