@@ -1,4 +1,4 @@
-/// How byte-level BPE cuts text into words before merging, one case per regex family of
+/// How BPE cuts text into words before merging, one case per regex family of
 /// llama.cpp (`llm_tokenizer_bpe`). Merges never cross a word boundary, so ids depend on
 /// these cuts as much as on the merges.
 ///

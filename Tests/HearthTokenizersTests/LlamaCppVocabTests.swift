@@ -144,6 +144,15 @@ import Testing
         #expect(gpt2.encode("<|endoftext|>", addSpecial: false, parseSpecial: false).count > 1)
     }
 
+    /// The vocabularies without a pair: the BPE and SentencePiece ones load; nomic-bert-moe's
+    /// Unigram model (`t5`) is not implemented and is refused by name.
+    @Test func vocabulariesWithoutAPair() throws {
+        for name in ["aquila", "baichuan", "gpt-neox"] {
+            #expect(try Self.tokenizer(name).encode("Hello world", addSpecial: false, parseSpecial: false).count == 2)
+        }
+        expectHearthError(.unsupportedModel(naming: "t5")) { try Self.tokenizer("nomic-bert-moe") }
+    }
+
     @Test func phi3SpecialTokensTakeTheWhitespaceAfterThem() throws {
         // llama.cpp strips whitespace after Phi-3's special tokens (by the model's name); </s> is
         // user-defined in the file but, ending generation, counts as control.
