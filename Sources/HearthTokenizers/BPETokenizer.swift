@@ -1,12 +1,14 @@
 import HearthFormats
 
-/// Byte-level BPE as GPT-2, Llama 3, Qwen and SmolLM use it (`tokenizer.ggml.model = gpt2`),
-/// giving the ids llama.cpp gives.
+/// BPE as GPT-2, Llama 3, Qwen and SmolLM use it (`tokenizer.ggml.model = gpt2`), and as
+/// Gemma 4 does (`gemma4`), giving the ids llama.cpp gives.
 ///
-/// Text is cut at special tokens, then into words by the pre-tokenizer; each word's bytes
-/// start as one symbol each, and the adjacent pair with the lowest merge rank is merged until
-/// no pair has a rank. Symbols are integer ids throughout, so encoding does no string work.
-public struct BPETokenizer: Tokenizer {
+/// Text is cut at special tokens, then into words by the pre-tokenizer; each word starts as one
+/// symbol per byte (byte-level vocabularies, which spell every byte as a printable character)
+/// or per character (Gemma 4, whose vocabulary is spelled as SentencePiece's), and the adjacent
+/// pair with the lowest merge rank is merged until no pair has a rank. Symbols are integer ids
+/// throughout, so encoding does no string work.
+public struct BPETokenizer: VocabularyBackedTokenizer {
     let vocabulary: Vocabulary
     /// The pre-tokenizer that cuts text into words.
     public let preTokenizer: BPEPreTokenizer
@@ -15,7 +17,11 @@ public struct BPETokenizer: Tokenizer {
     /// Number of merge rules.
     public let mergeCount: Int
     private let merges: MergeTable
-    /// The symbol each byte starts as: the id of its byte-level character, or -1 if none.
+    /// Whether the vocabulary spells text as SentencePiece does (`▁` for a space, `<0xXX>` byte
+    /// tokens) rather than byte-level; the Gemma 4 pre-tokenizer implies it, as in llama.cpp.
+    private let spellsLikeSentencePiece: Bool
+    /// Byte-level spelling: the symbol each byte starts as, the id of its character, or -1.
+    /// SentencePiece spelling: the `<0xXX>` token of each byte, or -1.
     private let byteSymbols: [Int32]
 
     /// A tokenizer from a vocabulary in byte-level spelling (`Ġ` for space) and merge rules
@@ -24,14 +30,17 @@ public struct BPETokenizer: Tokenizer {
                 preTokenizer: BPEPreTokenizer, ignoresMerges: Bool = false,
                 specialTokens: SpecialTokens = SpecialTokens()) throws {
         try self.init(tokens: tokens, tokenTypes: tokenTypes, merges: merges, preTokenizer: preTokenizer,
-                      ignoresMerges: ignoresMerges, specialTokens: specialTokens, path: "the BPE vocabulary")
+                      ignoresMerges: ignoresMerges, specialTokens: specialTokens, spacing: .none,
+                      path: "the BPE vocabulary")
     }
 
     init(tokens: [String], tokenTypes: [TokenType]?, merges mergeLines: [String],
-         preTokenizer: BPEPreTokenizer, ignoresMerges: Bool, specialTokens: SpecialTokens, path: String) throws {
+         preTokenizer: BPEPreTokenizer, ignoresMerges: Bool, specialTokens: SpecialTokens,
+         spacing: SpecialTokenSpacing, path: String) throws {
         var vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens,
                                         extraCapacity: tokens.count / 4,
-                                        extraBytes: 2 * mergeLines.reduce(0) { $0 + $1.utf8.count }, path: path)
+                                        extraBytes: 2 * mergeLines.reduce(0) { $0 + $1.utf8.count },
+                                        spacing: spacing, path: path)
         var texts = vocabulary.texts
         vocabulary.texts = ByteStringTable(expectedCount: 0)  // keep `texts` unshared, so appends do not copy it
         var table = MergeTable(capacityFor: mergeLines.count)
@@ -54,31 +63,20 @@ public struct BPETokenizer: Tokenizer {
                 table.insertIfAbsent(left: leftID, right: rightID, rank: Int32(rank), merged: mergedID)
             }
         }
-        byteSymbols = (0..<256).map { byte in
-            ByteLevelEncoding.utf8ForByte[byte].withUnsafeBufferPointer { texts.find($0) } ?? -1
-        }
+        spellsLikeSentencePiece = preTokenizer == .gemma4
         vocabulary.texts = texts
+        if spellsLikeSentencePiece {
+            byteSymbols = SentencePieceSpelling.byteTokens(in: vocabulary)
+        } else {
+            byteSymbols = (0..<256).map { byte in
+                ByteLevelEncoding.utf8ForByte[byte].withUnsafeBufferPointer { texts.find($0) } ?? -1
+            }
+        }
         self.vocabulary = vocabulary
         self.merges = table
         self.mergeCount = mergeLines.count
         self.preTokenizer = preTokenizer
         self.ignoresMerges = ignoresMerges
-    }
-
-    public var vocabularySize: Int { vocabulary.count }
-    public var bosToken: Int32? { vocabulary.special.bos }
-    public var eosToken: Int32? { vocabulary.special.eos }
-    public var addsBOS: Bool { vocabulary.special.addBOS }
-    public var endOfGenerationTokens: Set<Int32> { vocabulary.endOfGeneration }
-    /// Special token ids, with EOT and EOM filled in from their texts where the metadata lacked them.
-    public var specialTokens: SpecialTokens { vocabulary.special }
-
-    /// The type of `token`, or nil when it is not in the vocabulary.
-    public func tokenType(_ token: Int32) -> TokenType? { vocabulary.type(of: token) }
-
-    /// The token whose stored (byte-level spelled) text is `text`.
-    public func token(forStoredText text: String) -> Int32? {
-        text.withUTF8Bytes { vocabulary.token(for: $0) }
     }
 
     public func encode(_ text: String, addSpecial: Bool, parseSpecial: Bool) -> [Int32] {
@@ -93,11 +91,15 @@ public struct BPETokenizer: Tokenizer {
                 case .token(let id):
                     output.append(id)
                 case .text(let range):
-                    let piece = UnsafeBufferPointer(rebasing: bytes[range])
-                    words.removeAll(keepingCapacity: true)
-                    preTokenizer.split(piece, into: &words)
-                    for word in words {
-                        encodeWord(UnsafeBufferPointer(rebasing: piece[word]), state: &state, into: &output)
+                    if spellsLikeSentencePiece {
+                        // Spaces are spelled ▁ before the text is cut, so words see them as ▁.
+                        state.escaped.removeAll(keepingCapacity: true)
+                        SentencePieceSpelling.escape(bytes[range], into: &state.escaped)
+                        let escaped = state.escaped
+                        escaped.withUnsafeBufferPointer { encodeText($0, words: &words, state: &state, into: &output) }
+                    } else {
+                        encodeText(UnsafeBufferPointer(rebasing: bytes[range]), words: &words, state: &state,
+                                   into: &output)
                     }
                 }
             }
@@ -132,10 +134,27 @@ public struct BPETokenizer: Tokenizer {
         var symbols: [Symbol] = []
         var queue = BinaryHeap<Bigram>()
         var mapped: [UInt8] = []
+        var escaped: [UInt8] = []
+    }
+
+    private func encodeText(_ text: UnsafeBufferPointer<UInt8>, words: inout [Range<Int>], state: inout MergeState,
+                            into output: inout [Int32]) {
+        words.removeAll(keepingCapacity: true)
+        preTokenizer.split(text, into: &words)
+        for word in words {
+            encodeWord(UnsafeBufferPointer(rebasing: text[word]), state: &state, into: &output)
+        }
     }
 
     private func encodeWord(_ word: UnsafeBufferPointer<UInt8>, state: inout MergeState, into output: inout [Int32]) {
-        if ignoresMerges {
+        if spellsLikeSentencePiece {
+            // A run of line feeds that is itself a token is taken whole, as llama.cpp does for
+            // Gemma 4 (its merges never build such runs).
+            if word.allSatisfy({ $0 == 0x0A }), let id = vocabulary.token(for: word) {
+                output.append(id)
+                return
+            }
+        } else if ignoresMerges {
             state.mapped.removeAll(keepingCapacity: true)
             ByteLevelEncoding.encode(word, into: &state.mapped)
             if let id = state.mapped.withUnsafeBufferPointer({ vocabulary.token(for: $0) }) {
@@ -145,11 +164,25 @@ public struct BPETokenizer: Tokenizer {
         }
         state.symbols.removeAll(keepingCapacity: true)
         state.queue.removeAll()
-        let count = Int32(word.count)
-        for index in 0..<count {
-            state.symbols.append(Symbol(start: index, length: 1, id: byteSymbols[Int(word[Int(index)])],
-                                        prev: index - 1, next: index + 1 < count ? index + 1 : -1))
+        if spellsLikeSentencePiece {
+            // One symbol per character, which may be a token, a string only merges use, or neither.
+            var offset = 0
+            while offset < word.count {
+                let length = min(UTF8Decoding.sequenceLength(word[offset]), word.count - offset)
+                let index = Int32(state.symbols.count)
+                let id = vocabulary.texts.find(word, offset..<offset + length) ?? -1
+                state.symbols.append(Symbol(start: Int32(offset), length: Int32(length), id: id, prev: index - 1,
+                                            next: offset + length < word.count ? index + 1 : -1))
+                offset += length
+            }
+        } else {
+            let count = Int32(word.count)
+            for index in 0..<count {
+                state.symbols.append(Symbol(start: index, length: 1, id: byteSymbols[Int(word[Int(index)])],
+                                            prev: index - 1, next: index + 1 < count ? index + 1 : -1))
+            }
         }
+        let count = Int32(state.symbols.count)
 
         func addBigram(_ left: Int32, _ right: Int32, _ symbols: [Symbol], _ queue: inout BinaryHeap<Bigram>) {
             guard left >= 0, right >= 0 else { return }
@@ -183,6 +216,13 @@ public struct BPETokenizer: Tokenizer {
                 output.append(symbol.id)
                 continue
             }
+            if spellsLikeSentencePiece {
+                // Not a token: each byte is spelled by its byte token.
+                for index in Int(symbol.start)..<Int(symbol.start + symbol.length) where byteSymbols[Int(word[index])] >= 0 {
+                    output.append(byteSymbols[Int(word[index])])
+                }
+                continue
+            }
             // Not a token: llama.cpp emits the single-character tokens of its bytes that exist.
             for index in Int(symbol.start)..<Int(symbol.start + symbol.length) {
                 let byte = word[index]
@@ -203,9 +243,18 @@ public struct BPETokenizer: Tokenizer {
     private func appendBytes(of token: Int32, to bytes: inout [UInt8]) {
         guard let type = vocabulary.type(of: token) else { return }
         let text = vocabulary.text(of: token)
-        if type == .normal {
+        switch type {
+        case .normal where spellsLikeSentencePiece:
+            SentencePieceSpelling.unescape(text, into: &bytes)
+        case .normal:
             ByteLevelEncoding.decode(text, into: &bytes)
-        } else {
+        case .byte:
+            if let byte = SentencePieceSpelling.byteValue(text) {
+                bytes.append(byte)
+            } else {
+                bytes.append(contentsOf: text)
+            }
+        default:
             bytes.append(contentsOf: text)
         }
     }

@@ -7,7 +7,7 @@ import HearthFormats
 /// the text starts as one symbol per character, and the adjacent pair that forms the
 /// highest-scoring token is merged until no pair forms a token. A character that is not a
 /// token is spelled with byte tokens `<0xXX>`.
-public struct SentencePieceTokenizer: Tokenizer {
+public struct SentencePieceTokenizer: VocabularyBackedTokenizer {
     let vocabulary: Vocabulary
     private let scores: [Float]
     /// Whether a space is put before text that starts the input or follows a special token
@@ -21,42 +21,25 @@ public struct SentencePieceTokenizer: Tokenizer {
     public init(tokens: [String], scores: [Float]? = nil, tokenTypes: [TokenType]? = nil,
                 addSpacePrefix: Bool, specialTokens: SpecialTokens = SpecialTokens()) throws {
         try self.init(tokens: tokens, scores: scores, tokenTypes: tokenTypes, addSpacePrefix: addSpacePrefix,
-                      specialTokens: specialTokens, path: "the SentencePiece vocabulary")
+                      specialTokens: specialTokens, spacing: .none, path: "the SentencePiece vocabulary")
     }
 
     init(tokens: [String], scores: [Float]?, tokenTypes: [TokenType]?, addSpacePrefix: Bool,
-         specialTokens: SpecialTokens, path: String) throws {
+         specialTokens: SpecialTokens, spacing: SpecialTokenSpacing, path: String) throws {
         if let scores, scores.count != tokens.count {
             throw HearthError.invalidModelFile(
                 path: path, reason: "tokenizer.ggml.scores has \(scores.count) entries for \(tokens.count) tokens")
         }
-        let vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens, path: path)
+        let vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens, spacing: spacing,
+                                        path: path)
         self.vocabulary = vocabulary
         self.scores = scores ?? Array(repeating: 0, count: tokens.count)
         self.addSpacePrefix = addSpacePrefix
-        let hex = Array("0123456789ABCDEF".utf8)
-        byteTokens = (0..<256).map { byte in
-            let spelled: [UInt8] = [0x3C, 0x30, 0x78, hex[byte >> 4], hex[byte & 15], 0x3E]  // <0xXX>
-            if let id = spelled.withUnsafeBufferPointer({ vocabulary.token(for: $0) }) { return id }
+        byteTokens = SentencePieceSpelling.byteTokens(in: vocabulary).enumerated().map { byte, id in
+            if id >= 0 { return id }
             // Some vocabularies spell a byte as the byte itself.
             return [UInt8(byte)].withUnsafeBufferPointer { vocabulary.token(for: $0) } ?? -1
         }
-    }
-
-    public var vocabularySize: Int { vocabulary.count }
-    public var bosToken: Int32? { vocabulary.special.bos }
-    public var eosToken: Int32? { vocabulary.special.eos }
-    public var addsBOS: Bool { vocabulary.special.addBOS }
-    public var endOfGenerationTokens: Set<Int32> { vocabulary.endOfGeneration }
-    /// Special token ids, with EOT and EOM filled in from their texts where the metadata lacked them.
-    public var specialTokens: SpecialTokens { vocabulary.special }
-
-    /// The type of `token`, or nil when it is not in the vocabulary.
-    public func tokenType(_ token: Int32) -> TokenType? { vocabulary.type(of: token) }
-
-    /// The token whose stored text (with `▁` for space) is `text`.
-    public func token(forStoredText text: String) -> Int32? {
-        text.withUTF8Bytes { vocabulary.token(for: $0) }
     }
 
     public func encode(_ text: String, addSpecial: Bool, parseSpecial: Bool) -> [Int32] {
@@ -74,14 +57,10 @@ public struct SentencePieceTokenizer: Tokenizer {
                     afterSpecial = true
                 case .text(let range):
                     state.escaped.removeAll(keepingCapacity: true)
-                    if addSpacePrefix && afterSpecial { state.escaped.append(contentsOf: Self.escapedSpace) }
-                    for byte in bytes[range] {
-                        if byte == 0x20 {
-                            state.escaped.append(contentsOf: Self.escapedSpace)
-                        } else {
-                            state.escaped.append(byte)
-                        }
+                    if addSpacePrefix && afterSpecial {
+                        state.escaped.append(contentsOf: SentencePieceSpelling.escapedSpace)
                     }
+                    SentencePieceSpelling.escape(bytes[range], into: &state.escaped)
                     encodeEscaped(&state, into: &output)
                     afterSpecial = false
                 }
@@ -90,8 +69,6 @@ public struct SentencePieceTokenizer: Tokenizer {
         if addSpecial && vocabulary.special.addEOS, let eos = vocabulary.special.eos { output.append(eos) }
         return output
     }
-
-    private static let escapedSpace: [UInt8] = [0xE2, 0x96, 0x81]  // ▁
 
     private struct Symbol {
         var start: Int32
@@ -186,40 +163,12 @@ public struct SentencePieceTokenizer: Tokenizer {
         case .normal:
             var bytes: [UInt8] = []
             bytes.reserveCapacity(text.count)
-            var index = text.startIndex
-            while index < text.endIndex {
-                if text[index] == 0xE2 && index + 2 < text.endIndex
-                    && text[index + 1] == 0x96 && text[index + 2] == 0x81 {
-                    bytes.append(0x20)
-                    index += 3
-                } else {
-                    bytes.append(text[index])
-                    index += 1
-                }
-            }
+            SentencePieceSpelling.unescape(text, into: &bytes)
             return bytes
         case .byte:
-            return Self.byteValue(text).map { [$0] } ?? Array(text)
+            return SentencePieceSpelling.byteValue(text).map { [$0] } ?? Array(text)
         default:
             return Array(text)
-        }
-    }
-
-    /// The byte a `<0xXX>` token stands for.
-    private static func byteValue(_ text: ArraySlice<UInt8>) -> UInt8? {
-        guard text.count == 6 else { return nil }
-        let b = Array(text)
-        guard b[0] == 0x3C, b[1] == 0x30, b[2] == 0x78, b[5] == 0x3E,
-              let high = hexValue(b[3]), let low = hexValue(b[4]) else { return nil }
-        return high << 4 | low
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: return c - 0x30
-        case 0x41...0x46: return c - 0x41 + 10
-        case 0x61...0x66: return c - 0x61 + 10
-        default: return nil
         }
     }
 

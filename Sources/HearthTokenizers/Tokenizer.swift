@@ -32,3 +32,35 @@ extension Tokenizer {
     /// Nil: a tokenizer without token types treats every token alike.
     public func tokenType(_ token: Int32) -> TokenType? { nil }
 }
+
+/// A tokenizer whose vocabulary is a list of token texts with types and special tokens, as a
+/// GGUF file stores it: `BPETokenizer`, `SentencePieceTokenizer` and `GGUFWordPieceTokenizer`.
+public protocol VocabularyTokenizer: Tokenizer {
+    /// Special token ids, with EOT and EOM filled in from their texts where the metadata lacked them.
+    var specialTokens: SpecialTokens { get }
+
+    /// The token whose text, spelled as the vocabulary stores it (byte-level characters such as
+    /// `Ġ` for a space in byte-level BPE, `▁` for a space in SentencePiece and in front of
+    /// word-initial WordPiece pieces), is `text`.
+    func token(forStoredText text: String) -> Int32?
+}
+
+/// The members of `VocabularyTokenizer` that every tokenizer over a `Vocabulary` answers alike.
+protocol VocabularyBackedTokenizer: VocabularyTokenizer {
+    var vocabulary: Vocabulary { get }
+}
+
+extension VocabularyBackedTokenizer {
+    public var vocabularySize: Int { vocabulary.count }
+    public var bosToken: Int32? { vocabulary.special.bos }
+    public var eosToken: Int32? { vocabulary.special.eos }
+    public var addsBOS: Bool { vocabulary.special.addBOS }
+    public var endOfGenerationTokens: Set<Int32> { vocabulary.endOfGeneration }
+    public var specialTokens: SpecialTokens { vocabulary.special }
+
+    public func tokenType(_ token: Int32) -> TokenType? { vocabulary.type(of: token) }
+
+    public func token(forStoredText text: String) -> Int32? {
+        text.withUTF8Bytes { vocabulary.token(for: $0) }
+    }
+}

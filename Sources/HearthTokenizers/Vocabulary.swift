@@ -6,7 +6,36 @@ enum Fragment: Equatable {
     case token(Int32)
 }
 
-/// The token list, its types and its special tokens: what both tokenizers share. Built the way
+/// Special tokens that take the whitespace beside them out of the text, as llama.cpp decides by
+/// the model's name (its `LLAMA_TOKEN_ATTR_LSTRIP` and `RSTRIP`): a text of spaces around them
+/// would otherwise become tokens of its own.
+enum SpecialTokenSpacing: Sendable {
+    /// None does.
+    case none
+    /// Phi-3: every special token but `<unk>`, `<s>` and `<|endoftext|>` takes the whitespace after it.
+    case phi3
+    /// The mask token (`<mask>`, `[MASK]`) takes the whitespace before it (Jina, Nomic, ModernBERT).
+    case maskTakesSpaceBefore(String)
+
+    /// The spacing llama.cpp gives a vocabulary, from `general.name`, `tokenizer.ggml.pre` and
+    /// `general.architecture`.
+    init(modelName: String?, preTokenizer: String?, architecture: String?) {
+        let name = modelName?.lowercased() ?? ""
+        let pre = preTokenizer ?? "", architecture = architecture ?? ""
+        if ["jina-v2-de", "jina-v2-es", "jina-v2-code"].contains(where: pre.contains)
+            || ["nomic-bert-moe", "jina-bert-v3"].contains(where: architecture.contains) {
+            self = .maskTakesSpaceBefore("<mask>")
+        } else if name.contains("phi-3") || name.contains("phi3") {
+            self = .phi3
+        } else if name.contains("modern-bert") {
+            self = .maskTakesSpaceBefore("[MASK]")
+        } else {
+            self = .none
+        }
+    }
+}
+
+/// The token list, its types and its special tokens: what the tokenizers share. Built the way
 /// llama.cpp's `llama_vocab::impl::load` builds it, so the same tokens count as special.
 struct Vocabulary: Sendable {
     /// Number of tokens.
@@ -24,24 +53,34 @@ struct Vocabulary: Sendable {
     private let parsedSpecials: SpecialTokenMatcher
     private let alwaysSplit: SpecialTokenMatcher
 
+    // The texts llama.cpp (as vendored by llama-cpp-python 0.3.36) recognizes special tokens by.
     static let endOfTurnTexts = ["<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                 "<EOT>", "<｜end▁of▁sentence｜>"]
-    static let endOfGenerationTexts: Set<String> = ["<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                                    "<|endoftext|>", "<|eom_id|>", "<EOT>"]
+                                 "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>",
+                                 "<end_of_utterance>"]
+    static let endOfGenerationTexts: Set<String> = [
+        "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
+        "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
+        "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[",
+    ]
     // Fill-in-the-middle tokens: llama.cpp makes them control tokens, and the last three end generation.
     static let fimTexts: [(texts: [String], endsGeneration: Bool)] = [
-        (["<|fim_prefix|>", "<fim-prefix>", "<｜fim▁begin｜>", "<PRE>"], false),
-        (["<|fim_suffix|>", "<fim-suffix>", "<｜fim▁hole｜>", "<SUF>"], false),
-        (["<|fim_middle|>", "<fim-middle>", "<｜fim▁end｜>", "<MID>"], false),
-        (["<|fim_pad|>", "<fim-pad>", "<PAD>"], true),
-        (["<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>"], true),
+        (["<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>",
+          "<|prefix|>"], false),
+        (["<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>",
+          "<|suffix|>"], false),
+        (["<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>",
+          "<|middle|>"], false),
+        (["<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"], true),
+        (["<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"], true),
         (["<|file_sep|>"], true),
     ]
+    // gpt-oss's message markers, which llama.cpp always renders as text.
+    static let alwaysRenderedTexts = ["<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"]
 
     /// `extraCapacity` and `extraBytes` are room for strings a tokenizer adds to `texts` after
     /// the tokens.
     init(tokens: [String], types givenTypes: [TokenType]?, special given: SpecialTokens, extraCapacity: Int = 0,
-         extraBytes: Int = 0, path: String) throws {
+         extraBytes: Int = 0, spacing: SpecialTokenSpacing = .none, path: String) throws {
         guard !tokens.isEmpty else {
             throw HearthError.invalidModelFile(path: path, reason: "the vocabulary (tokenizer.ggml.tokens) is empty")
         }
@@ -112,8 +151,25 @@ struct Vocabulary: Sendable {
             endOfGeneration.insert(eog)
             types[Int(eog)] = .control
         }
+        for text in Self.alwaysRenderedTexts {
+            if let marker = id(of: text) { types[Int(marker)] = .userDefined }
+        }
         for id in [special.eos, special.eot, special.eom] {
             if let id { endOfGeneration.insert(id) }
+        }
+        // Vocabularies whose turns end in <|return|> or <|call|> (gpt-oss, Solar Open) use <|end|>
+        // inside a turn: llama.cpp keeps generating through it.
+        func ends(_ text: String) -> Bool { id(of: text).map(endOfGeneration.contains) ?? false }
+        let endsInCalls = ends("<|call|>") || ends("<|calls|>")
+        if let end = id(of: "<|end|>"), endOfGeneration.contains(end),
+           endsInCalls && (ends("<|return|>") || ends("<|flush|>")) {
+            endOfGeneration.remove(end)
+            types[Int(end)] = .userDefined
+        }
+        // Gemma 4 and PLaMo have an ordinary </s>.
+        if let s = id(of: "</s>"), endOfGeneration.contains(s), ends("<|tool_response>") || ends("<|plamo:eos|>") {
+            endOfGeneration.remove(s)
+            types[Int(s)] = .normal
         }
 
         // Longest text first, as llama.cpp orders its special-token cache; ties by id.
@@ -125,12 +181,27 @@ struct Vocabulary: Sendable {
             lengths[$0] != lengths[$1] ? lengths[$0] > lengths[$1] : specialIDs[$0] < specialIDs[$1]
         }.map { Int32(specialIDs[$0]) }
 
+        var strips = SpecialTokenMatcher.Strips()
+        switch spacing {
+        case .none:
+            break
+        case .phi3:
+            strips.after = Set(order)
+            if let end = id(of: "</s>") { strips.after.insert(end) }
+            for text in ["<unk>", "<s>", "<|endoftext|>"] {
+                if let kept = id(of: text) { strips.after.remove(kept) }
+            }
+        case .maskTakesSpaceBefore(let mask):
+            if let mask = id(of: mask) { strips.before = [mask] }
+        }
+
         self.texts = texts
         self.types = types
         self.special = special
         self.endOfGeneration = endOfGeneration
-        parsedSpecials = SpecialTokenMatcher(order: order, texts: texts)
-        alwaysSplit = SpecialTokenMatcher(order: order.filter { types[Int($0)] == .userDefined }, texts: texts)
+        parsedSpecials = SpecialTokenMatcher(order: order, texts: texts, strips: strips)
+        alwaysSplit = SpecialTokenMatcher(order: order.filter { types[Int($0)] == .userDefined }, texts: texts,
+                                          strips: strips)
     }
 
     /// The token whose text is exactly `bytes`.
@@ -165,16 +236,24 @@ struct Vocabulary: Sendable {
 /// 6,414) that is thousands of scans per call. Here one pass finds which special tokens occur at
 /// all, and only those are applied, in the same order, so the cuts are the same.
 private struct SpecialTokenMatcher: Sendable {
+    /// Tokens that take the whitespace before or after them out of the text.
+    struct Strips: Sendable {
+        var before: Set<Int32> = []
+        var after: Set<Int32> = []
+    }
+
     /// Token ids in matching order.
     let order: [Int32]
+    let strips: Strips
     /// Distinct special texts; entry `e` first appears at `rankOfEntry[e]` in `order`.
     private var table: ByteStringTable
     private var rankOfEntry: [Int32] = []
     /// For each first byte, the lengths of the special texts that start with it.
     private var lengthsByFirstByte: [[Int]] = Array(repeating: [], count: 256)
 
-    init(order: [Int32], texts: ByteStringTable) {
+    init(order: [Int32], texts: ByteStringTable, strips: Strips) {
         self.order = order
+        self.strips = strips
         table = ByteStringTable(expectedCount: order.count)
         var lengthSets = Array(repeating: Set<Int>(), count: 256)
         for (rank, id) in order.enumerated() {
@@ -212,17 +291,31 @@ private struct SpecialTokenMatcher: Sendable {
                     next.append(fragment)
                     continue
                 }
+                let stripsBefore = strips.before.contains(id), stripsAfter = strips.after.contains(id)
                 var cursor = range.lowerBound
                 while let match = Self.firstOccurrence(of: needle, in: bytes, from: cursor, before: range.upperBound) {
-                    if match > cursor { next.append(.text(cursor..<match)) }
+                    var textEnd = match
+                    if stripsBefore {
+                        while textEnd > cursor && Self.isSpace(bytes[textEnd - 1]) { textEnd -= 1 }
+                    }
+                    if textEnd > cursor { next.append(.text(cursor..<textEnd)) }
                     next.append(.token(id))
                     cursor = match + needle.count
+                    if stripsAfter {
+                        while cursor < range.upperBound && Self.isSpace(bytes[cursor]) { cursor += 1 }
+                    }
                 }
                 if cursor < range.upperBound { next.append(.text(cursor..<range.upperBound)) }
             }
             fragments = next
         }
         return fragments
+    }
+
+    /// C's `isspace`, which llama.cpp strips with: space, tab, line feed, vertical tab, form feed,
+    /// carriage return.
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || (0x09...0x0D).contains(byte)
     }
 
     private static func firstOccurrence(of needle: ArraySlice<UInt8>, in bytes: UnsafeBufferPointer<UInt8>,

@@ -11,6 +11,9 @@ public enum TestFiles {
     public static let smolLM2 = "SmolLM2-135M-Instruct.Q4_1.gguf"
     /// Gemma 3 270M, Q4_K_M.
     public static let gemma3 = "gemma-3-270m-q4_k_m.gguf"
+    /// The folder of llama.cpp's tokenizer test vocabularies (`ggml-vocab-*.gguf` with their
+    /// `.gguf.inp` / `.gguf.out` pairs).
+    public static let llamaCppVocabularies = "llama-cpp-vocab"
 
     /// Errors that explain how to get missing test data.
     public struct Missing: Error, CustomStringConvertible {

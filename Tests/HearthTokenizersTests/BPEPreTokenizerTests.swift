@@ -43,6 +43,38 @@ import HearthTokenizers
         #expect(pre.split("a+b=c") == ["a", "+", "b", "=", "c"])
     }
 
+    @Test func qwen35KeepsCombiningMarksInLetterRuns() {
+        // e + U+0301 (combining acute): Qwen 2 cuts the mark off as a symbol, Qwen 3.5 keeps it.
+        #expect(BPEPreTokenizer.qwen2.split("cafe\u{301} x") == ["cafe", "\u{301}", " x"])
+        #expect(BPEPreTokenizer.qwen35.split("cafe\u{301} x") == ["cafe\u{301}", " x"])
+        #expect(BPEPreTokenizer.qwen35.split("12 ab") == ["1", "2", " ab"])
+    }
+
+    @Test func falconKeepsBackquotesWithPunctuation() {
+        #expect(BPEPreTokenizer.falcon.split("a``b 1234") == ["a", "``", "b", " ", "123", "4"])
+        #expect(BPEPreTokenizer.default.split("a``b") == ["a", "``", "b"])
+    }
+
+    @Test func deepseekLLM() {
+        let pre = BPEPreTokenizer.deepseekLLM
+        // Line breaks alone, one space kept before letters or punctuation, trailing whitespace cut off.
+        #expect(pre.split("Hello, world!\n\nx  ") == ["Hello", ",", " world", "!", "\n", "\n", "x", "  "])
+        // Each stage cuts the words of the one before: the punctuation class holds ASCII letters,
+        // so it cuts "café" again; its CJK range starts at U+0800 and so holds Devanagari too.
+        #expect(pre.split("café नमस्ते 你好 123") == ["caf", "é", " ", "नमस्ते", " ", "你好", " ", "123"])
+    }
+
+    @Test func deepseekCoder() {
+        let pre = BPEPreTokenizer.deepseekCoder
+        // "=" is a symbol, not punctuation, so it stays with the spaces around it.
+        #expect(pre.split("x = 42;\n") == ["x", " = ", "4", "2", ";", "\n"])
+        #expect(pre.split(" über 你好") == [" über", " ", "你好"])
+    }
+
+    @Test func gemma4CutsOnlyAtLineFeeds() {
+        #expect(BPEPreTokenizer.gemma4.split("a b\n\nc\r\n") == ["a b", "\n\n", "c\r", "\n"])
+    }
+
     @Test func emptyText() {
         for pre in BPEPreTokenizer.allCases {
             #expect(pre.split("").isEmpty)

@@ -46,7 +46,7 @@ import HearthTokenizers
         #expect(tokenizer.bosToken == 1)
         #expect(tokenizer.eosToken == 2)
         #expect(!tokenizer.addsBOS)
-        #expect(tokenizer.endOfGenerationTokens == [0, 2])  // <|endoftext|>, <|im_end|>
+        #expect(tokenizer.endOfGenerationTokens == [0, 2, 4])  // <|endoftext|>, <|im_end|>, <reponame>
         #expect((tokenizer as? BPETokenizer)?.preTokenizer == .smollm)
     }
 }
@@ -93,8 +93,12 @@ import HearthTokenizers
 /// that other tests running at the same time disturb it less). Informative only: no assertion.
 @Test func loadTimes() throws {
     let clock = ContinuousClock()
+    let vocabularies = TestFiles.llamaCppVocabularies
     for (name, file) in [("SmolLM2 (BPE, 49,152 tokens, 48,900 merges)", Fixtures.smolLM2File),
-                         ("Gemma 3 (SentencePiece, 262,144 tokens)", Fixtures.gemma3File)] {
+                         ("Gemma 3 (SentencePiece, 262,144 tokens)", Fixtures.gemma3File),
+                         ("Llama 3 (BPE, 128,256 tokens, 280,147 merges)", "\(vocabularies)/ggml-vocab-llama-bpe.gguf"),
+                         ("Gemma 4 (BPE, 262,144 tokens, 514,906 merges)", "\(vocabularies)/ggml-vocab-gemma-4.gguf"),
+                         ("BERT bge (WordPiece, 30,522 tokens)", "\(vocabularies)/ggml-vocab-bert-bge.gguf")] {
         let url = try TestFiles.modelURL(file)
         let gguf = try GGUFFile(contentsOf: url)
         var best = Duration.seconds(1000)

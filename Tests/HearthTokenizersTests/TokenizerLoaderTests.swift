@@ -59,6 +59,43 @@ func expectHearthError<R>(_ expected: ExpectedHearthError, _ comment: Comment? =
         #expect(bpe.addsBOS == (name == "llama-bpe"))
     }
 
+    @Test(arguments: [("qwen35", BPEPreTokenizer.qwen35), ("falcon", .falcon), ("deepseek-llm", .deepseekLLM),
+                      ("deepseek-coder", .deepseekCoder), ("starcoder", .smollm), ("mpt", .gpt2),
+                      ("command-r", .smollm), ("refact", .smollm)])
+    func choosesTheNewerPreTokenizersByName(_ name: String, _ expected: BPEPreTokenizer) throws {
+        let tokenizer = try TokenizerLoader.load(metadata: Self.bpeMetadata(pre: name), path: "test.gguf")
+        #expect((tokenizer as? BPETokenizer)?.preTokenizer == expected)
+    }
+
+    @Test func gemma4IsBPEWithItsOwnPreTokenizerAndAlwaysBOS() throws {
+        var metadata = Self.bpeMetadata(pre: "gpt-2")
+        metadata["tokenizer.ggml.model"] = .string("gemma4")
+        metadata["tokenizer.ggml.add_bos_token"] = .bool(false)
+        let bpe = try #require(try TokenizerLoader.load(metadata: metadata, path: "test.gguf") as? BPETokenizer)
+        #expect(bpe.preTokenizer == .gemma4)
+        #expect(bpe.addsBOS)
+    }
+
+    @Test func bertIsWordPieceWithBERTsDefaultIds() throws {
+        var tokens = (0..<104).map { "[unused\($0)]" }
+        tokens[0] = "[PAD]"
+        tokens[100] = "[UNK]"
+        tokens[101] = "[CLS]"
+        tokens[102] = "[SEP]"
+        tokens += ["▁hello", "▁world", "s", "▁,"]
+        let metadata: [String: GGUFValue] = [
+            "tokenizer.ggml.model": .string("bert"),
+            "tokenizer.ggml.tokens": .array(tokens.map(GGUFValue.string)),
+        ]
+        let bert = try #require(try TokenizerLoader.load(metadata: metadata, path: "test.gguf") as? GGUFWordPieceTokenizer)
+        #expect(bert.bosToken == 101 && bert.separatorToken == 102 && bert.specialTokens.unknown == 100)
+        #expect(bert.eosToken == nil && bert.addsBOS)
+        #expect(bert.lowercases && bert.stripsAccents)
+        #expect(bert.encode("Hello, Worlds héllo xyz", addSpecial: true, parseSpecial: false)
+                == [101, 104, 107, 105, 106, 104, 100, 102])
+        #expect(bert.decode([104, 107, 105, 106]) == " hello, worlds")
+    }
+
     @Test func missingPreTokenizerIsLlamaCppsDefault() throws {
         let tokenizer = try TokenizerLoader.load(metadata: Self.bpeMetadata(pre: nil), path: "test.gguf")
         #expect((tokenizer as? BPETokenizer)?.preTokenizer == .default)
