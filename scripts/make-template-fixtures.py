@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-"""Writes Tests/Fixtures/templates/expected/<template>/<conversation>.txt: every chat template in
-Tests/Fixtures/templates rendered for every conversation in conversations.json by Python jinja2 3.1.6.
+"""Writes Tests/Fixtures/templates/expected/<template>/<conversation>.txt: every chat template rendered
+for every conversation in conversations.json by Python jinja2 3.1.6. The templates are the ones under
+"templates" (Tests/Fixtures/templates/<name>.jinja) and under "model_templates" (llama.cpp's collection,
+models/templates/<name>.jinja, which scripts/fetch-models extracts from the llama-cpp-python source
+package).
 
 The environment is the one Hugging Face transformers' apply_chat_template builds
 (utils/chat_template_utils.py), which model authors test their templates in:
@@ -13,8 +16,9 @@ common_chat_template_direct_apply and common_chat_extra_context): messages, bos_
 (empty when the model has none), add_generation_prompt, enable_thinking (true, the server's default,
 unless the conversation sets it), tools only when the conversation has tools (otherwise undefined,
 not None), and `date_string` ("%d %b %Y") and `datetime` ("%b %d %Y") of the current date; then the
-template's entry in conversations.json (its special tokens), then the conversation's extra
-variables. Unlike llama.cpp, add_generation_prompt is passed as false rather than left out,
+template's entry in conversations.json (its special tokens, and `functions` for Firefunction v2,
+which llama.cpp's Firefunction handler used to pass as the tools' JSON), then the conversation's
+extra variables. Unlike llama.cpp, add_generation_prompt is passed as false rather than left out,
 as transformers passes it.
 
 `strftime_now` and the dates read the fixed time "now" from conversations.json so the output never
@@ -25,6 +29,7 @@ variables, into constructs-expected.json: {name: {"output": text} or {"error": "
 with "line" added when jinja2 names the line of a syntax error.
 
     pip install jinja2==3.1.6
+    scripts/fetch-models
     scripts/make-template-fixtures.py
 """
 import datetime
@@ -39,6 +44,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 fixtures = os.path.join(root, "Tests", "Fixtures", "templates")
+model_templates = os.path.join(root, "models", "templates")
 JINJA2_VERSION = "3.1.6"
 
 
@@ -90,6 +96,17 @@ def context(tokens, conversation, now):
     return variables
 
 
+def template_sources(doc):
+    """(name, path, special tokens) of every template, the fixtures' own first."""
+    for name, tokens in doc["templates"].items():
+        yield name, os.path.join(fixtures, name + ".jinja"), tokens
+    for name, tokens in doc["model_templates"].items():
+        path = os.path.join(model_templates, name + ".jinja")
+        if not os.path.exists(path):
+            raise SystemExit(f"{path} is missing: run scripts/fetch-models first")
+        yield name, path, tokens
+
+
 def main():
     if jinja2.__version__ != JINJA2_VERSION:
         raise SystemExit(f"jinja2 {jinja2.__version__} is installed; the fixtures are made with {JINJA2_VERSION}")
@@ -99,8 +116,8 @@ def main():
     env = environment(now)
     expected = os.path.join(fixtures, "expected")
     shutil.rmtree(expected, ignore_errors=True)
-    for name, tokens in doc["templates"].items():
-        with open(os.path.join(fixtures, name + ".jinja"), encoding="utf-8", newline="") as f:
+    for name, source, tokens in template_sources(doc):
+        with open(source, encoding="utf-8", newline="") as f:
             template = env.from_string(f.read())
         out_dir = os.path.join(expected, name)
         os.makedirs(out_dir)

@@ -14,6 +14,8 @@ struct FixtureCase: Sendable, CustomTestStringConvertible {
 
 enum Fixtures {
     static let directory = TestFiles.packageRoot.appendingPathComponent("Tests/Fixtures/templates")
+    /// llama.cpp's collection of model templates, extracted by scripts/fetch-models.
+    static let modelTemplates = TestFiles.packageRoot.appendingPathComponent("models/templates")
 
     static let document: TemplateObject = {
         guard let data = try? Data(contentsOf: directory.appendingPathComponent("conversations.json")),
@@ -22,13 +24,17 @@ enum Fixtures {
         return object
     }()
 
-    /// Each template's own variables (its special tokens).
+    /// Each template's own variables (its special tokens…), the fixtures' templates first, then llama.cpp's.
     static let templates: [(name: String, variables: TemplateObject, file: URL)] = {
-        guard case .object(let entries) = document["templates"] else { return [] }
-        return entries.entries.compactMap { name, value in
-            guard case .object(let variables) = value else { return nil }
-            return (name, variables, directory.appendingPathComponent("\(name).jinja"))
+        var result: [(name: String, variables: TemplateObject, file: URL)] = []
+        for (section, folder) in [("templates", directory), ("model_templates", modelTemplates)] {
+            guard case .object(let entries) = document[section] else { continue }
+            for (name, value) in entries.entries {
+                guard case .object(let variables) = value else { continue }
+                result.append((name, variables, folder.appendingPathComponent("\(name).jinja")))
+            }
         }
+        return result
     }()
 
     static var templateNames: [String] { templates.map(\.name) }
@@ -45,8 +51,15 @@ enum Fixtures {
         }
     }
 
+    /// The template's source, or an error naming scripts/fetch-models when llama.cpp's are not here.
     static func source(of template: String) throws -> String {
-        try String(contentsOf: directory.appendingPathComponent("\(template).jinja"), encoding: .utf8)
+        guard let file = templates.first(where: { $0.name == template })?.file else {
+            throw TestFiles.Missing(description: "No template \(template) in conversations.json")
+        }
+        guard FileManager.default.fileExists(atPath: file.path) else {
+            throw TestFiles.Missing(description: "Chat template \(file.lastPathComponent) is missing: run scripts/fetch-models first.")
+        }
+        return try String(contentsOf: file, encoding: .utf8)
     }
 
     /// Renders the case as scripts/make-template-fixtures.py does: through the conversation helper,
@@ -88,7 +101,7 @@ enum Fixtures {
 
 @Suite struct FixtureTests {
     @Test func everyTemplateHasItsConversations() {
-        #expect(Fixtures.templateNames.count == 8, "Tests/Fixtures/templates/conversations.json did not load")
+        #expect(Fixtures.templateNames.count >= 70, "Tests/Fixtures/templates/conversations.json did not load")
         #expect(Fixtures.cases.count == Fixtures.templateNames.count * Fixtures.conversations.count)
         #expect(Fixtures.conversations.count >= 4)
     }
