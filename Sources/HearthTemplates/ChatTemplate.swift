@@ -44,24 +44,26 @@ public struct ChatTemplate: Sendable {
         }
     }
 
-    /// Renders a conversation with the variables `apply_chat_template` passes: `messages`, `tools`
-    /// (`None` when there are none), `documents` (`None`), `add_generation_prompt`, `bos_token`,
-    /// `eos_token`, then `extra` (for example `enable_thinking` or `date_string`).
-    public func render(messages: [[String: TemplateValue]], addGenerationPrompt: Bool, bosToken: String, eosToken: String,
+    /// Renders a conversation with the variables llama.cpp's server passes, so a prompt reads as
+    /// llama-server would write it: `messages`, `bos_token`, `eos_token`, `add_generation_prompt`,
+    /// `enable_thinking` (true, the server's default), `tools` only when there are some (otherwise
+    /// undefined, so `tools is defined` is false), `date_string` and `datetime` (today as
+    /// "14 Mar 2025" and "Mar 14 2025", from `options.now`), then `extra`, which may override any of
+    /// them (for example `enable_thinking: false`).
+    public func render(messages: [TemplateObject], addGenerationPrompt: Bool, bosToken: String, eosToken: String,
                        tools: [TemplateValue]? = nil, extra: [String: TemplateValue] = [:],
                        options: TemplateRenderOptions = .init()) throws -> String
     {
         var context: [String: TemplateValue] = [
-            "messages": .array(messages.map { message in
-                // Swift dictionaries have no order; a message's fields print in a stable one.
-                .object(TemplateObject(message.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
-            }),
-            "tools": tools.map { .array($0) } ?? .none,
-            "documents": .none,
+            "messages": .array(messages.map { .object($0) }),
             "add_generation_prompt": .bool(addGenerationPrompt),
             "bos_token": .string(bosToken),
             "eos_token": .string(eosToken),
+            "enable_thinking": .bool(true),
+            "date_string": .string(Strftime.format("%d %b %Y", date: options.now, timeZone: options.timeZone)),
+            "datetime": .string(Strftime.format("%b %d %Y", date: options.now, timeZone: options.timeZone)),
         ]
+        if let tools, !tools.isEmpty { context["tools"] = .array(tools) }
         context.merge(extra) { _, new in new }
         return try render(context, options: options)
     }

@@ -24,6 +24,11 @@ extension Interpreter {
             break
         }
         let value = original.plain
+        // These reach Python's int(), float() or `+` with the value, which fail on an Undefined;
+        // the other filters read it as empty.
+        if case .undefined(let message) = value, ["int", "float", "indent"].contains(name) {
+            throw TemplateFailure(message, at: location)
+        }
         func bind(_ parameters: [(name: String, defaultValue: Value?)]) throws -> [Value] {
             try arguments.bind(name, parameters, at: location)
         }
@@ -141,7 +146,7 @@ extension Interpreter {
             return pythonInt(value, base: bound[1].integer ?? 10).map { .int($0) } ?? bound[0]
         case "items":
             switch value {
-            case .undefined: return .list([])
+            case .undefined: return .iterator(IteratorBox(.generator, []))
             case .dict(let dict): return .iterator(IteratorBox(.generator, dict.entries.map { .tuple([$0.key.value, $0.value]) }))
             default: throw TemplateFailure("Can only get item pairs from a mapping.", at: location)
             }
@@ -209,11 +214,21 @@ extension Interpreter {
             let bound = try bind([("old", nil), ("new", nil), ("count", Value.none)])
             return .string(PythonText.replace(text(value), text(bound[0]), text(bound[1]), count: bound[2].integer ?? -1))
         case "reverse":
-            if case .string(let s) = value { return .string(PythonText.string(PythonText.scalars(s).reversed())) }
-            // reversed() gives a list an iterator; what cannot be reversed becomes a reversed list.
-            if case .list(let list) = value { return .iterator(IteratorBox(.listReverseIterator, list.reversed())) }
-            if case .iterator(let box) = value, box.isView { return .iterator(IteratorBox(.listReverseIterator, box.items.reversed())) }
-            return .list(try items(value).reversed())
+            // reversed() gives what it can reverse an iterator of its own type; the rest (generators)
+            // becomes a reversed list.
+            let kind: IteratorBox.Kind
+            switch value {
+            case .string(let s): return .string(PythonText.string(PythonText.scalars(s).reversed()))
+            case .list: kind = .listReverseIterator
+            case .tuple, .undefined: kind = .reversed
+            case .range: kind = .rangeIterator
+            case .dict: kind = .dictReverseKeyIterator
+            case .iterator(let box) where box.kind == .dictKeys: kind = .dictReverseKeyIterator
+            case .iterator(let box) where box.kind == .dictValues: kind = .dictReverseValueIterator
+            case .iterator(let box) where box.kind == .dictItems: kind = .dictReverseItemIterator
+            default: return .list(try items(value).reversed())
+            }
+            return .iterator(IteratorBox(kind, try items(value).reversed()))
         case "round":
             let bound = try bind([("precision", .int(0)), ("method", .string("common"))])
             guard let number = value.number else { throw TemplateFailure("round needs a number", at: location) }

@@ -61,6 +61,9 @@ enum Globals {
         guard arguments.positional.count <= 1 else { throw TemplateFailure("\(name)() takes at most one positional argument", at: location) }
         if let first = arguments.positional.first {
             switch first {
+            case .undefined(let message):
+                // Python's dict() looks for `keys` on its argument, which an Undefined refuses.
+                throw TemplateFailure(message, at: location)
             case .dict(let dict):
                 for (key, value) in dict.entries { result[key] = value }
             case .namespace(let namespace):

@@ -221,7 +221,7 @@ final class Interpreter {
     // MARK: Macros
 
     private func makeMacro(_ macro: Macro, definedIn definingScope: Scope) -> Function {
-        Function(name: macro.name) { interpreter, arguments, location in
+        Function(name: macro.name, kind: .macro) { interpreter, arguments, location in
             try interpreter.nested(at: location) {
                 let scope = Scope(parent: definingScope)
                 var positional = arguments.positional
@@ -254,7 +254,7 @@ final class Interpreter {
                                 body: [Statement], in scope: Scope) throws -> Value
     {
         guard case .call(let callee, let argumentExpressions) = call.kind else { return .none }
-        let caller = Function(name: "caller") { interpreter, arguments, location in
+        let caller = Function(name: "caller", kind: .caller) { interpreter, arguments, location in
             let callerScope = Scope(parent: scope)
             let bound = try arguments.bind("caller", try parameters.map { parameter in
                 (parameter.name, try parameter.defaultValue.map { try interpreter.evaluate($0, in: scope) } ?? .undefined("parameter '\(parameter.name)' was not provided"))

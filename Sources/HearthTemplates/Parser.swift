@@ -243,6 +243,9 @@ struct Parser {
             if skipSymbol(")") { break }
             let name = try expectName()
             let defaultValue = skipSymbol("=") ? try expression() : nil
+            if defaultValue == nil, parameters.contains(where: { $0.defaultValue != nil }) {
+                throw TemplateFailure("non-default argument follows default argument", at: current.location)
+            }
             parameters.append((name, defaultValue))
         }
         return parameters
@@ -572,46 +575,62 @@ struct Parser {
                 throw failure(expected: "an attribute name")
             }
         }
-        var parts: [Expression?] = []
-        var sawColon = false
-        var part: Expression?
+        // `x[a]`, `x[a:b:c]`, and, as in Python, `x[a, b]` (a tuple key) and `x[]` (the empty tuple).
+        var keys: [Expression] = []
+        var slices: [(start: Expression?, stop: Expression?, step: Expression?)] = []
         while !isSymbol("]") {
-            if skipSymbol(":") {
-                sawColon = true
-                parts.append(part)
-                part = nil
-            } else if part == nil {
-                part = try expression()
-            } else {
-                throw failure(expected: "']'")
+            if !keys.isEmpty || !slices.isEmpty { try expectSymbol(",") }
+            let start = isSymbol(":") ? nil : try expression()
+            guard skipSymbol(":") else {
+                keys.append(start!)
+                continue
             }
+            func bound(_ parser: inout Parser) throws -> Expression? {
+                parser.isSymbol(":") || parser.isSymbol("]") || parser.isSymbol(",") ? nil : try parser.expression()
+            }
+            let stop = try bound(&self)
+            let step = skipSymbol(":") ? try bound(&self) : nil
+            slices.append((start, stop, step))
         }
         _ = advance()
-        parts.append(part)
-        if !sawColon {
-            guard let only = parts[0] else { throw TemplateFailure("expected an index", at: token.location) }
-            return Expression(kind: .subscript(node, only), location: token.location)
+        if let slice = slices.first {
+            guard slices.count == 1, keys.isEmpty else {
+                throw TemplateFailure("a slice inside a tuple subscript is not supported", at: token.location)
+            }
+            return Expression(kind: .slice(node, start: slice.start, stop: slice.stop, step: slice.step), location: token.location)
         }
-        guard parts.count <= 3 else { throw TemplateFailure("a slice has at most three parts", at: token.location) }
-        return Expression(kind: .slice(node, start: parts[0], stop: parts.count > 1 ? parts[1] : nil,
-                                       step: parts.count > 2 ? parts[2] : nil), location: token.location)
+        let key = keys.count == 1 ? keys[0] : Expression(kind: .tuple(keys), location: token.location)
+        return Expression(kind: .subscript(node, key), location: token.location)
     }
 
     private mutating func callArguments() throws -> [Argument] {
+        let open = current.location
         try expectSymbol("(")
         var arguments: [Argument] = []
+        // Python's order, which jinja2 enforces: positional, `*list`, keywords, `**mapping`, each kind once splatted.
+        var sawKeyword = false, sawSplat = false, sawDoubleSplat = false
+        func ensure(_ allowed: Bool) throws {
+            if !allowed { throw TemplateFailure("invalid syntax for function call expression", at: open) }
+        }
         while !skipSymbol(")") {
             if !arguments.isEmpty { try expectSymbol(",") }
             if skipSymbol(")") { break }
             if skipSymbol("**") {
+                try ensure(!sawDoubleSplat)
+                sawDoubleSplat = true
                 arguments.append(Argument(kind: .doubleSplat, value: try expression()))
             } else if skipSymbol("*") {
+                try ensure(!sawSplat && !sawDoubleSplat)
+                sawSplat = true
                 arguments.append(Argument(kind: .splat, value: try expression()))
             } else if case .name(let name) = current.kind, isSymbol("=", next) {
+                try ensure(!sawDoubleSplat)
+                sawKeyword = true
                 _ = advance()
                 _ = advance()
                 arguments.append(Argument(kind: .keyword(name), value: try expression()))
             } else {
+                try ensure(!sawKeyword && !sawSplat && !sawDoubleSplat)
                 arguments.append(Argument(kind: .positional, value: try expression()))
             }
         }

@@ -7,8 +7,23 @@ extension Interpreter {
         "undefined", "upper",
     ]
 
+    /// The tests that take an argument; the others take the value alone and refuse more, as Python does.
+    private static let testsWithArgument: Set<String> = [
+        "divisibleby", "eq", "equalto", "==", "ne", "!=", "lt", "lessthan", "<", "gt", "greaterthan", ">", "le", "<=",
+        "ge", ">=", "in", "sameas",
+    ]
+
     func applyTest(_ name: String, to original: Value, arguments: Arguments, at location: SourceLocation) throws -> Bool {
         let value = original.plain
+        if Interpreter.testNames.contains(name), !Interpreter.testsWithArgument.contains(name) {
+            if let keyword = arguments.keywords.first {
+                throw TemplateFailure("test_\(name)() got an unexpected keyword argument '\(keyword.name)'", at: location)
+            }
+            if !arguments.positional.isEmpty {
+                throw TemplateFailure("test_\(name)() takes 1 positional argument but \(arguments.positional.count + 1) were given",
+                                      at: location)
+            }
+        }
         func argument() throws -> Value { try arguments.bind(name, [("other", nil)], at: location)[0] }
         switch name {
         case "boolean":
@@ -48,7 +63,8 @@ extension Interpreter {
             return value.isIterable
         case "sequence":
             switch value {
-            case .string, .list, .tuple, .dict, .range: return true
+            // jinja2 asks for len() and __getitem__, which an Undefined has.
+            case .undefined, .string, .list, .tuple, .dict, .range: return true
             default: return false
             }
         case "escaped":

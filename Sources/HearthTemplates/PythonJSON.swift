@@ -33,9 +33,12 @@ enum PythonJSON {
             if options.sortKeys {
                 entries = try entries.sorted { try pythonLess($0.key.value, $1.key.value, at: location) }
             }
-            // json.dumps writes non-string keys as their JSON text, quoted.
+            // json.dumps writes non-string keys as their JSON text, quoted; tuples it refuses.
             try container("{", "}", try entries.map { entry in
                 if case .string(let key) = entry.key { return (key, entry.value) }
+                if case .tuple = entry.key {
+                    throw TemplateFailure("keys must be str, int, float, bool or None, not tuple", at: location)
+                }
                 return (try dumps(entry.key.value, options, at: location), entry.value)
             }, options, level: level, into: &output, at: location)
         default:

@@ -30,7 +30,9 @@ enum Value {
 final class IteratorBox {
     enum Kind: String {
         case generator, listReverseIterator = "list_reverseiterator", dictItems = "dict_items", dictKeys = "dict_keys",
-            dictValues = "dict_values"
+            dictValues = "dict_values", reversed, rangeIterator = "range_iterator",
+            dictReverseKeyIterator = "dict_reversekeyiterator", dictReverseValueIterator = "dict_reversevalueiterator",
+            dictReverseItemIterator = "dict_reverseitemiterator"
     }
 
     let kind: Kind
@@ -42,7 +44,7 @@ final class IteratorBox {
         self.items = items
     }
 
-    var isView: Bool { kind != .generator && kind != .listReverseIterator }
+    var isView: Bool { kind == .dictItems || kind == .dictKeys || kind == .dictValues }
 
     /// Everything not yet consumed; a generator is empty afterwards, a view can be read again.
     func drain() -> [Value] {
@@ -59,13 +61,14 @@ final class IteratorBox {
     }
 }
 
-/// A dict key: Python dicts take any hashable value; templates use strings and, rarely, numbers.
-/// `True` and `1` are the same key, as in Python.
+/// A dict key: Python dicts take any hashable value; templates use strings and, rarely, numbers
+/// or tuples (`x[1, 2]`). `True` and `1` are the same key, as in Python.
 enum DictKey: Hashable {
     case string(String)
     case int(Int)
     case double(Double)
     case none
+    indirect case tuple([DictKey])
 
     init?(_ value: Value) {
         switch value {
@@ -74,6 +77,13 @@ enum DictKey: Hashable {
         case .bool(let b): self = .int(b ? 1 : 0)
         case .double(let d): self = d.rounded() == d && abs(d) < 9e18 ? .int(Int(d)) : .double(d)
         case .none: self = .none
+        case .tuple(let items):
+            var keys: [DictKey] = []
+            for item in items {
+                guard let key = DictKey(item) else { return nil }
+                keys.append(key)
+            }
+            self = .tuple(keys)
         default: return nil
         }
     }
@@ -84,6 +94,7 @@ enum DictKey: Hashable {
         case .int(let i): return .int(i)
         case .double(let d): return .double(d)
         case .none: return .none
+        case .tuple(let keys): return .tuple(keys.map(\.value))
         }
     }
 }
@@ -124,7 +135,11 @@ final class Namespace {
 
 /// A callable: a builtin, a macro or a bound method.
 struct Function {
+    /// Builtins print as Python functions, a template's macros as jinja2's `Macro` objects.
+    enum Kind { case builtin, macro, caller }
+
     var name: String
+    var kind = Kind.builtin
     var body: (Interpreter, Arguments, SourceLocation) throws -> Value
 }
 
@@ -253,7 +268,7 @@ extension Value {
     private func repr(depth: Int) -> String {
         if depth > Value.maxReprDepth { return "..." }
         switch self {
-        case .undefined: return ""
+        case .undefined: return "Undefined"
         case .none: return "None"
         case .bool(let b): return b ? "True" : "False"
         case .int(let i): return String(i)
@@ -268,7 +283,12 @@ extension Value {
         case .namespace(let namespace):
             return "<Namespace " + Value.dict(namespace.attributes).repr(depth: depth + 1) + ">"
         case .loop: return "<LoopContext>"
-        case .function(let function): return "<function \(function.name)>"
+        case .function(let function):
+            switch function.kind {
+            case .builtin: return "<function \(function.name)>"
+            case .macro: return "<Macro '\(function.name)'>"
+            case .caller: return "<Macro anonymous>"
+            }
         case .range(let start, let step, let count):
             let stop = start + step * count
             return step == 1 ? "range(\(start), \(stop))" : "range(\(start), \(stop), \(step))"

@@ -14,6 +14,8 @@ struct FixtureCase: Sendable, CustomTestStringConvertible {
 
 enum Fixtures {
     static let directory = TestFiles.packageRoot.appendingPathComponent("Tests/Fixtures/templates")
+    /// llama.cpp's collection of model templates, extracted by scripts/fetch-models.
+    static let modelTemplates = TestFiles.packageRoot.appendingPathComponent("models/templates")
 
     static let document: TemplateObject = {
         guard let data = try? Data(contentsOf: directory.appendingPathComponent("conversations.json")),
@@ -22,10 +24,20 @@ enum Fixtures {
         return object
     }()
 
-    static var templateNames: [String] {
-        guard case .object(let templates) = document["templates"] else { return [] }
-        return templates.keys
-    }
+    /// Each template's own variables (its special tokens…), the fixtures' templates first, then llama.cpp's.
+    static let templates: [(name: String, variables: TemplateObject, file: URL)] = {
+        var result: [(name: String, variables: TemplateObject, file: URL)] = []
+        for (section, folder) in [("templates", directory), ("model_templates", modelTemplates)] {
+            guard case .object(let entries) = document[section] else { continue }
+            for (name, value) in entries.entries {
+                guard case .object(let variables) = value else { continue }
+                result.append((name, variables, folder.appendingPathComponent("\(name).jinja")))
+            }
+        }
+        return result
+    }()
+
+    static var templateNames: [String] { templates.map(\.name) }
 
     static var conversations: [TemplateObject] {
         guard case .array(let items) = document["conversations"] else { return [] }
@@ -39,21 +51,38 @@ enum Fixtures {
         }
     }
 
-    /// The variables scripts/make-template-fixtures.py passes to jinja2 for this case.
-    static func context(for fixture: FixtureCase) -> [String: TemplateValue] {
-        var context: [String: TemplateValue] = [:]
-        if case .object(let templates) = document["templates"], case .object(let tokens) = templates[fixture.template] {
-            for (key, value) in tokens.entries { context[key] = value }
+    /// The template's source, or an error naming scripts/fetch-models when llama.cpp's are not here.
+    static func source(of template: String) throws -> String {
+        guard let file = templates.first(where: { $0.name == template })?.file else {
+            throw TestFiles.Missing(description: "No template \(template) in conversations.json")
         }
+        guard FileManager.default.fileExists(atPath: file.path) else {
+            throw TestFiles.Missing(description: "Chat template \(file.lastPathComponent) is missing: run scripts/fetch-models first.")
+        }
+        return try String(contentsOf: file, encoding: .utf8)
+    }
+
+    /// Renders the case as scripts/make-template-fixtures.py does: through the conversation helper,
+    /// which passes llama.cpp's server variables, with the template's and the conversation's own on top.
+    static func render(_ template: ChatTemplate, _ fixture: FixtureCase) throws -> String {
+        let variables = templates.first { $0.name == fixture.template }?.variables ?? TemplateObject()
         let conversation = conversations.first { $0["name"] == .string(fixture.conversation) }!
-        if case .object(let extra) = conversation["extra"] {
-            for (key, value) in extra.entries { context[key] = value }
+        var extra: [String: TemplateValue] = [:]
+        for (key, value) in variables.entries where key != "bos_token" && key != "eos_token" { extra[key] = value }
+        if case .object(let more) = conversation["extra"] {
+            for (key, value) in more.entries { extra[key] = value }
         }
-        context["messages"] = conversation["messages"]
-        context["tools"] = conversation["tools"] ?? TemplateValue.none
-        context["documents"] = TemplateValue.none
-        context["add_generation_prompt"] = conversation["add_generation_prompt"]
-        return context
+        guard case .array(let messages) = conversation["messages"] else { return "" }
+        var tools: [TemplateValue]?
+        if case .array(let items) = conversation["tools"] { tools = items }
+        func token(_ key: String) -> String {
+            if case .string(let text) = variables[key] { return text }
+            return ""
+        }
+        return try template.render(
+            messages: messages.compactMap { if case .object(let o) = $0 { return o } else { return nil } },
+            addGenerationPrompt: conversation["add_generation_prompt"] == .bool(true),
+            bosToken: token("bos_token"), eosToken: token("eos_token"), tools: tools, extra: extra, options: options)
     }
 
     static var options: TemplateRenderOptions {
@@ -72,25 +101,31 @@ enum Fixtures {
 
 @Suite struct FixtureTests {
     @Test func everyTemplateHasItsConversations() {
-        #expect(Fixtures.templateNames.count == 8, "Tests/Fixtures/templates/conversations.json did not load")
+        #expect(Fixtures.templateNames.count >= 70, "Tests/Fixtures/templates/conversations.json did not load")
         #expect(Fixtures.cases.count == Fixtures.templateNames.count * Fixtures.conversations.count)
-        #expect(Fixtures.conversations.count >= 5)
+        #expect(Fixtures.conversations.count >= 4)
+    }
+
+    /// A template that refuses most conversations would test little: each must render at least four.
+    @Test(arguments: Fixtures.templateNames)
+    func rendersAtLeastFourConversations(_ template: String) throws {
+        let folder = Fixtures.directory.appendingPathComponent("expected/\(template)")
+        let rendered = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".txt") }
+        #expect(rendered.count >= 4)
     }
 
     @Test(arguments: Fixtures.cases)
     func rendersAsJinja2(_ fixture: FixtureCase) throws {
-        let source = try String(contentsOf: Fixtures.directory.appendingPathComponent("\(fixture.template).jinja"), encoding: .utf8)
-        let template = try ChatTemplate(source: source)
+        let template = try ChatTemplate(source: try Fixtures.source(of: fixture.template))
         let expected = Fixtures.directory.appendingPathComponent("expected/\(fixture.template)/\(fixture.conversation)")
-        let context = Fixtures.context(for: fixture)
         if let text = try? Data(contentsOf: expected.appendingPathExtension("txt")) {
-            let rendered = try template.render(context, options: Fixtures.options)
+            let rendered = try Fixtures.render(template, fixture)
             let expectedText = String(decoding: text, as: UTF8.self)
             #expect(rendered.utf8.elementsEqual(expectedText.utf8), "rendered:\n\(rendered)\nexpected:\n\(expectedText)")
             return
         }
         let failure = try String(contentsOf: expected.appendingPathExtension("error"), encoding: .utf8)
-        let error = #expect(throws: HearthError.self) { try template.render(context, options: Fixtures.options) }
+        let error = #expect(throws: HearthError.self) { try Fixtures.render(template, fixture) }
         // The template's own raise_exception message must come through unchanged; Python's
         // TypeErrors only need to be refusals too.
         if failure.hasPrefix("TemplateError: "), case .invalidTemplate(_, _, let reason) = error {

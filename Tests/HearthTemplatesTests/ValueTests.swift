@@ -51,16 +51,23 @@ import Testing
         #expect(prompt == expected)
     }
 
-    @Test func conversationHelperPassesToolsAndExtras() throws {
+    @Test func conversationHelperPassesLlamaServerVariables() throws {
         let template = try ChatTemplate(source: """
-            {{- tools is none }} {{ documents is none }} {{ add_generation_prompt }} {{ bos_token }}{{ eos_token }} {{ enable_thinking }}
+            {{- tools is defined }} {{ documents is defined }} {{ add_generation_prompt }} {{ bos_token }}{{ eos_token }} \
+            {{- ' ' ~ enable_thinking }} {{ date_string }} / {{ datetime }}
             {%- if tools %} {{ tools|map(attribute='function.name')|join(',') }}{% endif %}
             """)
-        #expect(try template.render(messages: [], addGenerationPrompt: false, bosToken: "<s>", eosToken: "</s>",
-                                    extra: ["enable_thinking": false]) == "True True False <s></s> False")
+        var options = TemplateRenderOptions()
+        options.now = Date(timeIntervalSince1970: 1_700_000_000)
+        options.timeZone = TimeZone(identifier: "UTC")!
+        #expect(try template.render(messages: [], addGenerationPrompt: false, bosToken: "<s>", eosToken: "</s>", options: options)
+            == "False False False <s></s> True 14 Nov 2023 / Nov 14 2023")
+        #expect(try template.render(messages: [], addGenerationPrompt: false, bosToken: "", eosToken: "", tools: [],
+                                    extra: ["enable_thinking": false], options: options)
+            == "False False False  False 14 Nov 2023 / Nov 14 2023")
         let tools: [TemplateValue] = [["type": "function", "function": ["name": "a"]], ["type": "function", "function": ["name": "b"]]]
-        #expect(try template.render(messages: [], addGenerationPrompt: true, bosToken: "", eosToken: "", tools: tools)
-            == "False True True   a,b")
+        #expect(try template.render(messages: [], addGenerationPrompt: true, bosToken: "", eosToken: "", tools: tools, options: options)
+            == "True False True  True 14 Nov 2023 / Nov 14 2023 a,b")
     }
 
     @Test func strftimeUsesTheGivenClock() throws {

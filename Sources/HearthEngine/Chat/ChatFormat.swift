@@ -58,14 +58,16 @@ public struct ChatFormat: Sendable {
     }
 
     /// The prompt text for `messages`, ending where the assistant's answer starts. `system`
-    /// (when given) goes before the messages.
+    /// (when given) goes before the messages. The template sees the variables llama.cpp's server
+    /// gives it (see ``ChatTemplate/render(messages:addGenerationPrompt:bosToken:eosToken:tools:extra:options:)``),
+    /// so the prompt is the one llama-server would write.
     ///
     /// When the tokenizer adds BOS itself, a BOS the template writes at the start is dropped,
     /// as llama.cpp does, so the prompt does not begin with two.
     public func render(_ messages: [ChatMessage], system: String? = nil) throws -> String {
         var all = messages
         if let system { all.insert(ChatMessage(role: .system, content: system), at: 0) }
-        let values = all.map { ["role": TemplateValue.string($0.role.rawValue), "content": .string($0.content)] }
+        let values = all.map { message -> TemplateObject in ["role": .string(message.role.rawValue), "content": .string(message.content)] }
         var text = try template.render(messages: values, addGenerationPrompt: true, bosToken: bosText, eosToken: eosText)
         if tokenizerAddsBOS, !bosText.isEmpty, text.hasPrefix(bosText) {
             text.removeFirst(bosText.count)
