@@ -9,8 +9,10 @@ protocol FeedForwardLayer: Sendable {
 
 
 /// One block of a decoder: it reads the pass's residual stream and adds its outputs to it.
+/// The last block keeps only the rows whose logits are wanted once its attention has run
+/// (`ForwardPass.keepLogitRows`).
 protocol DecoderBlock: Sendable {
-    func callAsFunction(_ pass: ForwardPass)
+    func callAsFunction(_ pass: ForwardPass, isLast: Bool)
 }
 
 /// The block most decoders repeat (Llama, Qwen, Mistral, Phi-3): attention and then a
@@ -30,8 +32,10 @@ struct PreNormBlock: DecoderBlock {
         self.feedForward = feedForward
     }
 
-    func callAsFunction(_ pass: ForwardPass) {
-        pass.addToResidual(attention(attentionNorm(pass.residual, pass), pass))
+    func callAsFunction(_ pass: ForwardPass, isLast: Bool) {
+        let attended = attention(attentionNorm(pass.residual, pass), pass)
+        if isLast, !pass.keepLogitRows(alongWith: attended) { return }
+        pass.addToResidual(attended)
         pass.addToResidual(feedForward(feedForwardNorm(pass.residual, pass), pass))
     }
 
@@ -56,7 +60,7 @@ protocol StackedDecoder: DecoderArchitecture {
 extension StackedDecoder {
     func forward(_ pass: ForwardPass) throws {
         try embedding(pass)
-        for block in blocks { block(pass) }
+        for (i, block) in blocks.enumerated() { block(pass, isLast: i == blocks.count - 1) }
     }
 }
 
@@ -83,8 +87,9 @@ struct SandwichBlock: DecoderBlock {
         postFeedForwardNorm = try norm("post_ffw_norm")
     }
 
-    func callAsFunction(_ pass: ForwardPass) {
+    func callAsFunction(_ pass: ForwardPass, isLast: Bool) {
         let attended = attention(attentionNorm(pass.residual, pass), pass)
+        if isLast, !pass.keepLogitRows(alongWith: attended) { return }
         pass.addToResidual(postAttentionNorm(attended, pass))
         let fed = feedForward(feedForwardNorm(pass.residual, pass), pass)
         pass.addToResidual(postFeedForwardNorm(fed, pass))

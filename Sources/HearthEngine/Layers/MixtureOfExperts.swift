@@ -9,8 +9,10 @@ import HearthKernels
 /// probability, their probabilities renormalized to sum to 1 when `normalize` (the sum clamped
 /// below at 2^-14) and multiplied by `scale` when it is neither 0 nor 1; each expert's output
 /// multiplied by its weight, and the weighted outputs added in the order the experts were
-/// chosen. Every expert product sums a row on its own (llama.cpp's `mul_mat_id` runs one column
-/// at a time), so a row's result never depends on which rows share its experts.
+/// chosen. An expert's product sums its rows as llama.cpp's `mul_mat_id` does: one row at a time,
+/// except for K-quant matrices it does not repack, which take its tiled kernel when 8 or more
+/// rows chose the expert; rows are counted within each sequence, so a sequence's result does not
+/// depend on the others in the pass.
 struct MixtureOfExperts: FeedForwardLayer {
     let router: WeightMatrix            // (experts, dim) blk.N.ffn_gate_inp
     let gate: [WeightMatrix]            // experts × (ffn, dim) blk.N.ffn_gate_exps
@@ -81,14 +83,29 @@ struct MixtureOfExperts: FeedForwardLayer {
             for (i, slot) in slots.enumerated() {
                 (gathered + i * dim).update(from: input + (slot / used) * dim, count: dim)
             }
-            let runs = [Int](repeating: 1, count: rows)
-            pass.project(gathered, columns: dim, rows: rows, runs: runs, through: [gate[expert], up[expert]],
-                         into: gateUp, outputStride: 2 * width)
+            var sequenceRuns: [Int] = []
+            var lastRun = -1
+            for slot in slots {
+                let run = pass.rowRun[slot / used]
+                if run == lastRun { sequenceRuns[sequenceRuns.count - 1] += 1 } else { sequenceRuns.append(1) }
+                lastRun = run
+            }
+            let gateRuns = Self.runs(of: gate[expert], rows: rows, sequenceRuns: sequenceRuns)
+            if gateRuns == Self.runs(of: up[expert], rows: rows, sequenceRuns: sequenceRuns) {
+                pass.project(gathered, columns: dim, rows: rows, runs: gateRuns, through: [gate[expert], up[expert]],
+                             into: gateUp, outputStride: 2 * width)
+            } else {
+                pass.project(gathered, columns: dim, rows: rows, runs: gateRuns, through: [gate[expert]],
+                             into: gateUp, outputStride: 2 * width)
+                pass.project(gathered, columns: dim, rows: rows, runs: Self.runs(of: up[expert], rows: rows, sequenceRuns: sequenceRuns),
+                             through: [up[expert]], into: gateUp + width, outputStride: 2 * width)
+            }
             for i in 0..<rows {
                 activation.apply(gate: gateUp + i * 2 * width, up: gateUp + i * 2 * width + width,
                                  into: hidden + i * width, count: width)
             }
-            pass.project(hidden, columns: width, rows: rows, runs: runs, through: [down[expert]], into: projected, outputStride: dim)
+            pass.project(hidden, columns: width, rows: rows, runs: Self.runs(of: down[expert], rows: rows, sequenceRuns: sequenceRuns),
+                         through: [down[expert]], into: projected, outputStride: dim)
             for (i, slot) in slots.enumerated() {
                 let weight = weights[slot]
                 let source = projected + i * dim, target = results + slot * dim
@@ -103,5 +120,16 @@ struct MixtureOfExperts: FeedForwardLayer {
             for slot in 1..<used { TensorMath.add(results + (row * used + slot) * dim, to: target, count: dim) }
         }
         return output
+    }
+
+    /// How an expert's `rows` rows are summed: as runs of one sequence's rows each for the
+    /// K-quants llama.cpp's tiled kernel takes (its sums depend on how many rows there are),
+    /// one row at a time for every other type (Q4_K and Q4_0 are repacked, and their
+    /// `mul_mat_id` takes one row at a time).
+    private static func runs(of matrix: WeightMatrix, rows: Int, sequenceRuns: [Int]) -> [Int] {
+        switch matrix.kernel.weightType {
+        case .q2_K, .q3_K, .q5_K, .q6_K: sequenceRuns
+        default: [Int](repeating: 1, count: rows)
+        }
     }
 }

@@ -6,22 +6,22 @@ final class ForwardPass {
     let workspace: Workspace
     let pool: WorkerPool
     /// Rows in the pass.
-    let rows: Int
+    private(set) var rows: Int
     /// Each row's token.
-    let tokens: [Int32]
+    private(set) var tokens: [Int32]
     /// Each row's position in its sequence.
-    let positions: [Int]
+    private(set) var positions: [Int]
     /// Each row's run (an index into `sequences`).
-    let rowRun: [Int]
+    private(set) var rowRun: [Int]
     /// The sequences in the pass, one run of consecutive rows each.
-    let sequences: [SequenceState]
+    private(set) var sequences: [SequenceState]
     /// Rows of each run. Kernels whose sums depend on how many rows a pass has sum each run as
     /// a pass of its own, so a row's result never depends on the other sequences beside it.
-    let runLengths: [Int]
+    private(set) var runLengths: [Int]
     /// The rows whose logits are wanted, in order.
-    let logitRows: [Int]
+    private(set) var logitRows: [Int]
     /// How many of `logitRows` each run has (runs with none left out).
-    let logitRuns: [Int]
+    private(set) var logitRuns: [Int]
     /// The stream every block adds into: (rows, dim).
     let residual: UnsafeMutablePointer<Float>
     /// A norm's output, the input of a block: (rows, dim).
@@ -97,6 +97,29 @@ final class ForwardPass {
         } else {
             pool.parallelFor(rows) { range in range.forEach(body) }
         }
+    }
+
+    /// Keeps only the rows whose logits are wanted, moved in order to the front of the residual
+    /// stream and of `blockOutput` ((rows, dim) each), as llama.cpp's graphs do after the last
+    /// block's attention: that block's feed-forward network and the output head see only those
+    /// rows, each sequence's as a run of its own. Returns false when no row is wanted.
+    func keepLogitRows(alongWith blockOutput: UnsafeMutablePointer<Float>) -> Bool {
+        let dim = configuration.embeddingLength
+        // Rows only move towards the front, each onto a row already read.
+        for (i, row) in logitRows.enumerated() where i != row {
+            (residual + i * dim).update(from: residual + row * dim, count: dim)
+            (blockOutput + i * dim).update(from: blockOutput + row * dim, count: dim)
+        }
+        var keptRuns: [Int] = []
+        for row in logitRows where keptRuns.last != rowRun[row] { keptRuns.append(rowRun[row]) }
+        tokens = logitRows.map { tokens[$0] }
+        positions = logitRows.map { positions[$0] }
+        sequences = keptRuns.map { sequences[$0] }
+        runLengths = logitRuns
+        rowRun = logitRuns.enumerated().flatMap { repeatElement($0.offset, count: $0.element) }
+        rows = logitRows.count
+        logitRows = Array(0..<rows)
+        return rows > 0
     }
 
     /// `x += y` over every row of the residual stream.
