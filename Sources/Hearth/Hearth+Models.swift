@@ -16,11 +16,11 @@ extension Hearth {
         [HubModelProvider(downloader: downloader), URLModelProvider(cache: cache, client: hubClient, options: downloadOptions)]
     }
 
-    /// What `name` refers to. A file that exists is a path whatever it looks like.
+    /// What `name` refers to. A file or folder that exists is a path whatever it looks like:
+    /// `models/all-MiniLM-L6-v2` typed where that folder is names the folder, not a Hub repo.
     public func reference(_ name: String) throws -> ModelReference {
         let expanded = (name as NSString).expandingTildeInPath
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: expanded, isDirectory: &isDirectory), !isDirectory.boolValue {
+        if !expanded.isEmpty, FileManager.default.fileExists(atPath: expanded) {
             return .path(expanded)
         }
         return try ModelReference.parse(name)
@@ -30,7 +30,11 @@ extension Hearth {
     /// or the snapshot folder of a repository without one (a sentence-transformers model); nil
     /// when it has to be pulled.
     public func cachedModel(_ name: String) throws -> URL? {
-        let reference = try reference(name)
+        try cachedModel(try reference(name))
+    }
+
+    /// Where `reference` is on disk, never using the network; nil when it has to be pulled.
+    public func cachedModel(_ reference: ModelReference) throws -> URL? {
         if case .path(let path) = reference {
             guard FileManager.default.fileExists(atPath: path) else { throw HearthError.fileNotFound(path: path) }
             return URL(fileURLWithPath: path)
@@ -92,11 +96,21 @@ extension Hearth {
         return provider
     }
 
-    /// `url` if it is a file; a folder means a repository without a GGUF file.
+    /// `url` if it is a file; in a folder, its one GGUF file. A folder without one is a
+    /// repository of another format; one with several needs the file named.
     func ggufFile(_ url: URL, name: String) throws -> URL {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { throw HearthError.modelNotFound(name: name) }
         guard isDirectory.boolValue else { return url }
-        throw HearthError.unsupportedModel(reason: "\(name) has no GGUF file (language models load from GGUF; look for a -GGUF repository)")
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [])
+            .filter { $0.lowercased().hasSuffix(".gguf") }.sorted()
+        switch files.count {
+        case 1:
+            return url.appendingPathComponent(files[0])
+        case 0:
+            throw HearthError.unsupportedModel(reason: "\(name) has no GGUF file (language models load from GGUF; look for a -GGUF repository)")
+        default:
+            throw HearthError.invalidArgument("\(name) holds \(files.count) GGUF files (\(files.joined(separator: ", "))): name the one to use, such as \((name as NSString).appendingPathComponent(files[0])).")
+        }
     }
 }

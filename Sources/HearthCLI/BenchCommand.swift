@@ -31,7 +31,7 @@ struct BenchCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "Path to a GGUF model file (with --embed, a sentence-transformers folder; with --server, the model's name there).")
+    @Argument(help: "The model: a GGUF file, a folder holding one, or a cached Hub name (with --embed, a sentence-transformers folder or name; with --server, the model's name there).")
     var model: String
 
     @Option(name: [.customShort("p"), .customLong("n-prompt")], help: "Prompt tokens for the pp test (0 skips it).")
@@ -139,7 +139,7 @@ struct BenchCommand: AsyncParsableCommand {
             }
             for threadCount in try threadCounts {
                 let loadStart = ContinuousClock.now
-                let model = try TransformerModel(path: model, threads: threadCount)
+                let model = try TransformerModel(path: try localModel(gguf: true), threads: threadCount)
                 let state = try model.makeSequence(contextLength: promptTokens + generatedTokens + 1,
                                                    chunkSize: max(promptTokens, 1))
                 // Load as a user sees it: map the file, build the tokenizer, evaluate one token.
@@ -218,6 +218,16 @@ struct BenchCommand: AsyncParsableCommand {
 
     /// Times each turn from the call that asks to the first token that arrives, in fresh
     /// sessions, after one warm-up conversation.
+    /// Where MODEL is on disk: a file or folder that exists, else a model in the Hub cache
+    /// (bench never downloads). `gguf` asks for the GGUF file of a language model.
+    func localModel(gguf: Bool) throws -> String {
+        let hearth = Hearth(configuration: .init())
+        guard let url = try gguf ? hearth.cachedModelFile(model) : hearth.cachedModel(model) else {
+            throw HearthError.invalidArgument("\(model) is not on disk: pull it with `hearth pull \(model)` first, or name a file.")
+        }
+        return url.path
+    }
+
     private func runChat() async throws {
         if !json {
             print("| threads | turn | prompt tokens | cached | evaluated | time to first token (ms) |")

@@ -160,6 +160,12 @@ func statisticsLine(_ stats: GenerationStatistics) -> String {
 /// at all otherwise (the error says how).
 func pullIfMissing(_ name: String, hearth: Hearth, yes: Bool) async throws {
     guard try hearth.cachedModel(name) == nil else { return }
+    // Someone who typed a path into a folder that exists meant a local model.
+    let folder = (name as NSString).deletingLastPathComponent
+    if !folder.isEmpty, FileManager.default.fileExists(atPath: (folder as NSString).expandingTildeInPath) {
+        throw HearthError.invalidArgument("There is no file or folder \(name) (the folder \(folder) has none of that name). "
+            + "If you meant the Hub model \(name), pull it with `hearth pull \(name)`.")
+    }
     if hearth.configuration.hub.offline { throw HearthError.offlineNotCached(name: name) }
     if !yes {
         guard isatty(STDIN_FILENO) != 0 else {

@@ -33,14 +33,15 @@ extension BenchCommand {
     /// warm-up pass; the rate is sentences over the wall time of the whole pass.
     func runEmbed() throws {
         let texts = try Self.readSentences(sentences ?? "")
-        let name = URL(fileURLWithPath: model).lastPathComponent
+        let folder = try localModel(gguf: false)
+        let name = URL(fileURLWithPath: folder).lastPathComponent
         if !json {
             print("| model                          | threads | batch | sentences | tokens |     sentences/s |")
             print("| ------------------------------ | ------: | ----: | --------: | -----: | --------------: |")
         }
         for threadCount in try threadCounts {
             let loadStart = ContinuousClock.now
-            let embedder = try SentenceEmbeddingModel(directory: URL(fileURLWithPath: model), threads: threadCount)
+            let embedder = try SentenceEmbeddingModel(directory: URL(fileURLWithPath: folder), threads: threadCount)
             let loadSeconds = (ContinuousClock.now - loadStart) / .seconds(1)
             let tokens = texts.reduce(0) { $0 + embedder.tokenizer.encode($1).count }
             for batch in try embedBatchSizes {

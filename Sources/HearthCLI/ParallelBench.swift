@@ -33,7 +33,7 @@ extension BenchCommand {
             print("| ------------------------------ | ------: | ---: | ----: | ----: | ------------------: | ------------------: |")
         }
         for threadCount in try threadCounts {
-            let model = try TransformerModel(path: model, threads: threadCount)
+            let model = try TransformerModel(path: try localModel(gguf: true), threads: threadCount)
             let name = describe(ModelSummary(model.gguf), model.gguf)
             let vocabulary = Int32(model.configuration.vocabularySize)
             var random = SystemRandomNumberGenerator()

@@ -94,16 +94,24 @@ struct ServeCommand: AsyncParsableCommand {
             let name = String(argument[..<equals])
             let target = String(argument[argument.index(after: equals)...])
             guard !name.isEmpty, !name.contains(" ") else { throw HearthError.invalidArgument("--model \(argument): the name before = must be one word.") }
-            guard let url = try hearth.cachedModel(target) else {
-                throw HearthError.modelNotFound(name: target)
-            }
-            return (name, url)
+            return (name, try located(target, hearth: hearth))
         }
-        guard let url = try hearth.cachedModel(argument) else { throw HearthError.modelNotFound(name: argument) }
-        if case .path = try hearth.reference(argument) {
-            let file = url.lastPathComponent
+        let url = try located(argument, hearth: hearth)
+        if case .path(let path) = try hearth.reference(argument) {
+            let file = URL(fileURLWithPath: path).lastPathComponent
             return (file.hasSuffix(".gguf") ? String(file.dropLast(5)) : file, url)
         }
         return (argument, url)
+    }
+
+    /// Where the model `name` is: its GGUF file (in a folder, the one it holds), or the folder
+    /// of a model without one (a sentence-transformers model).
+    private func located(_ name: String, hearth: Hearth) throws -> URL {
+        guard let url = try hearth.cachedModel(name) else { throw HearthError.modelNotFound(name: name) }
+        let inside = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
+        if inside.contains(where: { $0.lowercased().hasSuffix(".gguf") }), let file = try hearth.cachedModelFile(name) {
+            return file
+        }
+        return url
     }
 }

@@ -146,7 +146,7 @@ actor ModelManager {
             throw ServerError.modelNotFound(name)
         }
         if case .path = reference { throw ServerError.modelNotFound(name) }
-        guard let url = try? hearth.cachedModel(name) else { throw ServerError.modelNotFound(name) }
+        guard let url = try? hearth.cachedModel(reference) else { throw ServerError.modelNotFound(name) }
         return url
     }
 
@@ -216,7 +216,7 @@ actor ModelManager {
                               modified: attributes?[.modificationDate] as? Date ?? Date(), isEmbedding: isDirectory)
         }
         for repo in hearth.cache.scan() where registered[repo.id] == nil {
-            guard let url = try? hearth.cachedModel(repo.id) else { continue }
+            guard let url = try? hearth.cachedModel(ModelReference.parse(repo.id)) else { continue }
             entries.append(ModelEntry(name: repo.id, url: url, size: repo.size, modified: repo.lastModified,
                                       isEmbedding: url.hasDirectoryPath || Self.isDirectory(url)))
         }

@@ -323,7 +323,7 @@ extension HearthService {
     private func ollamaPull(_ request: Request) async throws -> Response {
         let body = try await request.decodeJSON(OllamaModelRequest.self, limit: configuration.maxBodyBytes)
         let name = try body.required()
-        if case .path = try hearth.reference(name) {
+        if case .path = try ModelReference.parse(name) {
             throw ServerError.badRequest("Pull takes a Hub name (org/repo[:QUANT]) or an alias, not a path.", param: "model")
         }
         let progress = hearth.pull(name)
@@ -383,7 +383,7 @@ extension HearthService {
 
     private func ollamaDelete(_ request: Request) async throws -> Response {
         let name = try await models.canonicalName(try await request.decodeJSON(OllamaModelRequest.self, limit: configuration.maxBodyBytes).required())
-        guard case .hub(let repo, _, _) = try? hearth.reference(name), hearth.cache.cachedRepo(repo) != nil else {
+        guard case .hub(let repo, _, _) = try? ModelReference.parse(name), hearth.cache.cachedRepo(repo) != nil else {
             throw ServerError.notFound("model '\(name)' not found in the cache; only pulled Hub models can be deleted.")
         }
         await models.unload(name)

@@ -9,14 +9,17 @@ public final class Child {
     /// Where its standard error goes.
     public let errors: URL
 
-    /// Starts `executable` with `arguments` in `environment`, its output in files in `directory`.
-    public init(_ executable: URL, _ arguments: [String], environment: [String: String], directory: TemporaryDirectory) throws {
+    /// Starts `executable` with `arguments` in `environment`, its output in files in `directory`;
+    /// it runs in `workingDirectory` when one is given, else in the test's own.
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String], directory: TemporaryDirectory,
+                workingDirectory: URL? = nil) throws {
         output = directory.file("out-\(UUID().uuidString)")
         errors = directory.file("err-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         process.executableURL = executable
         process.arguments = arguments
+        if let workingDirectory { process.currentDirectoryURL = workingDirectory }
         process.environment = environment
         process.standardOutput = try FileHandle(forWritingTo: output)
         process.standardError = try FileHandle(forWritingTo: errors)
