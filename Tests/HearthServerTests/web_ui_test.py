@@ -31,8 +31,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
-# Page steps are quick; answers come from a real model on a small, shared machine.
-UI_TIMEOUT = 15
+# Every step waits for a state of the page, never for a time. Page steps are quick, but the
+# machine may be busy with other test suites: the limits are for a page that never gets there.
+UI_TIMEOUT = 60
 ANSWER_TIMEOUT = 240
 PULL_TIMEOUT = 120
 
@@ -189,6 +190,8 @@ class Page:
 
 
 def send(page, text):
+    # The composer takes a question once no answer is streaming.
+    page.wait(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-streaming") != "true", "no answer streaming")
     prompt = page.find("prompt")
     prompt.click()
     prompt.send_keys(text)
@@ -280,7 +283,7 @@ def chat_checks(page, server, pull_name):
     check(answer.get_attribute("data-message-id") == str(stored[1]["id"]), "the answer should carry its stored id")
     speed = page.find("tokens-per-second", answer).text
     check(f"{stored[1]['tokens_per_second']:.1f} tokens/s" in speed, f"the answer should show its speed: {speed!r}")
-    check(page.visible("send") and not page.visible("stop"), "Send should be back once the answer is done")
+    page.wait(lambda d: page.visible("send") and not page.visible("stop"), "Send to be back once the answer is done")
     check(not page.visible("empty-state"), "the empty state should be gone")
 
     page.log("regenerate the answer")

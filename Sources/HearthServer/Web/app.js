@@ -448,6 +448,9 @@ async function streamAnswer(threadId, path, body, question, text) {
         addStatistics(answer, event.message);
         state.messages.push(event.message);
         outcome = "done";
+        // The answer is stored and complete: the composer is free again at once, not when the
+        // connection closes.
+        break;
       } else if (event.type === "error") {
         throw new ApiError(ApiError.messageOf(event) || "The answer failed.");
       }
