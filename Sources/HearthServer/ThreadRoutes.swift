@@ -50,7 +50,8 @@ struct WireMessage: Encodable, Sendable {
 
 /// One event of a thread's streamed answer.
 struct ThreadEvent: Encodable, Sendable {
-    /// message (the stored question), delta (text), done (the stored answer), error.
+    /// message (the stored question), delta (text of the answer), reasoning (text of a reasoning
+    /// model's thoughts), done (the stored answer), error.
     var type: String
     var message: WireMessage?
     var content: String?
@@ -202,6 +203,9 @@ extension HearthService {
             do {
                 while let chunk = try await generation.next() {
                     answer.append(chunk)
+                    if !chunk.reasoning.isEmpty {
+                        try await writer.write(events.frame(ThreadEvent(type: "reasoning", content: chunk.reasoning)))
+                    }
                     if !chunk.text.isEmpty { try await writer.write(events.frame(ThreadEvent(type: "delta", content: chunk.text))) }
                 }
                 guard answer.finishReason == .stop || answer.finishReason == .length else { return }
