@@ -158,3 +158,40 @@ import Testing
     }
 }
 
+
+/// Which chat formats are reasoning models', from the template or the vocabulary.
+@Suite struct ThinkingDetectionTests {
+    /// A chat format read from a GGUF that holds only tokenizer metadata.
+    static func format(template: String, tokens: [String]) throws -> ChatFormat {
+        var writer = GGUFWriter()
+        writer.add("general.architecture", .string("llama"))
+        writer.add("tokenizer.ggml.tokens", strings: tokens)
+        writer.add("tokenizer.chat_template", .string(template))
+        return try ChatFormat(gguf: GGUFFile(bytes: try writer.data()))
+    }
+
+    static let plainTemplate = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
+
+    @Test func theVocabularyOrTheTemplateMakesAModelThink() throws {
+        #expect(try Self.format(template: Self.plainTemplate, tokens: ["a", "<think>", "</think>"]).thinks)
+        #expect(try !Self.format(template: Self.plainTemplate, tokens: ["a", "<think>", "think"]).thinks)
+        #expect(try !Self.format(template: Self.plainTemplate, tokens: ["a", "b"]).thinks)
+        #expect(try Self.format(template: "{% if enable_thinking %}x{% endif %}" + Self.plainTemplate, tokens: ["a"]).thinks)
+    }
+
+    @Test(arguments: [("Qwen-Qwen3-0.6B", true), ("Qwen-QwQ-32B", true), ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", true),
+                      ("deepseek-ai-DeepSeek-R1-Distill-Llama-8B", true), ("Qwen-Qwen2.5-7B-Instruct", false),
+                      ("meta-llama-Llama-3.1-8B-Instruct", false), ("google-gemma-2-2b-it", false)])
+    func realTemplates(name: String, thinks: Bool) throws {
+        let source = try String(contentsOf: TestFiles.modelURL("templates/\(name).jinja"), encoding: .utf8)
+        let format = try Self.format(template: source, tokens: ["a"])
+        #expect(format.thinks == thinks)
+        let messages = [ChatMessage(role: .user, content: "Hi")]
+        // QwQ and the R1 distills open the thoughts in the generation prompt; with thinking off,
+        // those that read enable_thinking close them again.
+        let opens = try ChatFormat.opensThoughts(format.render(messages))
+        #expect(opens == (name.contains("QwQ") || name.contains("R1")))
+        let closed = try !ChatFormat.opensThoughts(format.render(messages, enableThinking: false))
+        #expect(closed == (!opens || source.contains("enable_thinking")))
+    }
+}
