@@ -499,6 +499,16 @@ def thoughts_checks(page, server, model):
     check(page.text(page.find("thoughts-text", thoughts)) == thought_text.strip(), "the unfolded thoughts should show their text")
     page.shot("thoughts-open")
 
+    page.log("the thoughts are stored with the answer and come back folded after a reload")
+    check(stored[1].get("reasoning") == thought_text, f"the server should store the thoughts as streamed: {stored[1]}")
+    page.driver.refresh()
+    answer = page.wait(lambda d: page.done_answer(), "the stored answer after a reload")
+    thoughts = page.find("thoughts", answer)
+    check(thoughts.get_attribute("open") is None and page.find("thoughts-text", thoughts).get_attribute("textContent") == thought_text,
+          "the stored thoughts should show folded above the answer")
+    check(page.text(page.find("bubble", answer)) == stored[1]["content"], "the stored answer should show after a reload")
+    page.shot("thoughts-reloaded")
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

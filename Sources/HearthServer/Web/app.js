@@ -357,6 +357,12 @@ function finishThoughts(details) {
 
 function storedMessageElement(message) {
   const item = messageElement(message.role, message.content);
+  if (message.reasoning) {
+    const thoughts = thoughtsElement();
+    thoughts.querySelector(".thoughts-text").textContent = message.reasoning;
+    finishThoughts(thoughts);
+    item.insertBefore(thoughts, item.querySelector(".bubble"));
+  }
   item.dataset.messageId = message.id;
   item.dataset.state = "done";
   if (message.role === "assistant") addStatistics(item, message);
