@@ -123,9 +123,10 @@ public final class LocalModel: LanguageModel {
 
     /// How to read a reasoning model's answer to `prompt`: inside the thoughts from the start
     /// when the prompt opened them, else watching for a `<think>` at the start, unless thinking
-    /// was turned off. Nil for other models, whose output stays as it is.
+    /// was turned off. Nil for other models, whose output stays as it is, and for JSON answers,
+    /// which are held to one object from their first token.
     static func splitter(_ format: ChatFormat, prompt: String, options: GenerationOptions) -> ReasoningSplitter? {
-        guard format.thinks else { return nil }
+        guard format.thinks, options.format != .json else { return nil }
         if ChatFormat.opensThoughts(prompt) { return ReasoningSplitter(startsInThoughts: true) }
         return options.thinking == false ? nil : ReasoningSplitter(startsInThoughts: false)
     }

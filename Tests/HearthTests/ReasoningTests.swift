@@ -115,6 +115,18 @@ struct ReasoningTests {
         #expect(response.statistics?.reasoningTokens == 4)
     }
 
+    @Test("a JSON answer is held to one object from its first token: all answer, even after an opened <think>")
+    func jsonAnswer() async throws {
+        let model = try thinkingSmolLM2.get()
+        let options = GenerationOptions(sampling: .greedy, maxTokens: 40, format: .json)
+        let messages = [ChatMessage(role: .user, content: "Give a JSON object with the name of a vegetable.")]
+        let raw = try Self.rawOutput(model, messages, options: options)
+        let response = try await model.stream(messages, options: options).collect()
+        #expect(response.text == raw.text)
+        #expect(response.text.drop { $0.isWhitespace }.hasPrefix("{"))
+        #expect(response.reasoning.isEmpty)
+    }
+
     @Test("a chat session keeps the answer as the message, with its thoughts for templates that show them")
     func chatSessionHistory() async throws {
         let model = try thinkingSmolLM2.get()
