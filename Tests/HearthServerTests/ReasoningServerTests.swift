@@ -101,6 +101,24 @@ struct ReasoningServerTests {
         #expect(Set((plainOllama["message"] as? [String: Any])?.keys.map { $0 } ?? []) == ["role", "content"])
     }
 
+    @Test("RemoteModel reads reasoning_content, sends a history's thoughts back and turns thinking off through the server")
+    func remoteModel() async throws {
+        let server = try await Self.fixture()
+        defer { Task { await server.stop() } }
+        let thinking = server.configuration.models["smollm2-thinking"]!
+        let remote = RemoteModel(name: "smollm2-thinking", baseURL: try #require(URL(string: server.base + "/v1")))
+        let on = GenerationOptions(sampling: .greedy, maxTokens: 80)
+        let expected = try await Self.sdkAnswer(thinking, Self.messages, maxTokens: 80)
+        let response = try await remote.stream(Self.messages, options: on).collect()
+        #expect(response.reasoning == expected.reasoning)
+        #expect(response.text == expected.text)
+        let offExpected = try await Self.sdkAnswer(thinking, Self.messages, maxTokens: 12, thinking: false)
+        let off = try await remote.stream(Self.messages, options: GenerationOptions(sampling: .greedy, maxTokens: 12, thinking: false))
+            .collect()
+        #expect(off.reasoning.isEmpty)
+        #expect(off.text == offExpected.text)
+    }
+
     @Test("openai and ollama Python clients: reasoning_content, thinking, think and enable_thinking off, thoughts cut by the budget")
     func pythonClients() async throws {
         try #require(PythonClients.available, "python3 with openai and ollama is missing: pip install openai ollama (.ci/run does)")
