@@ -7,7 +7,9 @@ import Synchronization
 /// Turns run one after another in the order they were asked for. A turn that is cancelled
 /// leaves its user message unanswered: `regenerate()` answers it, and the next `stream(_:)`
 /// replaces it. When the history outgrows the context, the oldest turns are left out of the
-/// prompt (`overflowPolicy`), never the system prompt or the latest message.
+/// prompt (`overflowPolicy`), never the system prompt or the latest message. A reasoning
+/// model's thoughts are streamed in each chunk's `reasoning`; the history keeps the answer as
+/// the assistant's message, with the thoughts beside it.
 ///
 /// ```swift
 /// let chat = model.chat(system: "Be brief.", options: .precise)
@@ -121,10 +123,11 @@ public final class ChatSession: Sendable {
                 return (system + store.messages, options ?? store.options, store.overflowPolicy)
             }
             let question = prompt.last
-            var text = ""
+            var text = "", reasoning = ""
             var finish: GenerationChunk?
             for try await chunk in context.stream(.chat(prompt), options: turnOptions, overflow: policy) {
                 text += chunk.text
+                reasoning += chunk.reasoning
                 if chunk.finishReason != nil { finish = chunk }
                 continuation.yield(chunk)
             }
@@ -132,7 +135,9 @@ public final class ChatSession: Sendable {
                 store.withLock {
                     // A reset while the answer was written leaves nothing for it to answer.
                     guard $0.messages.last == question else { return }
-                    $0.messages.append(ChatMessage(role: .assistant, content: text))
+                    // The answer is what the conversation keeps; the thoughts go with it for templates
+                    // that show them (`reasoning_content`).
+                    $0.messages.append(ChatMessage(role: .assistant, content: text, reasoning: reasoning.isEmpty ? nil : reasoning))
                     $0.lastStatistics = finish.statistics
                 }
             }

@@ -78,8 +78,10 @@ extension ChatMessage {
 
 /// A whole answer, gathered from a stream.
 public struct Response: Sendable {
-    /// The answer's text.
+    /// The answer's text (for a reasoning model, without its thoughts).
     public var text: String
+    /// A reasoning model's thoughts before the answer (empty for other models).
+    public var reasoning = ""
     /// Why it ended (`cancelled` when the stream ended without saying).
     public var finishReason: FinishReason
     /// Usage and timings, when the generation reported them.
@@ -96,8 +98,9 @@ public struct Response: Sendable {
 
     /// The answer with the given parts.
     public init(text: String, finishReason: FinishReason, statistics: GenerationStatistics?, tokens: [Int32],
-                logprobs: [(token: Int32, logprob: Float, top: [TokenLogprob])]) {
+                logprobs: [(token: Int32, logprob: Float, top: [TokenLogprob])], reasoning: String = "") {
         self.text = text
+        self.reasoning = reasoning
         self.finishReason = finishReason
         self.statistics = statistics
         self.tokens = tokens
@@ -107,6 +110,7 @@ public struct Response: Sendable {
     /// Adds the next chunk of the stream.
     public mutating func append(_ chunk: GenerationChunk) {
         text += chunk.text
+        reasoning += chunk.reasoning
         if let token = chunk.token {
             tokens.append(token)
             if let logprob = chunk.logprob { logprobs.append((token, logprob, chunk.topLogprobs)) }

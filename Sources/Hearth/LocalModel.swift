@@ -85,8 +85,10 @@ public final class LocalModel: LanguageModel {
         }
     }
 
-    /// The prompt's tokens. A conversation that does not fit is shortened as `overflow` says.
-    func tokens(for prompt: Prompt, options: GenerationOptions, overflow: ContextOverflowPolicy) throws -> [Int32] {
+    /// The prompt's tokens, and for a reasoning model's chat the splitter that separates its
+    /// thoughts from its answer. A conversation that does not fit is shortened as `overflow` says.
+    func tokens(for prompt: Prompt, options: GenerationOptions, overflow: ContextOverflowPolicy) throws
+        -> (tokens: [Int32], reasoning: ReasoningSplitter?) {
         let tokenizer = engine.tokenizer
         switch prompt {
         case .text(let text):
@@ -94,7 +96,7 @@ public final class LocalModel: LanguageModel {
             guard tokens.count < contextLength else {
                 throw HearthError.contextOverflow(needed: tokens.count + 1, limit: contextLength)
             }
-            return tokens
+            return (tokens, nil)
         case .chat(let messages):
             guard let chatFormat else {
                 throw HearthError.unsupportedModel(
@@ -107,9 +109,9 @@ public final class LocalModel: LanguageModel {
             let room = overflow == .dropOldestTurns ? min(options.maxTokens ?? 256, contextLength / 4) : 1
             var kept = messages
             while true {
-                let text = try chatFormat.render(kept)
+                let text = try chatFormat.render(kept, enableThinking: options.thinking)
                 let tokens = tokenizer.encode(text, addSpecial: true, parseSpecial: true)
-                if tokens.count + max(room, 1) <= contextLength { return tokens }
+                if tokens.count + max(room, 1) <= contextLength { return (tokens, Self.splitter(chatFormat, prompt: text, options: options)) }
                 guard overflow == .dropOldestTurns, let oldest = kept.firstIndex(where: { $0.role != .system }),
                       let next = kept[(oldest + 1)...].firstIndex(where: { $0.role == .user }) else {
                     throw HearthError.contextOverflow(needed: tokens.count + max(room, 1), limit: contextLength)
@@ -117,6 +119,16 @@ public final class LocalModel: LanguageModel {
                 kept.removeSubrange(oldest..<next)
             }
         }
+    }
+
+    /// How to read a reasoning model's answer to `prompt`: inside the thoughts from the start
+    /// when the prompt opened them, else watching for a `<think>` at the start, unless thinking
+    /// was turned off. Nil for other models, whose output stays as it is, and for JSON answers,
+    /// which are held to one object from their first token.
+    static func splitter(_ format: ChatFormat, prompt: String, options: GenerationOptions) -> ReasoningSplitter? {
+        guard format.thinks, options.format != .json else { return nil }
+        if ChatFormat.opensThoughts(prompt) { return ReasoningSplitter(startsInThoughts: true) }
+        return options.thinking == false ? nil : ReasoningSplitter(startsInThoughts: false)
     }
 
     /// Counts a generation as running until `ended` is called.
@@ -156,9 +168,9 @@ final class LocalContext: GenerationContext, @unchecked Sendable {
     func stream(_ prompt: Prompt, options: GenerationOptions, overflow: ContextOverflowPolicy)
         -> AsyncThrowingStream<GenerationChunk, any Error> {
         let model = self.model
-        let tokens: [Int32], sequence: SequenceState
+        let tokens: [Int32], splitter: ReasoningSplitter?, sequence: SequenceState
         do {
-            tokens = try model.tokens(for: prompt, options: options, overflow: overflow)
+            (tokens, splitter) = try model.tokens(for: prompt, options: options, overflow: overflow)
             sequence = try self.sequence.withLock { existing in
                 if let existing { return existing }
                 let fresh = try model.engine.makeSequence(contextLength: model.contextLength)
@@ -170,7 +182,9 @@ final class LocalContext: GenerationContext, @unchecked Sendable {
         }
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: GenerationChunk.self)
         model.began()
+        let thoughts = splitter.map { Mutex(ThoughtSeparation(splitter: $0)) }
         let ticket = model.generator.submit(prompt: tokens, options: options, sequence: sequence, onChunk: { chunk in
+            let chunk = thoughts?.withLock { $0.separate(chunk) } ?? chunk
             if chunk.token != nil { model.recordToken() }
             if let stats = chunk.statistics, chunk.finishReason != .error { model.record(finished: stats) }
             if case .terminated = continuation.yield(chunk) { return false }
@@ -181,5 +195,30 @@ final class LocalContext: GenerationContext, @unchecked Sendable {
         })
         continuation.onTermination = { _ in ticket.cancel() }
         return stream
+    }
+}
+
+/// One generation's thoughts kept apart from its answer, chunk by chunk, with the tokens spent
+/// on them counted.
+struct ThoughtSeparation: Sendable {
+    var splitter: ReasoningSplitter
+    var tokens = 0
+
+    /// `chunk` with its text divided between `reasoning` and `text`; the last chunk also
+    /// gives out what the splitter held back, and its statistics count the reasoning tokens.
+    mutating func separate(_ chunk: GenerationChunk) -> GenerationChunk {
+        var chunk = chunk
+        let wasInThoughts = splitter.isInThoughts
+        var part = splitter.append(chunk.text)
+        if chunk.token != nil, wasInThoughts || splitter.isInThoughts { tokens += 1 }
+        if chunk.finishReason != nil {
+            let rest = splitter.finish()
+            part.reasoning += rest.reasoning
+            part.answer += rest.answer
+            chunk.statistics?.reasoningTokens = tokens
+        }
+        chunk.text = part.answer
+        chunk.reasoning += part.reasoning
+        return chunk
     }
 }

@@ -170,14 +170,15 @@ final class RemoteContext: GenerationContext {
                 }
                 for choice in event.choices ?? [] {
                     let text = choice.delta?.content ?? choice.text ?? ""
+                    let reasoning = choice.delta?.reasoning_content ?? ""
                     let logprob = choice.logprobs?.content?.first
-                    if !text.isEmpty || logprob != nil {
+                    if !text.isEmpty || !reasoning.isEmpty || logprob != nil {
                         if firstTokenAt == nil {
                             firstTokenAt = clock.now
                             stats.timeToFirstToken = (clock.now - started) / .seconds(1)
                             stats.promptSeconds = stats.timeToFirstToken
                         }
-                        var chunk = GenerationChunk(text: text)
+                        var chunk = GenerationChunk(text: text, reasoning: reasoning)
                         if let logprob {
                             chunk.logprob = logprob.logprob
                         }
@@ -211,7 +212,12 @@ final class RemoteContext: GenerationContext {
         switch prompt {
         case .chat(let messages):
             path = "chat/completions"
-            body["messages"] = messages.map { ["role": $0.role.rawValue, "content": $0.content] }
+            body["messages"] = messages.map { message -> [String: String] in
+                var fields = ["role": message.role.rawValue, "content": message.content]
+                if let reasoning = message.reasoning, !reasoning.isEmpty { fields["reasoning_content"] = reasoning }
+                return fields
+            }
+            if let thinking = options.thinking { body["chat_template_kwargs"] = ["enable_thinking": thinking] }
             if options.logprobs {
                 body["logprobs"] = true
                 if options.topLogprobs > 0 { body["top_logprobs"] = options.topLogprobs }
@@ -231,7 +237,10 @@ final class RemoteContext: GenerationContext {
 /// One server-sent event of a chat or text completion stream (the fields Hearth reads).
 private struct StreamEvent: Decodable {
     struct Choice: Decodable {
-        struct Delta: Decodable { var content: String? }
+        struct Delta: Decodable {
+            var content: String?
+            var reasoning_content: String?
+        }
         struct Logprobs: Decodable {
             struct Entry: Decodable { var logprob: Float }
             var content: [Entry]?

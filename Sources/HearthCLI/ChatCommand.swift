@@ -52,8 +52,9 @@ struct ChatCommand: AsyncParsableCommand {
     private func answer(_ text: String, session: ChatSession, interrupts: Interrupts) async {
         let task = Task {
             var statistics: GenerationStatistics?
+            var writer = AnswerWriter()
             for try await chunk in session.stream(text) {
-                writeNow(chunk.text)
+                writer.write(chunk)
                 if let stats = chunk.statistics { statistics = stats }
             }
             return statistics

@@ -29,6 +29,27 @@ func writeNow(_ text: String) {
     FileHandle.standardOutput.write(Data(text.utf8))
 }
 
+/// Writes a streamed answer: the answer to standard output, a reasoning model's thoughts to
+/// standard error (dimmed on a terminal) and a blank line after them, so a pipe gets only the
+/// answer.
+struct AnswerWriter {
+    private var inThoughts = false
+    private let dim = isatty(STDERR_FILENO) != 0
+
+    mutating func write(_ chunk: GenerationChunk) {
+        if !chunk.reasoning.isEmpty {
+            if !inThoughts, dim { FileHandle.standardError.write(Data("\u{1B}[2m".utf8)) }
+            inThoughts = true
+            FileHandle.standardError.write(Data(chunk.reasoning.utf8))
+        }
+        if inThoughts, !chunk.text.isEmpty || chunk.finishReason != nil {
+            inThoughts = false
+            FileHandle.standardError.write(Data(((dim ? "\u{1B}[0m" : "") + "\n\n").utf8))
+        }
+        writeNow(chunk.text)
+    }
+}
+
 /// Peak resident memory of this process so far, in bytes.
 func peakResidentBytes() -> Int {
     var usage = rusage()

@@ -201,13 +201,15 @@ struct ShowCommand: AsyncParsableCommand {
             }
             if let file = try? hearth.cachedModelFile(name) {
                 details.append(("path", file.path))
-                if let summary = try? ModelSummary(GGUFFile(path: file.path)) {
+                if let gguf = try? GGUFFile(path: file.path) {
+                    let summary = ModelSummary(gguf)
                     details.append(("architecture", summary.architecture ?? ""))
                     details.append(("parameters", summary.parameterCount))
                     if let context = summary.contextLength { details.append(("context_length", context)) }
                     details.append(("chat_template", summary.chatTemplate ?? ""))
                     capabilities.insert("completion")
                     if summary.hasChatTemplate { capabilities.insert("chat") }
+                    if (try? ChatFormat(gguf: gguf))?.thinks == true { capabilities.insert("thinking") }
                     if summary.architecture == "bert" { capabilities = ["embedding"] }
                 }
             }

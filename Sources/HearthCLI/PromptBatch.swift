@@ -27,13 +27,15 @@ struct PromptBatch {
         var id: JSONValue?
         var prompt: String
         var text: String?
+        /// A reasoning model's thoughts, when it had any.
+        var reasoning: String?
         var finish_reason: String?
         var prompt_tokens: Int?
         var tokens: Int?
         var error: String?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case line, id, prompt, text, finish_reason, prompt_tokens, tokens, error
+            case line, id, prompt, text, reasoning, finish_reason, prompt_tokens, tokens, error
         }
     }
 
@@ -104,6 +106,7 @@ struct PromptBatch {
                 if chunk.token != nil { progress.token() }
             }
             answer.text = response.text
+            if !response.reasoning.isEmpty { answer.reasoning = response.reasoning }
             answer.finish_reason = response.finishReason.rawValue
             answer.prompt_tokens = response.statistics?.promptTokens
             answer.tokens = response.tokens.count

@@ -70,8 +70,9 @@ struct RunCommand: AsyncParsableCommand {
             let stream = raw ? model.complete(prompt, options: options)
                              : model.stream(prompt, system: system, options: options)
             var statistics: GenerationStatistics?
+            var writer = AnswerWriter()
             for try await chunk in stream {
-                writeNow(chunk.text)
+                writer.write(chunk)
                 if let stats = chunk.statistics { statistics = stats }
             }
             writeNow("\n")

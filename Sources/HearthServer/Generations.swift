@@ -28,9 +28,10 @@ final class RunningGeneration: @unchecked Sendable {
 
     /// Starts generating for `prompt` on the model called `name`, waiting for a slot, and
     /// returns once the prompt is evaluated. Throws when the model is unknown, the queue is
-    /// full, or the prompt does not fit.
+    /// full, the prompt does not fit, or `check` refuses the model.
     static func start(manager: ModelManager, metrics: ServerMetrics, model name: String?, prompt: Prompt,
-                      options: GenerationOptions, keepAlive: KeepAlive?) async throws -> RunningGeneration {
+                      options: GenerationOptions, keepAlive: KeepAlive?,
+                      check: @Sendable (LocalModel) throws -> Void = { _ in }) async throws -> RunningGeneration {
         let clock = ContinuousClock()
         let started = clock.now
         let loaded = try await manager.acquire(try await manager.canonicalName(name))
@@ -42,6 +43,7 @@ final class RunningGeneration: @unchecked Sendable {
         }
         let slot: (index: Int, context: any GenerationContext)
         do {
+            try check(model)
             slot = try await slots.acquire(key: Self.key(prompt))
         } catch {
             await manager.release(loaded, keepAlive: keepAlive)

@@ -53,6 +53,19 @@ struct OllamaOptions: Decodable, Sendable {
 struct OllamaMessage: Codable, Sendable {
     var role: String
     var content: String
+    /// A reasoning model's thoughts; left out when there are none.
+    var thinking: String?
+}
+
+/// Ollama's `think`: true or false, or a level ("high", "medium", "low"), which Hearth takes
+/// as true.
+func ollamaThink(_ value: JSONValue?) throws -> Bool? {
+    switch value {
+    case nil, .null?: return nil
+    case .bool(let flag)?: return flag
+    case .string(let level)? where ["high", "medium", "low"].contains(level): return true
+    default: throw ServerError.badRequest("think must be true, false, \"high\", \"medium\" or \"low\".", param: "think")
+    }
 }
 
 struct OllamaChatRequest: Decodable, Sendable {
@@ -62,6 +75,7 @@ struct OllamaChatRequest: Decodable, Sendable {
     var format: JSONValue?
     var options: OllamaOptions?
     var keep_alive: JSONValue?
+    var think: JSONValue?
 }
 
 struct OllamaGenerateRequest: Decodable, Sendable {
@@ -73,6 +87,7 @@ struct OllamaGenerateRequest: Decodable, Sendable {
     var format: JSONValue?
     var options: OllamaOptions?
     var keep_alive: JSONValue?
+    var think: JSONValue?
 }
 
 struct OllamaModelRequest: Decodable, Sendable {
@@ -115,25 +130,27 @@ struct OllamaTimings: Encodable, Sendable {
 }
 
 /// One line of an answer: /api/chat's (the text as `message`) or /api/generate's (as
-/// `response`); the closing line adds the reason and the timings.
+/// `response`, the thoughts as `thinking`); the closing line adds the reason and the timings.
 struct OllamaLine: Encodable, Sendable {
     var chat: Bool
     var model: String
     var created_at: String
     var text: String
+    var thinking = ""
     var done: Bool
     var done_reason: String?
     var timings: OllamaTimings?
 
-    enum CodingKeys: CodingKey { case model, created_at, message, response, done, done_reason }
+    enum CodingKeys: CodingKey { case model, created_at, message, response, thinking, done, done_reason }
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(model, forKey: .model)
         try container.encode(created_at, forKey: .created_at)
         if chat {
-            try container.encode(OllamaMessage(role: "assistant", content: text), forKey: .message)
+            try container.encode(OllamaMessage(role: "assistant", content: text, thinking: thinking.isEmpty ? nil : thinking), forKey: .message)
         } else {
             try container.encode(text, forKey: .response)
+            if !thinking.isEmpty { try container.encode(thinking, forKey: .thinking) }
         }
         try container.encode(done, forKey: .done)
         try container.encodeIfPresent(done_reason, forKey: .done_reason)
@@ -183,12 +200,16 @@ extension HearthService {
     private func ollamaChat(_ request: Request) async throws -> Response {
         let body = try await request.decodeJSON(OllamaChatRequest.self, limit: configuration.maxBodyBytes)
         let keepAlive = try body.keep_alive.map(KeepAlive.init(json:))
-        let messages = try (body.messages ?? []).map { ChatMessage(role: try ServerError.role($0.role), content: $0.content) }
+        let messages = try (body.messages ?? []).map {
+            ChatMessage(role: try ServerError.role($0.role), content: $0.content, reasoning: $0.thinking)
+        }
         // No messages loads (or, with keep_alive 0, unloads) the model, as Ollama does.
         guard !messages.isEmpty else { return try await ollamaLoad(body.model, keepAlive: keepAlive, chat: true) }
-        let options = try OllamaOptions.options(body.options, format: body.format)
+        var options = try OllamaOptions.options(body.options, format: body.format)
+        options.thinking = try ollamaThink(body.think)
         let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
-                                                           prompt: .chat(messages), options: options, keepAlive: keepAlive)
+                                                           prompt: .chat(messages), options: options, keepAlive: keepAlive,
+                                                           check: Self.thinkingCheck(options))
         return try await ollamaAnswer(generation, stream: body.stream ?? true, chat: true)
     }
 
@@ -196,13 +217,23 @@ extension HearthService {
         let body = try await request.decodeJSON(OllamaGenerateRequest.self, limit: configuration.maxBodyBytes)
         let keepAlive = try body.keep_alive.map(KeepAlive.init(json:))
         guard let text = body.prompt, !text.isEmpty else { return try await ollamaLoad(body.model, keepAlive: keepAlive, chat: false) }
-        let options = try OllamaOptions.options(body.options, format: body.format)
+        var options = try OllamaOptions.options(body.options, format: body.format)
+        options.thinking = try ollamaThink(body.think)
         let prompt: Prompt = body.raw == true
             ? .text(text)
             : .chat((body.system.map { [ChatMessage(role: .system, content: $0)] } ?? []) + [ChatMessage(role: .user, content: text)])
         let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
-                                                           prompt: prompt, options: options, keepAlive: keepAlive)
+                                                           prompt: prompt, options: options, keepAlive: keepAlive,
+                                                           check: Self.thinkingCheck(options))
         return try await ollamaAnswer(generation, stream: body.stream ?? true, chat: false)
+    }
+
+    /// Refuses `think: true` for a model that does not reason, as Ollama does.
+    private static func thinkingCheck(_ options: GenerationOptions) -> @Sendable (LocalModel) throws -> Void {
+        { model in
+            guard options.thinking == true, model.chatFormat?.thinks != true else { return }
+            throw ServerError.badRequest("\"\(model.name)\" does not support thinking", param: "think")
+        }
     }
 
     /// Loads the model (or unloads it, for keep_alive 0) and says so in one closing line.
@@ -217,17 +248,17 @@ extension HearthService {
     /// The answer as one object, or streamed as NDJSON lines ending with the closing line.
     private func ollamaAnswer(_ generation: RunningGeneration, stream: Bool, chat: Bool) async throws -> Response {
         let name = generation.model.name
-        @Sendable func line(_ text: String) -> OllamaLine {
-            OllamaLine(chat: chat, model: name, created_at: Self.timestamp(), text: text, done: false)
+        @Sendable func line(_ chunk: GenerationChunk) -> OllamaLine {
+            OllamaLine(chat: chat, model: name, created_at: Self.timestamp(), text: chunk.text, thinking: chunk.reasoning, done: false)
         }
-        @Sendable func closing(_ response: Answer, text: String) -> OllamaLine {
-            OllamaLine(chat: chat, model: name, created_at: Self.timestamp(), text: text, done: true,
+        @Sendable func closing(_ response: Answer, text: String, thinking: String = "") -> OllamaLine {
+            OllamaLine(chat: chat, model: name, created_at: Self.timestamp(), text: text, thinking: thinking, done: true,
                        done_reason: response.finishReason.apiName,
                        timings: OllamaTimings(response.statistics, total: generation.elapsedSeconds, load: generation.loadSeconds))
         }
         guard stream else {
             let response = try await generation.collect()
-            return try JSONBody.response(closing(response, text: response.text))
+            return try JSONBody.response(closing(response, text: response.text, thinking: response.reasoning))
         }
         let events = EventWriter(framing: .ndjson)
         return Response(status: .ok, headers: events.headers, body: ResponseBody { writer in
@@ -236,7 +267,7 @@ extension HearthService {
             do {
                 while let chunk = try await generation.next() {
                     response.append(chunk)
-                    if !chunk.text.isEmpty { try await writer.write(events.frame(line(chunk.text))) }
+                    if !chunk.text.isEmpty || !chunk.reasoning.isEmpty { try await writer.write(events.frame(line(chunk))) }
                 }
                 try await writer.write(events.frame(closing(response, text: "")))
             } catch let error where !(error is CancellationError) {
@@ -317,7 +348,15 @@ extension HearthService {
         let template = file.metadata["tokenizer.chat_template"]?.stringValue ?? ""
         return try JSONBody.response(Body(
             modelfile: "FROM \(url.path)\n", parameters: "", template: template, details: details(summary), model_info: info,
-            capabilities: template.isEmpty ? ["completion"] : ["completion", "chat"], modified_at: Self.timestamp(modified)))
+            capabilities: Self.capabilities(file, template: template), modified_at: Self.timestamp(modified)))
+    }
+
+    /// What /api/show says a language model can do: complete text, chat with a template, and
+    /// think before answering.
+    private static func capabilities(_ file: GGUFFile, template: String) -> [String] {
+        guard !template.isEmpty else { return ["completion"] }
+        let thinks = (try? ChatFormat(gguf: file))?.thinks ?? false
+        return ["completion", "chat"] + (thinks ? ["thinking"] : [])
     }
 
     private func ollamaPull(_ request: Request) async throws -> Response {

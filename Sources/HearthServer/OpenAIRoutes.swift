@@ -10,8 +10,16 @@ import NIOCore
 struct OpenAIMessage: Decodable, Sendable {
     var role: String
     var content: JSONValue?
+    /// An earlier answer's thoughts, as llama-server and DeepSeek's API return them.
+    var reasoning_content: String?
 
     func message() throws -> ChatMessage {
+        var message = try text()
+        message.reasoning = reasoning_content
+        return message
+    }
+
+    private func text() throws -> ChatMessage {
         let role = try ServerError.role(role)
         switch content {
         case .string(let text)?:
@@ -77,6 +85,9 @@ struct ChatCompletionRequest: Decodable, Sendable {
     var logprobs: Bool?
     var top_logprobs: Int?
     var response_format: ResponseFormatField?
+    /// Variables for the chat template, as llama-server takes them; Hearth reads
+    /// `enable_thinking`.
+    var chat_template_kwargs: [String: JSONValue]?
     var sampling: OpenAISampling
 
     struct StreamOptions: Decodable, Sendable { var include_usage: Bool? }
@@ -84,6 +95,7 @@ struct ChatCompletionRequest: Decodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case model, messages, stream, stream_options, max_tokens, max_completion_tokens, logprobs, top_logprobs, response_format
+        case chat_template_kwargs
     }
 
     init(from decoder: any Decoder) throws {
@@ -97,7 +109,23 @@ struct ChatCompletionRequest: Decodable, Sendable {
         logprobs = try container.decodeIfPresent(Bool.self, forKey: .logprobs)
         top_logprobs = try container.decodeIfPresent(Int.self, forKey: .top_logprobs)
         response_format = try container.decodeIfPresent(ResponseFormatField.self, forKey: .response_format)
+        chat_template_kwargs = try container.decodeIfPresent([String: JSONValue].self, forKey: .chat_template_kwargs)
         sampling = try OpenAISampling(from: decoder)
+    }
+
+    /// `chat_template_kwargs.enable_thinking`, when the request sets it.
+    func enableThinking() throws -> Bool? {
+        guard let kwargs = chat_template_kwargs else { return nil }
+        if let unknown = kwargs.keys.sorted().first(where: { $0 != "enable_thinking" }) {
+            throw ServerError.badRequest("chat_template_kwargs.\(unknown) is not supported; Hearth passes enable_thinking to the template.",
+                                         param: "chat_template_kwargs")
+        }
+        switch kwargs["enable_thinking"] {
+        case nil, .null?: return nil
+        case .bool(let value)?: return value
+        default:
+            throw ServerError.badRequest("chat_template_kwargs.enable_thinking must be true or false.", param: "chat_template_kwargs")
+        }
     }
 }
 
@@ -140,8 +168,11 @@ struct OpenAIUsage: Encodable, Sendable {
     var completion_tokens: Int
     var total_tokens: Int
     var prompt_tokens_details: Details?
+    /// Only for an answer with thoughts.
+    var completion_tokens_details: CompletionDetails?
 
     struct Details: Encodable, Sendable { var cached_tokens: Int }
+    struct CompletionDetails: Encodable, Sendable { var reasoning_tokens: Int }
 
     init(_ stats: GenerationStatistics?) {
         let stats = stats ?? GenerationStatistics()
@@ -149,6 +180,7 @@ struct OpenAIUsage: Encodable, Sendable {
         completion_tokens = stats.completionTokens
         total_tokens = stats.promptTokens + stats.completionTokens
         prompt_tokens_details = Details(cached_tokens: stats.cachedPromptTokens)
+        if stats.reasoningTokens > 0 { completion_tokens_details = CompletionDetails(reasoning_tokens: stats.reasoningTokens) }
     }
 }
 
@@ -197,6 +229,8 @@ struct ChatCompletion: Encodable, Sendable {
     struct Message: Encodable, Sendable {
         var role = "assistant"
         var content: String
+        /// A reasoning model's thoughts; left out when there are none.
+        var reasoning_content: String?
     }
 }
 
@@ -219,6 +253,20 @@ struct ChatCompletionChunk: Encodable, Sendable {
     struct Delta: Encodable, Sendable {
         var role: String?
         var content: String?
+        var reasoning_content: String?
+
+        /// The delta of a chunk: its thoughts and its answer text, each only when present (the
+        /// answer's text also when a chunk has nothing else, as before thoughts existed).
+        init(role: String? = nil, content: String? = nil, reasoning_content: String? = nil) {
+            self.role = role
+            self.content = content
+            self.reasoning_content = reasoning_content
+        }
+
+        init(_ chunk: GenerationChunk) {
+            reasoning_content = chunk.reasoning.isEmpty ? nil : chunk.reasoning
+            content = chunk.text.isEmpty && reasoning_content != nil ? nil : chunk.text
+        }
     }
 }
 
@@ -306,6 +354,7 @@ extension HearthService {
         let body = try await request.decodeJSON(ChatCompletionRequest.self, limit: configuration.maxBodyBytes)
         guard !body.messages.isEmpty else { throw ServerError.badRequest("messages must not be empty.", param: "messages") }
         var options = try body.sampling.options(maxTokens: body.max_completion_tokens ?? body.max_tokens)
+        options.thinking = try body.enableThinking()
         options.logprobs = body.logprobs ?? false
         options.topLogprobs = body.top_logprobs ?? 0
         if let format = body.response_format?.type {
@@ -331,7 +380,8 @@ extension HearthService {
             }) : nil
             return try JSONBody.response(ChatCompletion(
                 id: id, created: created, model: name,
-                choices: [.init(message: .init(content: response.text), logprobs: logprobs, finish_reason: response.finishReason.apiName)],
+                choices: [.init(message: .init(content: response.text, reasoning_content: response.reasoning.isEmpty ? nil : response.reasoning),
+                                logprobs: logprobs, finish_reason: response.finishReason.apiName)],
                 usage: OpenAIUsage(response.statistics)))
         }
         let includeUsage = body.stream_options?.include_usage ?? false
@@ -346,15 +396,15 @@ extension HearthService {
             do {
                 while let chunk = try await generation.next() {
                     if let reason = chunk.finishReason {
-                        if !chunk.text.isEmpty { try await send(.init(delta: .init(content: chunk.text))) }
+                        if !chunk.text.isEmpty || !chunk.reasoning.isEmpty { try await send(.init(delta: .init(chunk))) }
                         try await send(.init(delta: .init(), finish_reason: reason.apiName))
                         if includeUsage { try await send(nil, usage: OpenAIUsage(chunk.statistics)) }
-                    } else if !chunk.text.isEmpty || chunk.logprob != nil {
+                    } else if !chunk.text.isEmpty || !chunk.reasoning.isEmpty || chunk.logprob != nil {
                         let logprobs = chunk.logprob.map { logprob in
                             ChatLogprobs(content: [OpenAITokenLogprob(token: chunk.token ?? 0, logprob: logprob, top: chunk.topLogprobs,
                                                                       tokenizer: tokenizer)])
                         }
-                        try await send(.init(delta: .init(content: chunk.text), logprobs: logprobs))
+                        try await send(.init(delta: .init(chunk), logprobs: logprobs))
                     }
                 }
             } catch let error where !(error is CancellationError) {

@@ -36,6 +36,8 @@ struct WireMessage: Encodable, Sendable {
     var created_at: Int
     var completion_tokens: Int?
     var tokens_per_second: Double?
+    /// A reasoning model's thoughts; left out for other answers.
+    var reasoning: String?
 
     init(_ message: StoredMessage) {
         id = message.id
@@ -45,12 +47,14 @@ struct WireMessage: Encodable, Sendable {
         created_at = Int(message.createdAt.timeIntervalSince1970)
         completion_tokens = message.completionTokens
         tokens_per_second = message.tokensPerSecond
+        reasoning = message.reasoning
     }
 }
 
 /// One event of a thread's streamed answer.
 struct ThreadEvent: Encodable, Sendable {
-    /// message (the stored question), delta (text), done (the stored answer), error.
+    /// message (the stored question), delta (text of the answer), reasoning (text of a reasoning
+    /// model's thoughts), done (the stored answer), error.
     var type: String
     var message: WireMessage?
     var content: String?
@@ -188,7 +192,7 @@ extension HearthService {
         if let system = thread.systemPrompt, !system.isEmpty { conversation.append(ChatMessage(role: .system, content: system)) }
         for message in try await store.messages(threadID: threadID) {
             guard let role = ChatMessage.Role(rawValue: message.role) else { continue }
-            conversation.append(ChatMessage(role: role, content: message.content))
+            conversation.append(ChatMessage(role: role, content: message.content, reasoning: message.reasoning))
         }
         let options = GenerationOptions.preset(named: thread.preset ?? "balanced") ?? .balanced
         let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: thread.model, prompt: .chat(conversation),
@@ -202,6 +206,9 @@ extension HearthService {
             do {
                 while let chunk = try await generation.next() {
                     answer.append(chunk)
+                    if !chunk.reasoning.isEmpty {
+                        try await writer.write(events.frame(ThreadEvent(type: "reasoning", content: chunk.reasoning)))
+                    }
                     if !chunk.text.isEmpty { try await writer.write(events.frame(ThreadEvent(type: "delta", content: chunk.text))) }
                 }
                 guard answer.finishReason == .stop || answer.finishReason == .length else { return }
@@ -209,7 +216,8 @@ extension HearthService {
                 // Stored apart from this request, so a client leaving now does not undo it.
                 let stored = try await Task.detached {
                     try await store.appendMessage(threadID: threadID, role: "assistant", content: answer.text,
-                                                  completionTokens: stats?.completionTokens, tokensPerSecond: stats?.tokensPerSecond)
+                                                  completionTokens: stats?.completionTokens, tokensPerSecond: stats?.tokensPerSecond,
+                                                  reasoning: answer.reasoning.isEmpty ? nil : answer.reasoning)
                 }.value
                 try await writer.write(events.frame(ThreadEvent(type: "done", message: WireMessage(stored))))
             } catch let error where !(error is CancellationError) {

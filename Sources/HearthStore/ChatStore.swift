@@ -153,7 +153,8 @@ public final class ChatStore: Sendable {
     /// `role` must be "system", "user" or "assistant"; the statistics, when given, must not be
     /// negative (nor, for the speed, infinite or NaN).
     public func appendMessage(threadID: String, role: String, content: String,
-                              completionTokens: Int? = nil, tokensPerSecond: Double? = nil) async throws -> StoredMessage {
+                              completionTokens: Int? = nil, tokensPerSecond: Double? = nil,
+                              reasoning: String? = nil) async throws -> StoredMessage {
         let role = try StoreValidation.role(role)
         try StoreValidation.statistics(completionTokens: completionTokens, tokensPerSecond: tokensPerSecond)
         return try await write { db in
@@ -161,13 +162,13 @@ public final class ChatStore: Sendable {
             try Self.touch(db, id: threadID, at: now)
             try db.execute(
                 sql: """
-                    INSERT INTO message (threadID, role, content, createdAt, completionTokens, tokensPerSecond)
-                    VALUES (?, ?, \(StoredText.placeholder), ?, ?, ?)
+                    INSERT INTO message (threadID, role, content, createdAt, completionTokens, tokensPerSecond, reasoning)
+                    VALUES (?, ?, \(StoredText.placeholder), ?, ?, ?, \(StoredText.placeholder))
                     """,
                 arguments: [threadID, role, StoredText.bind(content), StoredDate.milliseconds(now), completionTokens,
-                            tokensPerSecond])
+                            tokensPerSecond, StoredText.bind(reasoning)])
             return StoredMessage(id: db.lastInsertedRowID, threadID: threadID, role: role, content: content, createdAt: now,
-                                 completionTokens: completionTokens, tokensPerSecond: tokensPerSecond)
+                                 completionTokens: completionTokens, tokensPerSecond: tokensPerSecond, reasoning: reasoning)
         }
     }
 

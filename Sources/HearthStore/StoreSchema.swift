@@ -60,6 +60,10 @@ enum StoreSchema {
                 INSERT INTO counter (name, value) VALUES ('\(threadNumberCounter)', 0);
                 """)
         }
+        // The thoughts of a reasoning model's answer, kept beside the answer (NULL for others).
+        migrator.registerMigration("v2 the thoughts before an answer") { db in
+            try db.execute(sql: "ALTER TABLE message ADD COLUMN reasoning TEXT")
+        }
         return migrator
     }
 
@@ -162,7 +166,7 @@ extension ChatThread {
 extension StoredMessage {
     /// The columns `init(row:)` reads, in a form to put after SELECT.
     static let columns = ["id", "threadID", "role", StoredText.select("content"), "createdAt", "completionTokens",
-                          "tokensPerSecond"].joined(separator: ", ")
+                          "tokensPerSecond", StoredText.select("reasoning")].joined(separator: ", ")
 
     /// Throws rather than traps on a value of the wrong type, as `ChatThread.init(row:)` does.
     init(row: Row) throws {
@@ -171,6 +175,6 @@ extension StoredMessage {
             role: try row.decode(forColumn: "role"), content: try StoredText.decodeRequired(row, "content"),
             createdAt: StoredDate.date(milliseconds: try row.decode(forColumn: "createdAt")),
             completionTokens: try row.decode(forColumn: "completionTokens"),
-            tokensPerSecond: try row.decode(forColumn: "tokensPerSecond"))
+            tokensPerSecond: try row.decode(forColumn: "tokensPerSecond"), reasoning: try StoredText.decode(row, "reasoning"))
     }
 }

@@ -17,13 +17,15 @@ public struct StoredMessage: Codable, Sendable, Equatable, Identifiable {
     public var completionTokens: Int?
     /// For assistant messages: how fast they came.
     public var tokensPerSecond: Double?
+    /// For a reasoning model's answer: the thoughts before it.
+    public var reasoning: String?
 
     /// The roles a message may have.
     public static let roles: [String] = ["system", "user", "assistant"]
 
     /// A message with the given values; the store makes these, this is for callers' own tests.
     public init(id: Int64, threadID: String, role: String, content: String, createdAt: Date,
-                completionTokens: Int? = nil, tokensPerSecond: Double? = nil) {
+                completionTokens: Int? = nil, tokensPerSecond: Double? = nil, reasoning: String? = nil) {
         self.id = id
         self.threadID = threadID
         self.role = role
@@ -31,5 +33,6 @@ public struct StoredMessage: Codable, Sendable, Equatable, Identifiable {
         self.createdAt = createdAt
         self.completionTokens = completionTokens
         self.tokensPerSecond = tokensPerSecond
+        self.reasoning = reasoning
     }
 }

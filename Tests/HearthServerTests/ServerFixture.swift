@@ -16,7 +16,8 @@ final class ServerFixture: @unchecked Sendable {
     let configuration: ServerConfiguration
 
     init(parallel: Int = 4, queueLimit: Int = 32, apiKey: String? = nil, maxBodyBytes: Int = 1 << 20,
-         keepAliveSeconds: Double? = 300, hubEndpoint: URL? = nil, contextLength: Int? = nil) async throws {
+         keepAliveSeconds: Double? = 300, hubEndpoint: URL? = nil, contextLength: Int? = nil,
+         moreModels: (TemporaryDirectory) throws -> [String: URL] = { _ in [:] }) async throws {
         directory = try TemporaryDirectory()
         var configuration = ServerConfiguration(databasePath: directory.file("hearth.sqlite").path)
         configuration.port = 0
@@ -28,7 +29,7 @@ final class ServerFixture: @unchecked Sendable {
         configuration.models = [
             "smollm2": try TestFiles.modelURL(TestFiles.smolLM2),
             "all-minilm": try TestFiles.modelURL("all-MiniLM-L6-v2"),
-        ]
+        ].merging(try moreModels(directory)) { first, _ in first }
         configuration.defaultModel = "smollm2"
         var hub = HubEnvironment(environment: [:])
         hub.cacheDirectory = directory.file("hub")

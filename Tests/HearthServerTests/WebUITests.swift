@@ -72,4 +72,11 @@ struct WebUITests {
         defer { Task { await server.stop() } }
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("api-key"), ["--api-key", key])
     }
+
+    @Test("a reasoning model: its thoughts stream into a folded block above the answer")
+    func thoughts() async throws {
+        let server = try await ServerFixture { directory in ["smollm2-thinking": try ReasoningModels.smolLM2(in: directory.url)] }
+        defer { Task { await server.stop() } }
+        try await Browser.run(server, screenshots: try Browser.screenshotFolder("thoughts"), ["--thoughts", "smollm2-thinking"])
+    }
 }

@@ -2,10 +2,11 @@
 """Drives Hearth's web chat in headless Chromium against a running `hearth serve`, and checks
 each step both on the page and through the server's API.
 
-    web_ui_test.py BASE_URL SCREENSHOT_DIR [--pull NAME] [--api-key KEY]
+    web_ui_test.py BASE_URL SCREENSHOT_DIR [--pull NAME] [--api-key KEY] [--thoughts MODEL]
 
 --pull NAME also pulls NAME from the Models page and deletes it again (the server must reach a
-Hub that has it). --api-key KEY runs the API key checks instead of the chat ones.
+Hub that has it). --api-key KEY runs the API key checks instead of the chat ones, --thoughts
+MODEL the checks of a reasoning model's folded thoughts.
 
 Exits 0 when every check passes; otherwise prints what failed, saves failure.png and the
 browser's console, and exits 1. Every step saves a PNG in SCREENSHOT_DIR.
@@ -460,12 +461,65 @@ def api_key_checks(page, server, key):
     page.shot("key-accepted")
 
 
+def thoughts_checks(page, server, model):
+    page.open()
+    page.log("a chat with a reasoning model")
+    page.click("new-thread")
+    page.wait(lambda d: re.fullmatch(r"Chat \d+", page.title()), "the header to show 'Chat N'")
+    thread_id = server.threads()[0]["id"]
+    page.click("open-settings")
+    page.wait(lambda d: page.visible("settings-dialog"), "the settings dialog")
+    page.find("settings-preset").find_element(By.CSS_SELECTOR, "option[value='precise']").click()
+    page.find("settings-model").find_element(By.CSS_SELECTOR, f"option[value='{model}']").click()
+    page.click("settings-save")
+    page.wait(lambda d: not page.visible("settings-dialog"), "the settings dialog to close")
+    check(server.thread(thread_id)["model"] == model, "the thread should use the reasoning model")
+
+    page.log("its thoughts stream into a folded block above the answer")
+    send(page, "Name a vegetable.")
+    answer = page.wait(lambda d: page.done_answer(), "the answer to complete", timeout=ANSWER_TIMEOUT)
+    page.shot("thoughts-folded")
+    stored = server.messages(thread_id)
+    check([m["role"] for m in stored] == ["user", "assistant"], f"the server should store a question and an answer: {stored}")
+    thoughts = page.find("thoughts", answer)
+    bubble = page.find("bubble", answer)
+    check(thoughts.tag_name == "details" and thoughts.get_attribute("open") is None, "the thoughts should be a folded <details>")
+    check(page.driver.execute_script("return arguments[0].compareDocumentPosition(arguments[1]) & 4", thoughts, bubble) == 4,
+          "the thoughts should come before the answer")
+    thought_text = page.find("thoughts-text", thoughts).get_attribute("textContent")
+    check(thought_text.strip() != "", "the thoughts should have text")
+    check(page.text(page.find("thoughts-summary", thoughts)) == "Thoughts" and thoughts.get_attribute("data-state") == "done",
+          "the summary should say the thoughts are complete")
+    check(page.text(bubble) == stored[1]["content"],
+          f"the answer should equal the stored one:\npage:   {page.text(bubble)!r}\nserver: {stored[1]['content']!r}")
+    for text in (thought_text, page.text(bubble)):
+        check("<think>" not in text and "</think>" not in text, f"no tag should show: {text!r}")
+
+    page.log("unfold them")
+    page.click("thoughts-summary", thoughts)
+    page.wait(lambda d: thoughts.get_attribute("open") is not None and page.find("thoughts-text", thoughts).is_displayed(),
+              "the thoughts to unfold")
+    check(page.text(page.find("thoughts-text", thoughts)) == thought_text.strip(), "the unfolded thoughts should show their text")
+    page.shot("thoughts-open")
+
+    page.log("the thoughts are stored with the answer and come back folded after a reload")
+    check(stored[1].get("reasoning") == thought_text, f"the server should store the thoughts as streamed: {stored[1]}")
+    page.driver.refresh()
+    answer = page.wait(lambda d: page.done_answer(), "the stored answer after a reload")
+    thoughts = page.find("thoughts", answer)
+    check(thoughts.get_attribute("open") is None and page.find("thoughts-text", thoughts).get_attribute("textContent") == thought_text,
+          "the stored thoughts should show folded above the answer")
+    check(page.text(page.find("bubble", answer)) == stored[1]["content"], "the stored answer should show after a reload")
+    page.shot("thoughts-reloaded")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("base")
     parser.add_argument("screenshots")
     parser.add_argument("--pull")
     parser.add_argument("--api-key")
+    parser.add_argument("--thoughts")
     arguments = parser.parse_args()
     os.makedirs(arguments.screenshots, exist_ok=True)
     # A test runner that gives up sends SIGTERM: close the browser rather than leave it behind.
@@ -475,6 +529,8 @@ def main():
     try:
         if arguments.api_key:
             api_key_checks(page, Server(arguments.base, arguments.api_key), arguments.api_key)
+        elif arguments.thoughts:
+            thoughts_checks(page, Server(arguments.base), arguments.thoughts)
         else:
             chat_checks(page, Server(arguments.base), arguments.pull)
         page.log(f"all checks passed; {page.shots} screenshots in {arguments.screenshots}")

@@ -21,7 +21,7 @@ struct FileTests {
         #expect(try file.inspect { try String.fetchOne($0, sql: "PRAGMA journal_mode") } == "wal")
         #expect(try file.inspect { try Int.fetchOne($0, sql: "PRAGMA application_id") } == 0x4852_5448)
         #expect(try file.inspect { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }
-            == ["v1 threads, messages and the thread counter"])
+            == ["v1 threads, messages and the thread counter", "v2 the thoughts before an answer"])
         #expect(try file.integrityCheck() == ["ok"])
     }
 

@@ -31,6 +31,23 @@ struct MessageTests {
         #expect(try await store.messages(threadID: other.id).count == 20)
     }
 
+    @Test("a reasoning model's thoughts are kept beside its answer, byte for byte; other messages have none")
+    func reasoning() async throws {
+        let file = try StoreFile()
+        defer { withExtendedLifetime(file) {} }
+        let store = try file.open()
+        let thread = try await store.createThread()
+        let question = try await store.appendMessage(threadID: thread.id, role: "user", content: "Name a vegetable.")
+        let thoughts = "The user wants a vegetable.\nCarrots 🥕 are common.\u{0}"
+        let answer = try await store.appendMessage(threadID: thread.id, role: "assistant", content: "A carrot.",
+                                                   completionTokens: 12, tokensPerSecond: 3, reasoning: thoughts)
+        let stored = try await store.messages(threadID: thread.id)
+        #expect(stored == [question, answer])
+        #expect(stored[0].reasoning == nil)
+        #expect(stored[1].reasoning == thoughts)
+        #expect(try await store.deleteLastAssistantMessage(threadID: thread.id)?.reasoning == thoughts)
+    }
+
     @Test("text comes back byte for byte: Unicode, newlines, NUL characters, long messages", arguments: [
         "", "plain", "line one\nline two\r\n\ttabbed", "emoji 👩🏽‍💻 and accents é ü", "a\u{0}b\u{0}",
         "'; DROP TABLE message; --", String(repeating: "long text ", count: 50_000),

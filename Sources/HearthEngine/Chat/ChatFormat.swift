@@ -10,13 +10,17 @@ public struct ChatMessage: Sendable, Equatable, Codable {
 
     /// Who wrote it.
     public var role: Role
-    /// What it says.
+    /// What it says: for an answer of a reasoning model, the answer without its thoughts.
     public var content: String
+    /// The thoughts before an assistant's answer, if it had any. A template that asks for them
+    /// (`reasoning_content`) gets them; to others they are not shown.
+    public var reasoning: String?
 
     /// A message from `role`.
-    public init(role: Role, content: String) {
+    public init(role: Role, content: String, reasoning: String? = nil) {
         self.role = role
         self.content = content
+        self.reasoning = reasoning
     }
 }
 
@@ -31,6 +35,11 @@ public struct ChatFormat: Sendable {
     private let bosText: String
     private let eosText: String
     private let tokenizerAddsBOS: Bool
+    /// Whether the model reasons in `<think>…</think>` before answering: its template mentions
+    /// `<think>` or `enable_thinking`, or its vocabulary has `<think>` and `</think>` tokens.
+    public let thinks: Bool
+    /// Whether the template shows an earlier answer's thoughts (`reasoning_content`).
+    public let showsReasoning: Bool
 
     /// The chat format of the model in `gguf`.
     public init(gguf: GGUFFile) throws {
@@ -55,6 +64,10 @@ public struct ChatFormat: Sendable {
         bosText = text("tokenizer.ggml.bos_token_id")
         eosText = text("tokenizer.ggml.eos_token_id")
         tokenizerAddsBOS = gguf.bool("tokenizer.ggml.add_bos_token") ?? false
+        let source = template.source
+        thinks = source.contains(ReasoningSplitter.openingTag) || source.contains("enable_thinking")
+            || (tokens.contains(ReasoningSplitter.openingTag) && tokens.contains(ReasoningSplitter.closingTag))
+        showsReasoning = source.contains("reasoning_content")
     }
 
     /// The prompt text for `messages`, ending where the assistant's answer starts. `system`
@@ -64,14 +77,34 @@ public struct ChatFormat: Sendable {
     ///
     /// When the tokenizer adds BOS itself, a BOS the template writes at the start is dropped,
     /// as llama.cpp does, so the prompt does not begin with two.
-    public func render(_ messages: [ChatMessage], system: String? = nil) throws -> String {
+    ///
+    /// `enableThinking` (when given) is the template's `enable_thinking`: false asks a
+    /// reasoning model to answer without thoughts. An assistant message's `reasoning` is
+    /// passed as `reasoning_content` only to a template that reads it.
+    public func render(_ messages: [ChatMessage], system: String? = nil, enableThinking: Bool? = nil) throws -> String {
         var all = messages
         if let system { all.insert(ChatMessage(role: .system, content: system), at: 0) }
-        let values = all.map { message -> TemplateObject in ["role": .string(message.role.rawValue), "content": .string(message.content)] }
-        var text = try template.render(messages: values, addGenerationPrompt: true, bosToken: bosText, eosToken: eosText)
+        let values = all.map { message -> TemplateObject in
+            var object: TemplateObject = ["role": .string(message.role.rawValue), "content": .string(message.content)]
+            if showsReasoning, message.role == .assistant, let reasoning = message.reasoning, !reasoning.isEmpty {
+                object["reasoning_content"] = .string(reasoning)
+            }
+            return object
+        }
+        let extra: [String: TemplateValue] = enableThinking.map { ["enable_thinking": .bool($0)] } ?? [:]
+        var text = try template.render(messages: values, addGenerationPrompt: true, bosToken: bosText, eosToken: eosText,
+                                       extra: extra)
         if tokenizerAddsBOS, !bosText.isEmpty, text.hasPrefix(bosText) {
             text.removeFirst(bosText.count)
         }
         return text
+    }
+
+    /// Whether `prompt` leaves the answer inside the thoughts: its generation prompt opened
+    /// `<think>` (QwQ, DeepSeek R1), so the output starts with thoughts and no tag.
+    public static func opensThoughts(_ prompt: String) -> Bool {
+        var scalars = prompt.unicodeScalars
+        while let last = scalars.last, [" ", "\n", "\r", "\t"].contains(last) { scalars.removeLast() }
+        return String(scalars).hasSuffix(ReasoningSplitter.openingTag)
     }
 }

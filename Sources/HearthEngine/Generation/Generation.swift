@@ -29,6 +29,9 @@ public struct GenerationStatistics: Sendable, Equatable, Codable {
     public var generationSeconds: Double = 0
     /// Seconds from the start to the first generated token.
     public var timeToFirstToken: Double = 0
+    /// Of the completion tokens, those of a reasoning model's thoughts (`<think>…</think>` and
+    /// the tags).
+    public var reasoningTokens = 0
 
     /// Prompt tokens that were evaluated (not taken from the cache).
     public var evaluatedPromptTokens: Int { promptTokens - cachedPromptTokens }
@@ -43,13 +46,34 @@ public struct GenerationStatistics: Sendable, Equatable, Codable {
 
     /// Zero counts and times.
     public init() {}
+
+    private enum CodingKeys: String, CodingKey {
+        case promptTokens, cachedPromptTokens, completionTokens, promptSeconds, generationSeconds, timeToFirstToken, reasoningTokens
+    }
+
+    /// Decodes statistics; a missing `reasoningTokens` is 0, as statistics written before it
+    /// existed mean.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        promptTokens = try c.decode(Int.self, forKey: .promptTokens)
+        cachedPromptTokens = try c.decode(Int.self, forKey: .cachedPromptTokens)
+        completionTokens = try c.decode(Int.self, forKey: .completionTokens)
+        promptSeconds = try c.decode(Double.self, forKey: .promptSeconds)
+        generationSeconds = try c.decode(Double.self, forKey: .generationSeconds)
+        timeToFirstToken = try c.decode(Double.self, forKey: .timeToFirstToken)
+        reasoningTokens = try c.decodeIfPresent(Int.self, forKey: .reasoningTokens) ?? 0
+    }
 }
 
 /// A piece of generated output.
 public struct GenerationChunk: Sendable {
     /// Text completed by this token. It may be empty: while a character is split across tokens,
-    /// or while the text might still be the start of a stop sequence.
+    /// or while the text might still be the start of a stop sequence. For a reasoning model's
+    /// chat, only the answer: its thoughts are in `reasoning`.
     public var text: String
+    /// Thoughts completed by this token, for a model that reasons in `<think>…</think>` before
+    /// answering (empty otherwise). The tags are not part of it.
+    public var reasoning = ""
     /// The token, or nil on a final chunk that only carries the finish reason.
     public var token: Int32?
     /// The token's log-probability, when asked for.
@@ -62,9 +86,10 @@ public struct GenerationChunk: Sendable {
     public var statistics: GenerationStatistics?
 
     /// A chunk with the given parts.
-    public init(text: String, token: Int32? = nil, logprob: Float? = nil, topLogprobs: [TokenLogprob] = [],
+    public init(text: String, reasoning: String = "", token: Int32? = nil, logprob: Float? = nil, topLogprobs: [TokenLogprob] = [],
                 finishReason: FinishReason? = nil, statistics: GenerationStatistics? = nil) {
         self.text = text
+        self.reasoning = reasoning
         self.token = token
         self.logprob = logprob
         self.topLogprobs = topLogprobs

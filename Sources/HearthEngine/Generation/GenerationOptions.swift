@@ -35,23 +35,31 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
     /// Ask for JSON in the prompt as well: held to JSON without being asked for it, a small model
     /// may answer `{}` or keep adding to the object until `maxTokens`.
     public var format: OutputFormat = .text
+    /// Whether a reasoning model thinks before answering, in a chat: the chat template's
+    /// `enable_thinking`. nil leaves it to the template (thinking, for the templates that ask);
+    /// false asks for an answer without thoughts. A model whose prompt opens the thoughts
+    /// regardless still has them separated from the answer.
+    public var thinking: Bool?
 
     /// Options with the given parts; by default the `.balanced` sampling chain.
     public init(sampling: SamplingOptions = GenerationOptions.balancedSampling, maxTokens: Int? = nil,
-                stop: [String] = [], logprobs: Bool = false, topLogprobs: Int = 0, format: OutputFormat = .text) {
+                stop: [String] = [], logprobs: Bool = false, topLogprobs: Int = 0, format: OutputFormat = .text,
+                thinking: Bool? = nil) {
         self.sampling = sampling
         self.maxTokens = maxTokens
         self.stop = stop
         self.logprobs = logprobs
         self.topLogprobs = topLogprobs
         self.format = format
+        self.thinking = thinking
     }
 
     private enum CodingKeys: String, CodingKey {
-        case sampling, maxTokens, stop, logprobs, topLogprobs, format
+        case sampling, maxTokens, stop, logprobs, topLogprobs, format, thinking
     }
 
-    /// Decodes options; a missing `format` is `.text`, as options stored before it existed mean.
+    /// Decodes options; a missing `format` is `.text` and a missing `thinking` nil, as options
+    /// stored before they existed mean.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(sampling: try c.decode(SamplingOptions.self, forKey: .sampling),
@@ -59,7 +67,8 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
                   stop: try c.decode([String].self, forKey: .stop),
                   logprobs: try c.decode(Bool.self, forKey: .logprobs),
                   topLogprobs: try c.decode(Int.self, forKey: .topLogprobs),
-                  format: try c.decodeIfPresent(OutputFormat.self, forKey: .format) ?? .text)
+                  format: try c.decodeIfPresent(OutputFormat.self, forKey: .format) ?? .text,
+                  thinking: try c.decodeIfPresent(Bool.self, forKey: .thinking))
     }
 
     /// The sampling temperature (0: always the most likely token).

@@ -335,8 +335,34 @@ function messageElement(role, text) {
   return item;
 }
 
+// A reasoning model's thoughts, folded above its answer; the summary says whether they are
+// still coming.
+function thoughtsElement() {
+  const details = element("details", { className: "thoughts" });
+  details.dataset.testid = "thoughts";
+  details.dataset.state = "thinking";
+  const summary = element("summary", { text: "Thinking…" });
+  summary.dataset.testid = "thoughts-summary";
+  const text = element("div", { className: "thoughts-text muted small" });
+  text.dataset.testid = "thoughts-text";
+  details.append(summary, text);
+  return details;
+}
+
+function finishThoughts(details) {
+  if (!details || details.dataset.state === "done") return;
+  details.dataset.state = "done";
+  details.querySelector("summary").textContent = "Thoughts";
+}
+
 function storedMessageElement(message) {
   const item = messageElement(message.role, message.content);
+  if (message.reasoning) {
+    const thoughts = thoughtsElement();
+    thoughts.querySelector(".thoughts-text").textContent = message.reasoning;
+    finishThoughts(thoughts);
+    item.insertBefore(thoughts, item.querySelector(".bubble"));
+  }
   item.dataset.messageId = message.id;
   item.dataset.state = "done";
   if (message.role === "assistant") addStatistics(item, message);
@@ -425,6 +451,7 @@ async function streamAnswer(threadId, path, body, question, text) {
   answer.dataset.state = "streaming";
   answer.classList.add("streaming");
   const bubble = answer.querySelector(".bubble");
+  let thoughts = null;
   $("message-list").append(answer);
   updateChatControls();
   scrollToEnd(true);
@@ -438,10 +465,19 @@ async function streamAnswer(threadId, path, body, question, text) {
         question.dataset.messageId = event.message.id;
         question.dataset.state = "done";
         state.messages.push(event.message);
+      } else if (event.type === "reasoning") {
+        if (!thoughts) {
+          thoughts = thoughtsElement();
+          answer.insertBefore(thoughts, bubble);
+        }
+        thoughts.querySelector(".thoughts-text").textContent += event.content;
+        scrollToEnd(false);
       } else if (event.type === "delta") {
+        finishThoughts(thoughts);
         bubble.textContent += event.content;
         scrollToEnd(false);
       } else if (event.type === "done") {
+        finishThoughts(thoughts);
         answer.dataset.messageId = event.message.id;
         answer.dataset.state = "done";
         answer.classList.remove("streaming");
