@@ -17,6 +17,9 @@ public final class LocalModel: LanguageModel {
     public let contextLength: Int
     /// The model's chat format, or nil for a model with no template and no known family.
     public let chatFormat: ChatFormat?
+    /// The sampling its authors recommend (its file's `general.sampling.*` keys, its family's
+    /// published defaults), used wherever the balanced preset is asked for untouched.
+    public let recommendedSampling: RecommendedSampling?
 
     /// Runs the generations of every context of this model in shared passes.
     let generator: BatchedGenerator
@@ -60,6 +63,7 @@ public final class LocalModel: LanguageModel {
         generator = try BatchedGenerator(model: engine, maxRunning: batchedGenerations)
         self.name = name ?? path
         self.contextLength = length
+        recommendedSampling = RecommendedSampling.read(engine.gguf)
         do {
             chatFormat = try ChatFormat(gguf: engine.gguf)
         } catch HearthError.unsupportedModel {
@@ -168,6 +172,7 @@ final class LocalContext: GenerationContext, @unchecked Sendable {
     func stream(_ prompt: Prompt, options: GenerationOptions, overflow: ContextOverflowPolicy)
         -> AsyncThrowingStream<GenerationChunk, any Error> {
         let model = self.model
+        let options = options.applying(model.recommendedSampling)
         let tokens: [Int32], splitter: ReasoningSplitter?, sequence: SequenceState
         do {
             (tokens, splitter) = try model.tokens(for: prompt, options: options, overflow: overflow)

@@ -202,15 +202,15 @@ struct ShowCommand: AsyncParsableCommand {
             if let file = try? hearth.cachedModelFile(name) {
                 details.append(("path", file.path))
                 if let gguf = try? GGUFFile(path: file.path) {
-                    let summary = ModelSummary(gguf)
+                    let summary = ModelSummary.describing(gguf)
                     details.append(("architecture", summary.architecture ?? ""))
+                    if let family = summary.family { details.append(("family", family)) }
                     details.append(("parameters", summary.parameterCount))
                     if let context = summary.contextLength { details.append(("context_length", context)) }
+                    if let source = summary.templateSource { details.append(("template_source", source)) }
+                    if let sampling = summary.recommendedSampling { details.append(("recommended_sampling", sampling)) }
                     details.append(("chat_template", summary.chatTemplate ?? ""))
-                    capabilities.insert("completion")
-                    if summary.hasChatTemplate { capabilities.insert("chat") }
-                    if (try? ChatFormat(gguf: gguf))?.thinks == true { capabilities.insert("thinking") }
-                    if summary.architecture == "bert" { capabilities = ["embedding"] }
+                    capabilities = Set(summary.capabilities ?? [])
                 }
             }
             details.append(("capabilities", capabilities.sorted()))

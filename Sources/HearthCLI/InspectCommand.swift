@@ -19,8 +19,7 @@ struct InspectCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             let gguf = try GGUFFile(path: file)
-            var summary = ModelSummary(gguf)
-            summary.runs = TransformerModel.unsupportedReason(gguf).map { "no: \($0)" } ?? "yes"
+            let summary = ModelSummary.describing(gguf)
             if json {
                 print(try summary.json())
             } else {

@@ -99,6 +99,14 @@ public struct ModelSummary: Sendable, Codable, Equatable {
     /// Whether an engine runs this file: "yes", or why not. Set by the engine, which knows its
     /// families (nil when nobody asked).
     public var runs: String?
+    /// The family the engine runs it as, for people ("Qwen3 mixture of experts"). Set by the engine.
+    public var family: String?
+    /// What it can do: completion, chat, tools, thinking, embedding. Set by the engine.
+    public var capabilities: [String]?
+    /// Where its chat template comes from. Set by the engine.
+    public var templateSource: String?
+    /// The sampling its authors recommend and where that comes from. Set by the engine.
+    public var recommendedSampling: String?
 
     /// Reads the summary from an open file's header.
     public init(_ file: GGUFFile) {
@@ -172,6 +180,10 @@ public struct ModelSummary: Sendable, Codable, Equatable {
         }
         add("architecture", architecture)
         add("runs in Hearth", runs)
+        add("family", family)
+        add("capabilities", capabilities?.joined(separator: ", "))
+        add("template source", templateSource)
+        add("recommended sampling", recommendedSampling)
         add("name", name)
         add("file type", fileType)
         lines.append(("parameters", "\(Self.formatCount(parameterCount)) (\(Self.groupDigits(parameterCount)))"))

@@ -16,19 +16,24 @@ protocol DecoderArchitecture: AnyObject, Sendable {
 /// The families this engine runs, by GGUF `general.architecture`. A new family is one file in
 /// Architectures/ and one line here.
 enum ArchitectureRegistry {
-    static let families: [(name: String, type: any DecoderArchitecture.Type)] = [
-        ("llama", Llama.self),
-        ("qwen2", Qwen2.self),
-        ("qwen3", Qwen3.self),
-        ("qwen3moe", Qwen3MoE.self),
-        ("phi3", Phi3.self),
-        ("gemma2", Gemma2.self),
-        ("gemma3", Gemma3.self),
+    static let families: [(name: String, type: any DecoderArchitecture.Type, title: String)] = [
+        ("llama", Llama.self, "Llama (Llama 2 and 3, SmolLM, Mistral)"),
+        ("qwen2", Qwen2.self, "Qwen2 (Qwen2.5, DeepSeek-R1-Distill-Qwen)"),
+        ("qwen3", Qwen3.self, "Qwen3"),
+        ("qwen3moe", Qwen3MoE.self, "Qwen3 mixture of experts"),
+        ("phi3", Phi3.self, "Phi-3 (Phi-3.5, Phi-4-mini)"),
+        ("gemma2", Gemma2.self, "Gemma 2"),
+        ("gemma3", Gemma3.self, "Gemma 3"),
     ]
 
     /// The type that runs `architecture`, or nil.
     static func family(_ architecture: String) -> (any DecoderArchitecture.Type)? {
         families.first { $0.name == architecture }?.type
+    }
+
+    /// The family's name for people, or nil.
+    static func title(_ architecture: String) -> String? {
+        families.first { $0.name == architecture }?.title
     }
 
     /// Every architecture name this engine runs.

@@ -41,6 +41,9 @@ public struct ChatFormat: Sendable {
     /// Whether the template shows an earlier answer's thoughts (`reasoning_content`).
     public let showsReasoning: Bool
 
+    /// Whether the template writes the tools a model may call (it reads `tools`).
+    public var takesTools: Bool { template.source.contains("tools") }
+
     /// The chat format of the model in `gguf`.
     public init(gguf: GGUFFile) throws {
         if let source = gguf.string("tokenizer.chat_template") {

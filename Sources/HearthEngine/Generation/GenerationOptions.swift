@@ -92,7 +92,9 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
     /// Varied, loose answers: temperature 0.9, top-p 0.95, min-p 0.05, a light presence penalty.
     public static let creative = GenerationOptions(
         sampling: SamplingOptions(temperature: 0.9, topK: 100, topP: 0.95, minP: 0.05, presencePenalty: 0.3))
-    /// The general-purpose default (see `balancedSampling`).
+    /// The general-purpose default (see `balancedSampling`). A local model whose authors
+    /// recommend other sampling (`RecommendedSampling`) uses theirs when given these options
+    /// with the chain untouched (a seed may be set).
     public static let balanced = GenerationOptions()
     /// Focused, factual answers: temperature 0.25, top-k 40, top-p 0.9, min-p 0.1.
     public static let precise = GenerationOptions(
