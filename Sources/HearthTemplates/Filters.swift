@@ -81,7 +81,7 @@ extension Interpreter {
             case .string(let s): return .int(PythonText.length(s))
             case .list(let list), .tuple(let list): return .int(list.count)
             case .dict(let dict): return .int(dict.count)
-            case .range(_, _, let count): return .int(count)
+            case .range(_, _, _, let count): return .int(count)
             case .iterator(let box) where box.isView: return .int(box.items.count)
             default: throw TemplateFailure("object of type '\(value.typeName)' has no len()", at: location)
             }
@@ -120,6 +120,10 @@ extension Interpreter {
             }
             return .string(try Formatting.percent(text(value), .tuple(arguments.positional), at: location))
         case "indent":
+            // jinja2 appends "\n" to the value itself before splitting it into lines.
+            guard case .string = value else {
+                throw TemplateFailure("unsupported operand type(s) for +=: '\(value.typeName)' and 'str'", at: location)
+            }
             let bound = try bind([("width", .int(4)), ("first", .bool(false)), ("blank", .bool(false))])
             let indentation: String
             if case .string(let s) = bound[0] {
@@ -169,9 +173,7 @@ extension Interpreter {
             if let attributeArgument = arguments.keywords.first(where: { $0.name == "attribute" })?.value {
                 let fallback = arguments.keywords.first(where: { $0.name == "default" })?.value
                 return .iterator(IteratorBox(.generator, try list.map { item in
-                    let found = try attributePath(attributeArgument, of: item, at: location)
-                    if found.isUndefined, let fallback { return fallback }
-                    return found
+                    try attributePath(attributeArgument, of: item, default: fallback, at: location)
                 }))
             }
             guard case .string(let filterName) = arguments.positional.first ?? .none else {
@@ -183,11 +185,11 @@ extension Interpreter {
             let bound = try bind([("case_sensitive", .bool(false)), ("attribute", Value.none)])
             let sorted = try sortValues(try items(value), caseSensitive: bound[0].truthy, reverse: false, at: location) { item in
                 if case .none = bound[1] { return item }
-                return (try? self.attributePath(bound[1], of: item, at: location)) ?? .undefined("")
+                return try self.attributePath(bound[1], of: item, at: location)
             }
             return (name == "min" ? sorted.first : sorted.last) ?? .undefined("No aggregated item, sequence was empty.")
         case "pprint":
-            return .string(value.repr)
+            return .string(original.repr(sortingKeys: true))
         case "select", "reject", "selectattr", "rejectattr":
             let byAttribute = name.hasSuffix("attr")
             var positional = arguments.positional
@@ -232,11 +234,16 @@ extension Interpreter {
         case "round":
             let bound = try bind([("precision", .int(0)), ("method", .string("common"))])
             guard let number = value.number else { throw TemplateFailure("round needs a number", at: location) }
-            let scale = Foundation.pow(10, Double(bound[0].integer ?? 0))
+            let precision = bound[0].integer ?? 0
+            let scale = Foundation.pow(10, Double(precision))
             switch bound[1] {
             case .string("common"):
-                // Python's round() keeps an int an int.
-                if case .int = value { return value }
+                // Python's round() keeps an int (or bool) an int, and rounds a float's exact binary value to
+                // the nearest decimal, ties to even, as printf does.
+                if let integer = value.integer { return .int(Self.roundInteger(integer, digits: precision)) }
+                if precision >= 0, precision <= 300, number.isFinite, let rounded = Double(String(format: "%.\(precision)f", number)) {
+                    return .double(rounded)
+                }
                 return .double((number * scale).rounded(.toNearestOrEven) / scale)
             case .string("ceil"): return .double((number * scale).rounded(.up) / scale)
             case .string("floor"): return .double((number * scale).rounded(.down) / scale)
@@ -265,8 +272,14 @@ extension Interpreter {
         case "sort":
             let bound = try bind([("reverse", .bool(false)), ("case_sensitive", .bool(false)), ("attribute", Value.none)])
             return .list(try sortValues(try items(value), caseSensitive: bound[1].truthy, reverse: bound[0].truthy, at: location) { item in
-                if case .none = bound[2] { return item }
-                return (try? self.attributePath(bound[2], of: item, at: location)) ?? .undefined("")
+                guard case .string(let paths) = bound[2], paths.unicodeScalars.contains(",") else {
+                    if case .none = bound[2] { return item }
+                    return try self.attributePath(bound[2], of: item, at: location)
+                }
+                // `attribute="a,b"` sorts by a, then b.
+                return .list(try paths.split(separator: ",", omittingEmptySubsequences: false).map { path in
+                    try self.attributePath(.string(String(path)), of: item, at: location)
+                })
             })
         case "sum":
             let bound = try bind([("attribute", Value.none), ("start", .int(0))])
@@ -302,6 +315,13 @@ extension Interpreter {
             return .string(PythonText.strip(text(value), text(chars)))
         case "truncate":
             let bound = try bind([("length", .int(255)), ("killwords", .bool(false)), ("end", .string("...")), ("leeway", Value.none)])
+            guard case .string = value else {
+                // jinja2 measures other values with len() and returns them as they are when short enough;
+                // cutting one would need string methods it lacks.
+                let count = try applyFilter("length", to: value, arguments: Arguments(), at: location).integer ?? 0
+                guard count > (bound[0].integer ?? 255) + (bound[3].integer ?? 5) else { return original }
+                throw TemplateFailure("'\(value.typeName)' object has no attribute 'rsplit'", at: location)
+            }
             let s = PythonText.scalars(text(value))
             let length = bound[0].integer ?? 255
             let end = text(bound[2])
@@ -320,6 +340,8 @@ extension Interpreter {
                 var key = item
                 if case .none = bound[1] {} else { key = try attributePath(bound[1], of: item, at: location) }
                 if !bound[0].truthy, case .string(let s) = key { key = .string(s.lowercased()) }
+                // jinja2 keeps the keys seen in a set.
+                _ = try DictKey(hashing: key, at: location)
                 if !seen.contains(where: { Value.equal($0, key) }) {
                     seen.append(key)
                     result.append(item)
@@ -333,15 +355,35 @@ extension Interpreter {
         }
     }
 
-    /// An attribute path as `selectattr`, `map` and `sort` take it: `"a.b"`, or an integer index.
-    func attributePath(_ path: Value, of value: Value, at location: SourceLocation) throws -> Value {
-        if let index = path.integer { return try item(.int(index), of: value, at: location) }
+    /// An attribute path as `selectattr`, `map` and `sort` take it: `"a.b"`, or an integer index. A
+    /// part that is missing is `fallback` when one is given; looking further into it fails, as in jinja2.
+    func attributePath(_ path: Value, of value: Value, default fallback: Value? = nil, at location: SourceLocation) throws -> Value {
+        let parts: [Value] = path.integer.map { [.int($0)] }
+            ?? path.text.split(separator: ".", omittingEmptySubsequences: false).map { Int($0).map { .int($0) } ?? .string(String($0)) }
         var current = value
-        for part in path.text.split(separator: ".", omittingEmptySubsequences: false).map(String.init) {
-            if current.isUndefined { return current }
-            current = try item(Int(part).map { .int($0) } ?? .string(part), of: current, at: location)
+        for part in parts {
+            current = try item(part, of: current, at: location)
+            if current.isUndefined, let fallback { current = fallback }
         }
         return current
+    }
+
+    /// Python's `round(n, digits)` for an integer: unchanged for `digits >= 0`, else to a multiple of
+    /// `10 ** -digits`, ties to even.
+    private static func roundInteger(_ n: Int, digits: Int) -> Int {
+        guard digits < 0 else { return n }
+        var unit = 1
+        for _ in 0..<(-digits) {
+            let (next, overflow) = unit.multipliedReportingOverflow(by: 10)
+            if overflow { return 0 }
+            unit = next
+        }
+        var quotient = n / unit
+        var remainder = n % unit
+        if remainder < 0 { quotient -= 1; remainder += unit }
+        if remainder * 2 > unit || (remainder * 2 == unit && quotient % 2 != 0) { quotient += 1 }
+        let (result, overflow) = quotient.multipliedReportingOverflow(by: unit)
+        return overflow ? n : result
     }
 
     /// Sorts as jinja2's `sort`/`dictsort` do: Python ordering, strings case-folded unless case-sensitive.
@@ -350,6 +392,7 @@ extension Interpreter {
     {
         func normalized(_ v: Value) -> Value {
             if !caseSensitive, case .string(let s) = v { return .string(s.lowercased()) }
+            if !caseSensitive, case .list(let parts) = v { return .list(parts.map(normalized)) }
             return v
         }
         let keyed = try values.map { (key: normalized(try key($0)), value: $0) }

@@ -86,7 +86,14 @@ enum Formatting {
             }
             result += text
         }
-        if mapping == nil, used < arguments.count, case .tuple = values {
+        // Python forgives unused arguments only when they come as something subscriptable other than
+        // a tuple or a string (a list, a dict, a range).
+        let forgiving: Bool
+        switch values {
+        case .list, .dict, .range: forgiving = true
+        default: forgiving = false
+        }
+        if !forgiving, used < arguments.count {
             throw TemplateFailure("not all arguments converted during string formatting", at: location)
         }
         return result

@@ -31,7 +31,8 @@ extension Interpreter {
             return false
         case "callable":
             switch value {
-            case .function, .loop: return true
+            // An Undefined has __call__ (which fails), so Python calls it callable.
+            case .undefined, .function, .loop: return true
             default: return false
             }
         case "defined": return !value.isUndefined
@@ -76,8 +77,8 @@ extension Interpreter {
             guard s.unicodeScalars.contains(where: { $0.properties.isCased }) else { return false }
             return name == "lower" ? s == s.lowercased() : s == s.uppercased()
         case "even", "odd":
-            guard let n = value.integer else { throw TemplateFailure("\(name) needs an integer, not \(value.typeName)", at: location) }
-            return (n % 2 == 0) == (name == "even")
+            // jinja2 tests `value % 2`, which floats and even strings (as formatting) answer too.
+            return Value.equal(try binary("%", value, .int(2), at: location), .int(name == "even" ? 0 : 1))
         case "divisibleby":
             guard let n = value.integer, let d = try argument().integer, d != 0 else {
                 throw TemplateFailure("divisibleby needs non-zero integers", at: location)

@@ -19,8 +19,9 @@ enum Value {
     case namespace(Namespace)
     case loop(LoopState)
     case function(Function)
-    /// Python's `range`: computed on demand so `range(n)` costs nothing until iterated.
-    case range(start: Int, step: Int, count: Int)
+    /// Python's `range`: computed on demand so `range(n)` costs nothing until iterated. `stop` is
+    /// kept as given because Python prints it (`range(0, 10, 3)`); `count` is the number of items.
+    case range(start: Int, stop: Int, step: Int, count: Int)
     /// What jinja2's `map`/`select`/`items`… filters return (generators, used up by one pass) and
     /// `dict.items()`/`keys()`/`values()` return (views): iterable, but not lists.
     case iterator(IteratorBox)
@@ -85,6 +86,21 @@ enum DictKey: Hashable {
             }
             self = .tuple(keys)
         default: return nil
+        }
+    }
+
+    /// The key a dict would hash `value` to, or nil for a value that is hashable but can never be a
+    /// key here (an Undefined, a function); lists, dicts and the like are unhashable, as in Python.
+    init?(hashing value: Value, at location: SourceLocation) throws {
+        if let key = DictKey(value) {
+            self = key
+            return
+        }
+        switch value {
+        case .list, .dict, .namespace, .loop, .iterator, .tuple:
+            throw TemplateFailure("unhashable type: '\(value.typeName)'", at: location)
+        default:
+            return nil
         }
     }
 
@@ -225,7 +241,7 @@ extension Value {
         case .string(let s), .markup(let s): return !s.isEmpty
         case .list(let items), .tuple(let items): return !items.isEmpty
         case .dict(let dict): return dict.count > 0
-        case .range(_, _, let count): return count > 0
+        case .range(_, _, _, let count): return count > 0
         case .namespace, .loop, .function: return true
         case .iterator(let box): return box.isView ? !box.items.isEmpty : true
         }
@@ -260,12 +276,15 @@ extension Value {
     }
 
     /// Python's `repr(x)`, as lists and dicts print their items.
-    var repr: String { repr(depth: 0) }
+    var repr: String { repr(depth: 0, sortingKeys: false) }
+
+    /// `repr(x)` with every dict's keys sorted, as `pprint.pformat` writes a value that fits on a line.
+    func repr(sortingKeys: Bool) -> String { repr(depth: 0, sortingKeys: sortingKeys) }
 
     /// Nesting this deep is printed as `...` (Python gives up with RecursionError near 1000 levels).
     private static let maxReprDepth = 500
 
-    private func repr(depth: Int) -> String {
+    private func repr(depth: Int, sortingKeys: Bool) -> String {
         if depth > Value.maxReprDepth { return "..." }
         switch self {
         case .undefined: return "Undefined"
@@ -275,13 +294,20 @@ extension Value {
         case .double(let d): return PythonText.floatRepr(d)
         case .string(let s): return PythonText.stringRepr(s)
         case .markup(let s): return "Markup(" + PythonText.stringRepr(s) + ")"
-        case .list(let items): return "[" + items.map { $0.repr(depth: depth + 1) }.joined(separator: ", ") + "]"
+        case .list(let items): return "[" + items.map { $0.repr(depth: depth + 1, sortingKeys: sortingKeys) }.joined(separator: ", ") + "]"
         case .tuple(let items):
-            return "(" + items.map { $0.repr(depth: depth + 1) }.joined(separator: ", ") + (items.count == 1 ? ",)" : ")")
+            return "(" + items.map { $0.repr(depth: depth + 1, sortingKeys: sortingKeys) }.joined(separator: ", ") + (items.count == 1 ? ",)" : ")")
         case .dict(let dict):
-            return "{" + dict.entries.map { $0.key.value.repr + ": " + $0.value.repr(depth: depth + 1) }.joined(separator: ", ") + "}"
+            var entries = dict.entries
+            if sortingKeys {
+                let location = SourceLocation(line: 0, column: 0)
+                entries.sort { a, b in
+                    (try? pythonLess(a.key.value, b.key.value, at: location)) ?? (a.key.value.typeName < b.key.value.typeName)
+                }
+            }
+            return "{" + entries.map { $0.key.value.repr + ": " + $0.value.repr(depth: depth + 1, sortingKeys: sortingKeys) }.joined(separator: ", ") + "}"
         case .namespace(let namespace):
-            return "<Namespace " + Value.dict(namespace.attributes).repr(depth: depth + 1) + ">"
+            return "<Namespace " + Value.dict(namespace.attributes).repr(depth: depth + 1, sortingKeys: sortingKeys) + ">"
         case .loop: return "<LoopContext>"
         case .function(let function):
             switch function.kind {
@@ -289,13 +315,12 @@ extension Value {
             case .macro: return "<Macro '\(function.name)'>"
             case .caller: return "<Macro anonymous>"
             }
-        case .range(let start, let step, let count):
-            let stop = start + step * count
+        case .range(let start, let stop, let step, _):
             return step == 1 ? "range(\(start), \(stop))" : "range(\(start), \(stop), \(step))"
         case .iterator(let box):
             // A generator prints its address in Python, which no render can reproduce.
             guard box.isView else { return "<\(box.kind.rawValue) object>" }
-            return box.kind.rawValue + "(" + Value.list(box.items).repr(depth: depth + 1) + ")"
+            return box.kind.rawValue + "(" + Value.list(box.items).repr(depth: depth + 1, sortingKeys: sortingKeys) + ")"
         }
     }
 
@@ -314,7 +339,9 @@ extension Value {
                 && x.entries.allSatisfy { entry in y[entry.key].map { equal(entry.value, $0, depth: depth + 1) } ?? false }
         case (.namespace(let x), .namespace(let y)): return x === y
         case (.loop(let x), .loop(let y)): return x === y
-        case (.range, .range): return a.repr == b.repr
+        case (.range(let start, _, let step, let count), .range(let otherStart, _, let otherStep, let otherCount)):
+            // Ranges are equal when they hold the same numbers.
+            return count == otherCount && (count == 0 || start == otherStart && (count == 1 || step == otherStep))
         case (.iterator(let x), .iterator(let y)):
             return x === y || (x.isView && x.kind == y.kind && equal(.list(x.items), .list(y.items)))
         default:
@@ -332,10 +359,9 @@ extension Value {
         case .undefined: return []
         case .list(let items), .tuple(let items): return items
         case .dict(let dict): return dict.keys.map(\.value)
-        case .namespace(let namespace): return namespace.attributes.keys.map(\.value)
         case .string(let s), .markup(let s): return s.unicodeScalars.map { .string(String($0)) }
         case .iterator(let box): return box.drain()
-        case .range(let start, let step, let count):
+        case .range(let start, _, let step, let count):
             guard count <= limit else {
                 throw TemplateFailure("a range of \(count) items is larger than the render allows", at: location)
             }
@@ -347,7 +373,7 @@ extension Value {
 
     var isIterable: Bool {
         switch self {
-        case .undefined, .list, .tuple, .dict, .string, .markup, .range, .namespace, .iterator: return true
+        case .undefined, .list, .tuple, .dict, .string, .markup, .range, .iterator: return true
         default: return false
         }
     }
