@@ -96,6 +96,8 @@ extension Interpreter {
             switch (value, other) {
             case (.none, .none): return true
             case (.bool(let a), .bool(let b)): return a == b
+            // Python keeps one object for each integer from -5 to 256; other numbers are separate objects.
+            case (.int(let a), .int(let b)): return a == b && (-5...256).contains(a)
             case (.namespace(let a), .namespace(let b)): return a === b
             default: return false
             }

@@ -63,10 +63,12 @@ final class IteratorBox {
 }
 
 /// A dict key: Python dicts take any hashable value; templates use strings and, rarely, numbers
-/// or tuples (`x[1, 2]`). `True` and `1` are the same key, as in Python.
+/// or tuples (`x[1, 2]`). `True`, `1` and `1.0` are the same key, as in Python, and the dict keeps
+/// the one it saw first, which is the one it prints.
 enum DictKey: Hashable {
     case string(String)
     case int(Int)
+    case bool(Bool)
     case double(Double)
     case none
     indirect case tuple([DictKey])
@@ -75,8 +77,8 @@ enum DictKey: Hashable {
         switch value {
         case .string(let s), .markup(let s): self = .string(s)
         case .int(let i): self = .int(i)
-        case .bool(let b): self = .int(b ? 1 : 0)
-        case .double(let d): self = d.rounded() == d && abs(d) < 9e18 ? .int(Int(d)) : .double(d)
+        case .bool(let b): self = .bool(b)
+        case .double(let d): self = .double(d)
         case .none: self = .none
         case .tuple(let items):
             var keys: [DictKey] = []
@@ -86,6 +88,38 @@ enum DictKey: Hashable {
             }
             self = .tuple(keys)
         default: return nil
+        }
+    }
+
+    /// The key as Python hashes and compares it: a bool or a whole float is the int it equals.
+    private var normalized: DictKey {
+        switch self {
+        case .bool(let b): return .int(b ? 1 : 0)
+        case .double(let d) where d.rounded() == d && abs(d) < 9e18: return .int(Int(d))
+        case .tuple(let keys): return .tuple(keys.map(\.normalized))
+        default: return self
+        }
+    }
+
+    static func == (a: DictKey, b: DictKey) -> Bool {
+        switch (a.normalized, b.normalized) {
+        case (.string(let x), .string(let y)): return x == y
+        case (.int(let x), .int(let y)): return x == y
+        case (.double(let x), .double(let y)): return x == y
+        case (.none, .none): return true
+        case (.tuple(let x), .tuple(let y)): return x == y
+        default: return false
+        }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        switch normalized {
+        case .string(let s): hasher.combine(0); hasher.combine(s)
+        case .int(let i): hasher.combine(1); hasher.combine(i)
+        case .double(let d): hasher.combine(2); hasher.combine(d)
+        case .none: hasher.combine(3)
+        case .tuple(let keys): hasher.combine(4); hasher.combine(keys)
+        case .bool: preconditionFailure("a normalized key is never a bool")
         }
     }
 
@@ -108,6 +142,7 @@ enum DictKey: Hashable {
         switch self {
         case .string(let s): return .string(s)
         case .int(let i): return .int(i)
+        case .bool(let b): return .bool(b)
         case .double(let d): return .double(d)
         case .none: return .none
         case .tuple(let keys): return .tuple(keys.map(\.value))
