@@ -406,7 +406,7 @@ extension Interpreter {
             return false
         case .iterator(let box):
             if box.kind == .dictKeys, try DictKey(hashing: item, at: location) == nil { return false }
-            return box.drain().contains { Value.equal($0, item) }
+            return try box.drain().contains { Value.equal($0, item) }
         default:
             throw TemplateFailure("argument of type '\(container.typeName)' is not iterable", at: location)
         }

@@ -53,19 +53,19 @@ extension Interpreter {
             if case .loop = value { return try attribute(attributeName, of: value, at: location) }
             return Methods.method(attributeName, of: value) ?? .undefined("'\(value.typeName) object' has no attribute '\(attributeName)'")
         case "batch":
-            let bound = try bind([("linecount", nil), ("fill_with", Value.none)])
-            guard let size = bound[0].integer, size > 0 else { throw TemplateFailure("batch size must be positive", at: location) }
-            var batches: [Value] = []
-            var current: [Value] = []
-            for item in try items(value) {
-                current.append(item)
-                if current.count == size { batches.append(.list(current)); current = [] }
+            return try generator { yield in
+                let bound = try bind([("linecount", nil), ("fill_with", Value.none)])
+                guard let size = bound[0].integer, size > 0 else { throw TemplateFailure("batch size must be positive", at: location) }
+                var current: [Value] = []
+                for item in try items(value) {
+                    current.append(item)
+                    if current.count == size { yield(.list(current)); current = [] }
+                }
+                if !current.isEmpty {
+                    if case .none = bound[1] {} else { current += Array(repeating: bound[1], count: size - current.count) }
+                    yield(.list(current))
+                }
             }
-            if !current.isEmpty {
-                if case .none = bound[1] {} else { current += Array(repeating: bound[1], count: size - current.count) }
-                batches.append(.list(current))
-            }
-            return .iterator(IteratorBox(.generator, batches))
         case "capitalize":
             return .string(PythonText.capitalize(text(value)))
         case "center":
@@ -102,7 +102,7 @@ extension Interpreter {
             }
             return .list(sorted)
         case "first":
-            if case .iterator(let box) = value { return box.next() ?? .undefined("No first item, sequence was empty.") }
+            if case .iterator(let box) = value { return try box.next() ?? .undefined("No first item, sequence was empty.") }
             return try items(value).first ?? .undefined("No first item, sequence was empty.")
         case "last":
             if case .iterator(let box) = value, !box.isView {
@@ -149,10 +149,12 @@ extension Interpreter {
             let bound = try bind([("default", .int(0)), ("base", .int(10))])
             return pythonInt(value, base: bound[1].integer ?? 10).map { .int($0) } ?? bound[0]
         case "items":
-            switch value {
-            case .undefined: return .iterator(IteratorBox(.generator, []))
-            case .dict(let dict): return .iterator(IteratorBox(.generator, dict.entries.map { .tuple([$0.key.value, $0.value]) }))
-            default: throw TemplateFailure("Can only get item pairs from a mapping.", at: location)
+            return try generator { yield in
+                switch value {
+                case .undefined: break
+                case .dict(let dict): dict.entries.forEach { yield(.tuple([$0.key.value, $0.value])) }
+                default: throw TemplateFailure("Can only get item pairs from a mapping.", at: location)
+                }
             }
         case "join":
             let bound = try bind([("d", .string("")), ("attribute", Value.none)])
@@ -169,18 +171,19 @@ extension Interpreter {
             return .string(PythonText.jinjaTitle(text(value)))
         case "map":
             // jinja2 maps and selects only over a truthy value: None, undefined or empty give nothing.
-            let list = value.truthy ? try items(value) : []
-            if let attributeArgument = arguments.keywords.first(where: { $0.name == "attribute" })?.value {
-                let fallback = arguments.keywords.first(where: { $0.name == "default" })?.value
-                return .iterator(IteratorBox(.generator, try list.map { item in
-                    try attributePath(attributeArgument, of: item, default: fallback, at: location)
-                }))
+            return try generator { yield in
+                guard value.truthy else { return }
+                if let attributeArgument = arguments.keywords.first(where: { $0.name == "attribute" })?.value {
+                    let fallback = arguments.keywords.first(where: { $0.name == "default" })?.value
+                    for item in try items(value) { yield(try attributePath(attributeArgument, of: item, default: fallback, at: location)) }
+                    return
+                }
+                guard case .string(let filterName) = arguments.positional.first ?? .none else {
+                    throw TemplateFailure("map requires a filter argument", at: location)
+                }
+                let rest = Arguments(positional: Array(arguments.positional.dropFirst()), keywords: arguments.keywords)
+                for item in try items(value) { yield(try applyFilter(filterName, to: item, arguments: rest, at: location)) }
             }
-            guard case .string(let filterName) = arguments.positional.first ?? .none else {
-                throw TemplateFailure("map requires a filter argument", at: location)
-            }
-            let rest = Arguments(positional: Array(arguments.positional.dropFirst()), keywords: arguments.keywords)
-            return .iterator(IteratorBox(.generator, try list.map { try applyFilter(filterName, to: $0, arguments: rest, at: location) }))
         case "max", "min":
             let bound = try bind([("case_sensitive", .bool(false)), ("attribute", Value.none)])
             let sorted = try sortValues(try items(value), caseSensitive: bound[0].truthy, reverse: false, at: location) { item in
@@ -191,27 +194,30 @@ extension Interpreter {
         case "pprint":
             return .string(original.repr(sortingKeys: true))
         case "select", "reject", "selectattr", "rejectattr":
-            let byAttribute = name.hasSuffix("attr")
-            var positional = arguments.positional
-            var attributeName: Value?
-            if byAttribute {
-                guard !positional.isEmpty else { throw TemplateFailure("Missing parameter for attribute name", at: location) }
-                attributeName = positional.removeFirst()
+            return try generator { yield in
+                guard value.truthy else { return }
+                let byAttribute = name.hasSuffix("attr")
+                var positional = arguments.positional
+                var attributeName: Value?
+                if byAttribute {
+                    guard !positional.isEmpty else { throw TemplateFailure("Missing parameter for attribute name", at: location) }
+                    attributeName = positional.removeFirst()
+                }
+                let testName: String?
+                if positional.isEmpty {
+                    testName = nil
+                } else {
+                    guard case .string(let s) = positional.removeFirst() else { throw TemplateFailure("the test name must be a string", at: location) }
+                    testName = s
+                }
+                let testArguments = Arguments(positional: positional, keywords: arguments.keywords)
+                let keep = name.hasPrefix("select")
+                for item in try items(value) {
+                    let subject = try attributeName.map { try attributePath($0, of: item, at: location) } ?? item
+                    let passed = try testName.map { try applyTest($0, to: subject, arguments: testArguments, at: location) } ?? subject.truthy
+                    if passed == keep { yield(item) }
+                }
             }
-            let testName: String?
-            if positional.isEmpty {
-                testName = nil
-            } else {
-                guard case .string(let s) = positional.removeFirst() else { throw TemplateFailure("the test name must be a string", at: location) }
-                testName = s
-            }
-            let testArguments = Arguments(positional: positional, keywords: arguments.keywords)
-            let keep = name.hasPrefix("select")
-            return .iterator(IteratorBox(.generator, try (value.truthy ? items(value) : []).filter { item in
-                let subject = try attributeName.map { try attributePath($0, of: item, at: location) } ?? item
-                let passed = try testName.map { try applyTest($0, to: subject, arguments: testArguments, at: location) } ?? subject.truthy
-                return passed == keep
-            }))
         case "replace":
             let bound = try bind([("old", nil), ("new", nil), ("count", Value.none)])
             return .string(PythonText.replace(text(value), text(bound[0]), text(bound[1]), count: bound[2].integer ?? -1))
@@ -253,28 +259,30 @@ extension Interpreter {
             if case .string = value { return value }
             return .string(text(value))
         case "slice":
-            let bound = try bind([("slices", nil), ("fill_with", Value.none)])
-            guard let count = bound[0].integer, count > 0 else { throw TemplateFailure("slices must be positive", at: location) }
-            let list = try items(value)
-            let perSlice = list.count / count
-            let withExtra = list.count % count
-            var offset = 0
-            var result: [Value] = []
-            for index in 0..<count {
-                let start = offset + index * perSlice
-                if index < withExtra { offset += 1 }
-                let end = offset + (index + 1) * perSlice
-                var part = Array(list[min(start, list.count)..<min(max(start, end), list.count)])
-                if case .none = bound[1] {} else if index >= withExtra { part.append(bound[1]) }
-                result.append(.list(part))
+            return try generator { yield in
+                let bound = try bind([("slices", nil), ("fill_with", Value.none)])
+                guard let count = bound[0].integer, count > 0 else { throw TemplateFailure("slices must be positive", at: location) }
+                let list = try items(value)
+                let perSlice = list.count / count
+                let withExtra = list.count % count
+                var offset = 0
+                for index in 0..<count {
+                    let start = offset + index * perSlice
+                    if index < withExtra { offset += 1 }
+                    let end = offset + (index + 1) * perSlice
+                    var part = Array(list[min(start, list.count)..<min(max(start, end), list.count)])
+                    if case .none = bound[1] {} else if index >= withExtra { part.append(bound[1]) }
+                    yield(.list(part))
+                }
             }
-            return .iterator(IteratorBox(.generator, result))
         case "sort":
             let bound = try bind([("reverse", .bool(false)), ("case_sensitive", .bool(false)), ("attribute", Value.none)])
             return .list(try sortValues(try items(value), caseSensitive: bound[1].truthy, reverse: bound[0].truthy, at: location) { item in
+                // jinja2 sorts by a list of keys, one per attribute, so equal keys are never ordered
+                // with `<` (two undefined attributes, two equal dicts).
                 guard case .string(let paths) = bound[2], paths.unicodeScalars.contains(",") else {
-                    if case .none = bound[2] { return item }
-                    return try self.attributePath(bound[2], of: item, at: location)
+                    if case .none = bound[2] { return .list([item]) }
+                    return .list([try self.attributePath(bound[2], of: item, at: location)])
                 }
                 // `attribute="a,b"` sorts by a, then b.
                 return .list(try paths.split(separator: ",", omittingEmptySubsequences: false).map { path in
@@ -333,26 +341,39 @@ extension Interpreter {
             if let space = head.unicodeScalars.lastIndex(of: " ") { head = String(head.unicodeScalars[..<space]) }
             return .string(head + end)
         case "unique":
-            let bound = try bind([("case_sensitive", .bool(false)), ("attribute", Value.none)])
-            var seen: [Value] = []
-            var result: [Value] = []
-            for item in try items(value) {
-                var key = item
-                if case .none = bound[1] {} else { key = try attributePath(bound[1], of: item, at: location) }
-                if !bound[0].truthy, case .string(let s) = key { key = .string(s.lowercased()) }
-                // jinja2 keeps the keys seen in a set.
-                _ = try DictKey(hashing: key, at: location)
-                if !seen.contains(where: { Value.equal($0, key) }) {
-                    seen.append(key)
-                    result.append(item)
+            return try generator { yield in
+                let bound = try bind([("case_sensitive", .bool(false)), ("attribute", Value.none)])
+                var seen: [Value] = []
+                for item in try items(value) {
+                    var key = item
+                    if case .none = bound[1] {} else { key = try attributePath(bound[1], of: item, at: location) }
+                    if !bound[0].truthy, case .string(let s) = key { key = .string(s.lowercased()) }
+                    // jinja2 keeps the keys seen in a set.
+                    _ = try DictKey(hashing: key, at: location)
+                    if !seen.contains(where: { Value.equal($0, key) }) {
+                        seen.append(key)
+                        yield(item)
+                    }
                 }
             }
-            return .iterator(IteratorBox(.generator, result))
         case "wordcount":
             return .int(text(value).split { !($0.isLetter || $0.isNumber || $0 == "_") }.count)
         default:
             throw TemplateFailure("No filter named '\(name)' found.", at: location)
         }
+    }
+
+    /// jinja2's `map`, `select`, `unique`, `batch`, `slice` and `items` are Python generators: nothing
+    /// runs until they are read, and a failure reaches the reader only after the items before it. They
+    /// run here at once; a failure is kept with the items made before it, for whoever reads them.
+    private func generator(_ body: (_ yield: (Value) -> Void) throws -> Void) throws -> Value {
+        var made: [Value] = []
+        do {
+            try body { made.append($0) }
+        } catch let failure as TemplateFailure {
+            return .iterator(IteratorBox(.generator, made, failure: failure))
+        }
+        return .iterator(IteratorBox(.generator, made))
     }
 
     /// An attribute path as `selectattr`, `map` and `sort` take it: `"a.b"`, or an integer index. A

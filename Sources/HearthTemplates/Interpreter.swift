@@ -186,7 +186,15 @@ final class Interpreter {
     private func runLoop(_ loop: ForLoop, iterable: Value, in scope: Scope, depth0: Int, at location: SourceLocation) throws {
         try nested(at: location) {
             let loopScope = Scope(parent: scope)
-            var items = try iterable.iterationItems(at: location, limit: Interpreter.maxRange)
+            // A generator that fails does so when the loop reaches the failure, after its items.
+            var pendingFailure: TemplateFailure?
+            var items: [Value]
+            if case .iterator(let box) = iterable, let failure = box.failure {
+                items = box.drainMade()
+                pendingFailure = failure
+            } else {
+                items = try iterable.iterationItems(at: location, limit: Interpreter.maxRange)
+            }
             if let condition = loop.condition {
                 items = try items.filter { item in
                     try step(location)
@@ -195,6 +203,7 @@ final class Interpreter {
                 }
             }
             if items.isEmpty {
+                if let pendingFailure { throw pendingFailure }
                 _ = try execute(loop.elseBody, in: loopScope)
                 return
             }
@@ -213,8 +222,9 @@ final class Interpreter {
                 // Each pass starts from the enclosing values again: what one pass sets, the next cannot see.
                 let passScope = Scope(parent: loopScope)
                 try assign(item, to: loop.target, in: passScope, at: location)
-                if try execute(loop.body, in: passScope) == .breakLoop { break }
+                if try execute(loop.body, in: passScope) == .breakLoop { return }
             }
+            if let pendingFailure { throw pendingFailure }
         }
     }
 

@@ -38,25 +38,38 @@ final class IteratorBox {
 
     let kind: Kind
     let items: [Value]
+    /// Where a generator failed after making `items`: Python raises it when the reader gets there.
+    let failure: TemplateFailure?
     private var position = 0
 
-    init(_ kind: Kind, _ items: [Value]) {
+    init(_ kind: Kind, _ items: [Value], failure: TemplateFailure? = nil) {
         self.kind = kind
         self.items = items
+        self.failure = failure
     }
 
     var isView: Bool { kind == .dictItems || kind == .dictKeys || kind == .dictValues }
 
     /// Everything not yet consumed; a generator is empty afterwards, a view can be read again.
-    func drain() -> [Value] {
+    func drain() throws -> [Value] {
+        let remaining = drainMade()
+        if let failure, !isView { throw failure }
+        return remaining
+    }
+
+    /// The items not yet consumed that the generator made before its `failure`, if it has one.
+    func drainMade() -> [Value] {
         if isView { return items }
         defer { position = items.count }
         return Array(items[position...])
     }
 
-    func next() -> Value? {
+    func next() throws -> Value? {
         if isView { return items.first }
-        guard position < items.count else { return nil }
+        guard position < items.count else {
+            if let failure { throw failure }
+            return nil
+        }
         defer { position += 1 }
         return items[position]
     }
@@ -124,15 +137,20 @@ enum DictKey: Hashable {
     }
 
     /// The key a dict would hash `value` to, or nil for a value that is hashable but can never be a
-    /// key here (an Undefined, a function); lists, dicts and the like are unhashable, as in Python.
+    /// key here (an Undefined, a function, a generator); lists, dicts and dict views are unhashable, as in Python.
     init?(hashing value: Value, at location: SourceLocation) throws {
         if let key = DictKey(value) {
             self = key
             return
         }
         switch value {
-        case .list, .dict, .namespace, .loop, .iterator, .tuple:
+        case .list, .dict:
             throw TemplateFailure("unhashable type: '\(value.typeName)'", at: location)
+        case .iterator(let box) where box.kind == .dictKeys || box.kind == .dictItems:
+            throw TemplateFailure("unhashable type: '\(box.kind.rawValue)'", at: location)
+        case .tuple(let items):
+            for item in items { _ = try DictKey(hashing: item, at: location) }
+            return nil
         default:
             return nil
         }
@@ -395,7 +413,7 @@ extension Value {
         case .list(let items), .tuple(let items): return items
         case .dict(let dict): return dict.keys.map(\.value)
         case .string(let s), .markup(let s): return s.unicodeScalars.map { .string(String($0)) }
-        case .iterator(let box): return box.drain()
+        case .iterator(let box): return try box.drain()
         case .range(let start, _, let step, let count):
             guard count <= limit else {
                 throw TemplateFailure("a range of \(count) items is larger than the render allows", at: location)
