@@ -49,6 +49,14 @@ enum Methods {
         return [try string(value, "the prefix", at: location)]
     }
 
+    /// Python's `isalpha` letters: the general categories Lu, Ll, Lt, Lm and Lo.
+    private static func isLetter(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter: return true
+        default: return false
+        }
+    }
+
     private static func stringMethod(_ name: String, _ s: String) -> ((Arguments, SourceLocation) throws -> Value)? {
         switch name {
         case "strip", "lstrip", "rstrip":
@@ -130,13 +138,32 @@ enum Methods {
                 }
                 return .string(s)
             }
-        case "isdigit", "isnumeric", "isdecimal":
+        case "isdecimal":
+            return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { $0.properties.numericType == .decimal }) }
+        case "isdigit":
+            return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { [.decimal, .digit].contains($0.properties.numericType) }) }
+        case "isnumeric":
             return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { $0.properties.numericType != nil }) }
         case "isalpha":
-            return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { $0.properties.isAlphabetic }) }
+            return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy(isLetter)) }
         case "isalnum":
+            return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { isLetter($0) || $0.properties.numericType != nil }) }
+        case "isascii":
+            return { _, _ in .bool(s.unicodeScalars.allSatisfy(\.isASCII)) }
+        case "isidentifier":
             return { _, _ in
-                .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || $0.properties.numericType != nil })
+                guard let first = s.unicodeScalars.first, first == "_" || first.properties.isXIDStart else { return .bool(false) }
+                return .bool(s.unicodeScalars.dropFirst().allSatisfy { $0.properties.isXIDContinue })
+            }
+        case "istitle":
+            return { _, _ in .bool(PythonText.isTitle(s)) }
+        case "casefold":
+            return { _, _ in .string(PythonText.casefold(s)) }
+        case "expandtabs":
+            return { arguments, location in
+                let size = try arguments.bind(name, [("tabsize", .int(8))], at: location)[0]
+                guard let size = size.integer else { throw TemplateFailure("'\(size.typeName)' object cannot be interpreted as an integer", at: location) }
+                return .string(PythonText.expandTabs(s, size: size))
             }
         case "isspace":
             return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy(PythonText.isWhitespace)) }
