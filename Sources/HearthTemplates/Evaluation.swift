@@ -294,14 +294,22 @@ extension Interpreter {
             switch (a, b) {
             case (.string(let s), _) where b.integer != nil, (_, .string(let s)) where a.integer != nil:
                 let times = max(0, b.integer ?? a.integer!)
+                if s.isEmpty { return .string("") }
                 try checkSize(times == 0 ? 0 : s.utf8.count.multipliedReportingOverflow(by: times).overflow ? .max : s.utf8.count * times,
                               at: location)
                 return .string(String(repeating: s, count: times))
             case (.list(let items), _) where b.integer != nil, (_, .list(let items)) where a.integer != nil:
                 let times = max(0, b.integer ?? a.integer!)
+                if items.isEmpty { return .list([]) }
                 try checkSize(times == 0 ? 0 : items.count.multipliedReportingOverflow(by: times).overflow ? .max : items.count * times,
                               at: location)
                 return .list(Array([[Value]](repeating: items, count: times).joined()))
+            case (.tuple(let items), _) where b.integer != nil, (_, .tuple(let items)) where a.integer != nil:
+                let times = max(0, b.integer ?? a.integer!)
+                if items.isEmpty { return .tuple([]) }
+                try checkSize(times == 0 ? 0 : items.count.multipliedReportingOverflow(by: times).overflow ? .max : items.count * times,
+                              at: location)
+                return .tuple(Array([[Value]](repeating: items, count: times).joined()))
             default:
                 return try arithmetic(a, b, unsupported(), { $0.multipliedReportingOverflow(by: $1) }, { $0 * $1 }, at: location)
             }

@@ -62,7 +62,10 @@ extension Interpreter {
                     if current.count == size { yield(.list(current)); current = [] }
                 }
                 if !current.isEmpty {
-                    if case .none = bound[1] {} else { current += Array(repeating: bound[1], count: size - current.count) }
+                    if case .none = bound[1] {} else {
+                        try checkSize(size, at: location)
+                        current += Array(repeating: bound[1], count: size - current.count)
+                    }
                     yield(.list(current))
                 }
             }
@@ -305,7 +308,9 @@ extension Interpreter {
             switch bound[1] {
             case .none: indent = nil
             case .string(let s): indent = s
-            default: indent = String(repeating: " ", count: max(0, bound[1].integer ?? 0))
+            default:
+                try checkSize(bound[1].integer ?? 0, at: location)
+                indent = String(repeating: " ", count: max(0, bound[1].integer ?? 0))
             }
             var options = PythonJSON.Options(indent: indent, itemSeparator: indent == nil ? ", " : ",", keySeparator: ": ",
                                              sortKeys: bound[3].truthy, ensureASCII: bound[0].truthy)

@@ -80,6 +80,7 @@ enum Formatting {
             }
             if conversion == "s" || conversion == "r", let precision { text = PythonText.string(PythonText.scalars(text).prefix(precision)) }
             if let width = Int(width), PythonText.length(text) < width {
+                guard width <= PythonText.maxPadding else { throw TemplateFailure("width \(width) is too large", at: location) }
                 let padding = String(repeating: flags.contains("0") && !flags.contains("-") && conversion != "s" ? "0" : " ",
                                      count: width - PythonText.length(text))
                 text = flags.contains("-") ? text + padding : padding + text

@@ -11,7 +11,9 @@ enum Methods {
         switch value {
         case .string(let s): body = stringMethod(name, s)
         case .dict(let dict): body = dictMethod(name, dict)
-        case .list(let items), .tuple(let items): body = listMethod(name, items)
+        case .list(let items): body = listMethod(name, items)
+        // A tuple has only count and index.
+        case .tuple(let items): body = name == "copy" ? nil : listMethod(name, items)
         default: body = nil
         }
         if let body {
@@ -163,6 +165,7 @@ enum Methods {
             return { arguments, location in
                 let size = try arguments.bind(name, [("tabsize", .int(8))], at: location)[0]
                 guard let size = size.integer else { throw TemplateFailure("'\(size.typeName)' object cannot be interpreted as an integer", at: location) }
+                guard size <= PythonText.maxPadding else { throw TemplateFailure("tab size \(size) is too large", at: location) }
                 return .string(PythonText.expandTabs(s, size: size))
             }
         case "isspace":
