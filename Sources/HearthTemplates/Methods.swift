@@ -150,6 +150,8 @@ enum Methods {
             return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy(isLetter)) }
         case "isalnum":
             return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { isLetter($0) || $0.properties.numericType != nil }) }
+        case "isprintable":
+            return { _, _ in .bool(s.unicodeScalars.allSatisfy(PythonText.isPrintable)) }
         case "isascii":
             return { _, _ in .bool(s.unicodeScalars.allSatisfy(\.isASCII)) }
         case "isidentifier":

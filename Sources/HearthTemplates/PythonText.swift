@@ -354,14 +354,31 @@ enum PythonText {
             case "\t": result += "\\t"
             case quote: result += "\\" + String(quote)
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    result += "\\x" + hex(scalar.value, width: 2)
-                } else {
+                if isPrintable(scalar) {
                     result.unicodeScalars.append(scalar)
+                } else if scalar.value <= 0xFF {
+                    result += "\\x" + hex(scalar.value, width: 2)
+                } else if scalar.value <= 0xFFFF {
+                    result += "\\u" + hex(scalar.value, width: 4)
+                } else {
+                    result += "\\U" + hex(scalar.value, width: 8)
                 }
             }
         }
         return result + String(quote)
+    }
+
+    /// Python's `str.isprintable` for one character, which `repr` writes as it is: everything but
+    /// controls, format characters, surrogates, private use, unassigned code points and separators
+    /// other than the space (so a no-break space or an emoji's zero-width joiner is escaped).
+    static func isPrintable(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar == " " { return true }
+        switch scalar.properties.generalCategory {
+        case .control, .format, .surrogate, .privateUse, .unassigned, .lineSeparator, .paragraphSeparator, .spaceSeparator:
+            return false
+        default:
+            return true
+        }
     }
 
     static func hex(_ value: UInt32, width: Int) -> String {
