@@ -269,6 +269,9 @@ final class Interpreter {
             let bound = try arguments.bind("caller", try parameters.map { parameter in
                 (parameter.name, try parameter.defaultValue.map { try interpreter.evaluate($0, in: scope) } ?? .undefined("parameter '\(parameter.name)' was not provided"))
             }, at: location)
+            // The call block's body is a macro too: it has its own (empty) varargs and kwargs.
+            callerScope.variables["varargs"] = .tuple([])
+            callerScope.variables["kwargs"] = .dict(Dict())
             for (parameter, value) in zip(parameters, bound) { callerScope.variables[parameter.name] = value }
             return .string(try interpreter.capture { _ = try interpreter.execute(body, in: callerScope) })
         }
