@@ -359,6 +359,7 @@ extension Interpreter {
                 return .int(result)
             }
             guard let x = a.number, let y = b.number else { throw unsupported() }
+            if x == 0, y < 0 { throw TemplateFailure("0.0 cannot be raised to a negative power", at: location) }
             return .double(Foundation.pow(x, y))
         default:
             throw TemplateFailure("unknown operator \(op)", at: location)
