@@ -171,7 +171,7 @@ extension Interpreter {
                 let scalars = PythonText.scalars(s)
                 let i = index < 0 ? index + scalars.count : index
                 return scalars.indices.contains(i) ? .string(String(scalars[i])) : .undefined("str object has no element \(index)")
-            case .range(let start, let step, let count):
+            case .range(let start, _, let step, let count):
                 let i = index < 0 ? index + count : index
                 return (0..<count).contains(i) ? .int(start + i * step) : .undefined("range object has no element \(index)")
             default:
@@ -221,20 +221,19 @@ extension Interpreter {
         let value = value.plain
         let step = step ?? 1
         guard step != 0 else { throw TemplateFailure("slice step cannot be zero", at: location) }
-        func indices(count: Int) -> [Int] {
+        /// Python's `slice.indices(count)`: where the slice starts and stops in a sequence of `count`.
+        func bounds(count: Int) -> (start: Int, stop: Int) {
             func clamp(_ bound: Int?, _ fallback: Int, low: Int, high: Int) -> Int {
                 guard var b = bound else { return fallback }
                 if b < 0 { b += count }
                 return min(max(b, low), high)
             }
-            if step > 0 {
-                let s = clamp(start, 0, low: 0, high: count)
-                let e = clamp(stop, count, low: 0, high: count)
-                return s < e ? Array(stride(from: s, to: e, by: step)) : []
-            }
-            let s = clamp(start, count - 1, low: -1, high: count - 1)
-            let e = clamp(stop, -1, low: -1, high: count - 1)
-            return s > e ? Array(stride(from: s, to: e, by: step)) : []
+            if step > 0 { return (clamp(start, 0, low: 0, high: count), clamp(stop, count, low: 0, high: count)) }
+            return (clamp(start, count - 1, low: -1, high: count - 1), clamp(stop, -1, low: -1, high: count - 1))
+        }
+        func indices(count: Int) -> [Int] {
+            let (s, e) = bounds(count: count)
+            return step > 0 ? (s < e ? Array(stride(from: s, to: e, by: step)) : []) : (s > e ? Array(stride(from: s, to: e, by: step)) : [])
         }
         switch value {
         case .list(let items):
@@ -244,8 +243,11 @@ extension Interpreter {
         case .string(let s):
             let scalars = PythonText.scalars(s)
             return .string(PythonText.string(indices(count: scalars.count).map { scalars[$0] }))
-        case .range(let start0, let step0, let count):
-            return .list(indices(count: count).map { .int(start0 + $0 * step0) })
+        case .range(let start0, _, let step0, let count):
+            // A slice of a range is a range, as in Python.
+            let (s, e) = bounds(count: count)
+            return .range(start: start0 &+ s &* step0, stop: start0 &+ e &* step0, step: step0 &* step,
+                          count: indices(count: count).count)
         case .undefined(let message):
             throw TemplateFailure(message, at: location)
         default:
@@ -292,14 +294,22 @@ extension Interpreter {
             switch (a, b) {
             case (.string(let s), _) where b.integer != nil, (_, .string(let s)) where a.integer != nil:
                 let times = max(0, b.integer ?? a.integer!)
+                if s.isEmpty { return .string("") }
                 try checkSize(times == 0 ? 0 : s.utf8.count.multipliedReportingOverflow(by: times).overflow ? .max : s.utf8.count * times,
                               at: location)
                 return .string(String(repeating: s, count: times))
             case (.list(let items), _) where b.integer != nil, (_, .list(let items)) where a.integer != nil:
                 let times = max(0, b.integer ?? a.integer!)
+                if items.isEmpty { return .list([]) }
                 try checkSize(times == 0 ? 0 : items.count.multipliedReportingOverflow(by: times).overflow ? .max : items.count * times,
                               at: location)
                 return .list(Array([[Value]](repeating: items, count: times).joined()))
+            case (.tuple(let items), _) where b.integer != nil, (_, .tuple(let items)) where a.integer != nil:
+                let times = max(0, b.integer ?? a.integer!)
+                if items.isEmpty { return .tuple([]) }
+                try checkSize(times == 0 ? 0 : items.count.multipliedReportingOverflow(by: times).overflow ? .max : items.count * times,
+                              at: location)
+                return .tuple(Array([[Value]](repeating: items, count: times).joined()))
             default:
                 return try arithmetic(a, b, unsupported(), { $0.multipliedReportingOverflow(by: $1) }, { $0 * $1 }, at: location)
             }
@@ -349,6 +359,7 @@ extension Interpreter {
                 return .int(result)
             }
             guard let x = a.number, let y = b.number else { throw unsupported() }
+            if x == 0, y < 0 { throw TemplateFailure("0.0 cannot be raised to a negative power", at: location) }
             return .double(Foundation.pow(x, y))
         default:
             throw TemplateFailure("unknown operator \(op)", at: location)
@@ -395,15 +406,16 @@ extension Interpreter {
         case .list(let items), .tuple(let items):
             return items.contains { Value.equal($0, item) }
         case .dict(let dict):
-            return DictKey(item).map { dict[$0] != nil } ?? false
-        case .range(let start, let step, let count):
+            return try DictKey(hashing: item, at: location).map { dict[$0] != nil } ?? false
+        case .range(let start, _, let step, let count):
             guard let n = item.integer else { return false }
             let offset = n - start
             return offset % step == 0 && (0..<count).contains(offset / step)
         case .undefined:
             return false
         case .iterator(let box):
-            return box.drain().contains { Value.equal($0, item) }
+            if box.kind == .dictKeys, try DictKey(hashing: item, at: location) == nil { return false }
+            return try box.drain().contains { Value.equal($0, item) }
         default:
             throw TemplateFailure("argument of type '\(container.typeName)' is not iterable", at: location)
         }

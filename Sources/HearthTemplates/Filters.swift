@@ -53,19 +53,22 @@ extension Interpreter {
             if case .loop = value { return try attribute(attributeName, of: value, at: location) }
             return Methods.method(attributeName, of: value) ?? .undefined("'\(value.typeName) object' has no attribute '\(attributeName)'")
         case "batch":
-            let bound = try bind([("linecount", nil), ("fill_with", Value.none)])
-            guard let size = bound[0].integer, size > 0 else { throw TemplateFailure("batch size must be positive", at: location) }
-            var batches: [Value] = []
-            var current: [Value] = []
-            for item in try items(value) {
-                current.append(item)
-                if current.count == size { batches.append(.list(current)); current = [] }
+            return try generator { yield in
+                let bound = try bind([("linecount", nil), ("fill_with", Value.none)])
+                guard let size = bound[0].integer, size > 0 else { throw TemplateFailure("batch size must be positive", at: location) }
+                var current: [Value] = []
+                for item in try items(value) {
+                    current.append(item)
+                    if current.count == size { yield(.list(current)); current = [] }
+                }
+                if !current.isEmpty {
+                    if case .none = bound[1] {} else {
+                        try checkSize(size, at: location)
+                        current += Array(repeating: bound[1], count: size - current.count)
+                    }
+                    yield(.list(current))
+                }
             }
-            if !current.isEmpty {
-                if case .none = bound[1] {} else { current += Array(repeating: bound[1], count: size - current.count) }
-                batches.append(.list(current))
-            }
-            return .iterator(IteratorBox(.generator, batches))
         case "capitalize":
             return .string(PythonText.capitalize(text(value)))
         case "center":
@@ -81,7 +84,7 @@ extension Interpreter {
             case .string(let s): return .int(PythonText.length(s))
             case .list(let list), .tuple(let list): return .int(list.count)
             case .dict(let dict): return .int(dict.count)
-            case .range(_, _, let count): return .int(count)
+            case .range(_, _, _, let count): return .int(count)
             case .iterator(let box) where box.isView: return .int(box.items.count)
             default: throw TemplateFailure("object of type '\(value.typeName)' has no len()", at: location)
             }
@@ -102,7 +105,7 @@ extension Interpreter {
             }
             return .list(sorted)
         case "first":
-            if case .iterator(let box) = value { return box.next() ?? .undefined("No first item, sequence was empty.") }
+            if case .iterator(let box) = value { return try box.next() ?? .undefined("No first item, sequence was empty.") }
             return try items(value).first ?? .undefined("No first item, sequence was empty.")
         case "last":
             if case .iterator(let box) = value, !box.isView {
@@ -120,6 +123,10 @@ extension Interpreter {
             }
             return .string(try Formatting.percent(text(value), .tuple(arguments.positional), at: location))
         case "indent":
+            // jinja2 appends "\n" to the value itself before splitting it into lines.
+            guard case .string = value else {
+                throw TemplateFailure("unsupported operand type(s) for +=: '\(value.typeName)' and 'str'", at: location)
+            }
             let bound = try bind([("width", .int(4)), ("first", .bool(false)), ("blank", .bool(false))])
             let indentation: String
             if case .string(let s) = bound[0] {
@@ -145,10 +152,12 @@ extension Interpreter {
             let bound = try bind([("default", .int(0)), ("base", .int(10))])
             return pythonInt(value, base: bound[1].integer ?? 10).map { .int($0) } ?? bound[0]
         case "items":
-            switch value {
-            case .undefined: return .iterator(IteratorBox(.generator, []))
-            case .dict(let dict): return .iterator(IteratorBox(.generator, dict.entries.map { .tuple([$0.key.value, $0.value]) }))
-            default: throw TemplateFailure("Can only get item pairs from a mapping.", at: location)
+            return try generator { yield in
+                switch value {
+                case .undefined: break
+                case .dict(let dict): dict.entries.forEach { yield(.tuple([$0.key.value, $0.value])) }
+                default: throw TemplateFailure("Can only get item pairs from a mapping.", at: location)
+                }
             }
         case "join":
             let bound = try bind([("d", .string("")), ("attribute", Value.none)])
@@ -165,51 +174,53 @@ extension Interpreter {
             return .string(PythonText.jinjaTitle(text(value)))
         case "map":
             // jinja2 maps and selects only over a truthy value: None, undefined or empty give nothing.
-            let list = value.truthy ? try items(value) : []
-            if let attributeArgument = arguments.keywords.first(where: { $0.name == "attribute" })?.value {
-                let fallback = arguments.keywords.first(where: { $0.name == "default" })?.value
-                return .iterator(IteratorBox(.generator, try list.map { item in
-                    let found = try attributePath(attributeArgument, of: item, at: location)
-                    if found.isUndefined, let fallback { return fallback }
-                    return found
-                }))
+            return try generator { yield in
+                guard value.truthy else { return }
+                if let attributeArgument = arguments.keywords.first(where: { $0.name == "attribute" })?.value {
+                    let fallback = arguments.keywords.first(where: { $0.name == "default" })?.value
+                    for item in try items(value) { yield(try attributePath(attributeArgument, of: item, default: fallback, at: location)) }
+                    return
+                }
+                guard case .string(let filterName) = arguments.positional.first ?? .none else {
+                    throw TemplateFailure("map requires a filter argument", at: location)
+                }
+                let rest = Arguments(positional: Array(arguments.positional.dropFirst()), keywords: arguments.keywords)
+                for item in try items(value) { yield(try applyFilter(filterName, to: item, arguments: rest, at: location)) }
             }
-            guard case .string(let filterName) = arguments.positional.first ?? .none else {
-                throw TemplateFailure("map requires a filter argument", at: location)
-            }
-            let rest = Arguments(positional: Array(arguments.positional.dropFirst()), keywords: arguments.keywords)
-            return .iterator(IteratorBox(.generator, try list.map { try applyFilter(filterName, to: $0, arguments: rest, at: location) }))
         case "max", "min":
             let bound = try bind([("case_sensitive", .bool(false)), ("attribute", Value.none)])
             let sorted = try sortValues(try items(value), caseSensitive: bound[0].truthy, reverse: false, at: location) { item in
                 if case .none = bound[1] { return item }
-                return (try? self.attributePath(bound[1], of: item, at: location)) ?? .undefined("")
+                return try self.attributePath(bound[1], of: item, at: location)
             }
             return (name == "min" ? sorted.first : sorted.last) ?? .undefined("No aggregated item, sequence was empty.")
         case "pprint":
-            return .string(value.repr)
+            return .string(original.repr(sortingKeys: true))
         case "select", "reject", "selectattr", "rejectattr":
-            let byAttribute = name.hasSuffix("attr")
-            var positional = arguments.positional
-            var attributeName: Value?
-            if byAttribute {
-                guard !positional.isEmpty else { throw TemplateFailure("Missing parameter for attribute name", at: location) }
-                attributeName = positional.removeFirst()
+            return try generator { yield in
+                guard value.truthy else { return }
+                let byAttribute = name.hasSuffix("attr")
+                var positional = arguments.positional
+                var attributeName: Value?
+                if byAttribute {
+                    guard !positional.isEmpty else { throw TemplateFailure("Missing parameter for attribute name", at: location) }
+                    attributeName = positional.removeFirst()
+                }
+                let testName: String?
+                if positional.isEmpty {
+                    testName = nil
+                } else {
+                    guard case .string(let s) = positional.removeFirst() else { throw TemplateFailure("the test name must be a string", at: location) }
+                    testName = s
+                }
+                let testArguments = Arguments(positional: positional, keywords: arguments.keywords)
+                let keep = name.hasPrefix("select")
+                for item in try items(value) {
+                    let subject = try attributeName.map { try attributePath($0, of: item, at: location) } ?? item
+                    let passed = try testName.map { try applyTest($0, to: subject, arguments: testArguments, at: location) } ?? subject.truthy
+                    if passed == keep { yield(item) }
+                }
             }
-            let testName: String?
-            if positional.isEmpty {
-                testName = nil
-            } else {
-                guard case .string(let s) = positional.removeFirst() else { throw TemplateFailure("the test name must be a string", at: location) }
-                testName = s
-            }
-            let testArguments = Arguments(positional: positional, keywords: arguments.keywords)
-            let keep = name.hasPrefix("select")
-            return .iterator(IteratorBox(.generator, try (value.truthy ? items(value) : []).filter { item in
-                let subject = try attributeName.map { try attributePath($0, of: item, at: location) } ?? item
-                let passed = try testName.map { try applyTest($0, to: subject, arguments: testArguments, at: location) } ?? subject.truthy
-                return passed == keep
-            }))
         case "replace":
             let bound = try bind([("old", nil), ("new", nil), ("count", Value.none)])
             return .string(PythonText.replace(text(value), text(bound[0]), text(bound[1]), count: bound[2].integer ?? -1))
@@ -232,11 +243,16 @@ extension Interpreter {
         case "round":
             let bound = try bind([("precision", .int(0)), ("method", .string("common"))])
             guard let number = value.number else { throw TemplateFailure("round needs a number", at: location) }
-            let scale = Foundation.pow(10, Double(bound[0].integer ?? 0))
+            let precision = bound[0].integer ?? 0
+            let scale = Foundation.pow(10, Double(precision))
             switch bound[1] {
             case .string("common"):
-                // Python's round() keeps an int an int.
-                if case .int = value { return value }
+                // Python's round() keeps an int (or bool) an int, and rounds a float's exact binary value to
+                // the nearest decimal, ties to even, as printf does.
+                if let integer = value.integer { return .int(Self.roundInteger(integer, digits: precision)) }
+                if precision >= 0, precision <= 300, number.isFinite, let rounded = Double(String(format: "%.\(precision)f", number)) {
+                    return .double(rounded)
+                }
                 return .double((number * scale).rounded(.toNearestOrEven) / scale)
             case .string("ceil"): return .double((number * scale).rounded(.up) / scale)
             case .string("floor"): return .double((number * scale).rounded(.down) / scale)
@@ -246,27 +262,35 @@ extension Interpreter {
             if case .string = value { return value }
             return .string(text(value))
         case "slice":
-            let bound = try bind([("slices", nil), ("fill_with", Value.none)])
-            guard let count = bound[0].integer, count > 0 else { throw TemplateFailure("slices must be positive", at: location) }
-            let list = try items(value)
-            let perSlice = list.count / count
-            let withExtra = list.count % count
-            var offset = 0
-            var result: [Value] = []
-            for index in 0..<count {
-                let start = offset + index * perSlice
-                if index < withExtra { offset += 1 }
-                let end = offset + (index + 1) * perSlice
-                var part = Array(list[min(start, list.count)..<min(max(start, end), list.count)])
-                if case .none = bound[1] {} else if index >= withExtra { part.append(bound[1]) }
-                result.append(.list(part))
+            return try generator { yield in
+                let bound = try bind([("slices", nil), ("fill_with", Value.none)])
+                guard let count = bound[0].integer, count > 0 else { throw TemplateFailure("slices must be positive", at: location) }
+                let list = try items(value)
+                let perSlice = list.count / count
+                let withExtra = list.count % count
+                var offset = 0
+                for index in 0..<count {
+                    let start = offset + index * perSlice
+                    if index < withExtra { offset += 1 }
+                    let end = offset + (index + 1) * perSlice
+                    var part = Array(list[min(start, list.count)..<min(max(start, end), list.count)])
+                    if case .none = bound[1] {} else if index >= withExtra { part.append(bound[1]) }
+                    yield(.list(part))
+                }
             }
-            return .iterator(IteratorBox(.generator, result))
         case "sort":
             let bound = try bind([("reverse", .bool(false)), ("case_sensitive", .bool(false)), ("attribute", Value.none)])
             return .list(try sortValues(try items(value), caseSensitive: bound[1].truthy, reverse: bound[0].truthy, at: location) { item in
-                if case .none = bound[2] { return item }
-                return (try? self.attributePath(bound[2], of: item, at: location)) ?? .undefined("")
+                // jinja2 sorts by a list of keys, one per attribute, so equal keys are never ordered
+                // with `<` (two undefined attributes, two equal dicts).
+                guard case .string(let paths) = bound[2], paths.unicodeScalars.contains(",") else {
+                    if case .none = bound[2] { return .list([item]) }
+                    return .list([try self.attributePath(bound[2], of: item, at: location)])
+                }
+                // `attribute="a,b"` sorts by a, then b.
+                return .list(try paths.split(separator: ",", omittingEmptySubsequences: false).map { path in
+                    try self.attributePath(.string(String(path)), of: item, at: location)
+                })
             })
         case "sum":
             let bound = try bind([("attribute", Value.none), ("start", .int(0))])
@@ -284,7 +308,9 @@ extension Interpreter {
             switch bound[1] {
             case .none: indent = nil
             case .string(let s): indent = s
-            default: indent = String(repeating: " ", count: max(0, bound[1].integer ?? 0))
+            default:
+                try checkSize(bound[1].integer ?? 0, at: location)
+                indent = String(repeating: " ", count: max(0, bound[1].integer ?? 0))
             }
             var options = PythonJSON.Options(indent: indent, itemSeparator: indent == nil ? ", " : ",", keySeparator: ": ",
                                              sortKeys: bound[3].truthy, ensureASCII: bound[0].truthy)
@@ -302,6 +328,13 @@ extension Interpreter {
             return .string(PythonText.strip(text(value), text(chars)))
         case "truncate":
             let bound = try bind([("length", .int(255)), ("killwords", .bool(false)), ("end", .string("...")), ("leeway", Value.none)])
+            guard case .string = value else {
+                // jinja2 measures other values with len() and returns them as they are when short enough;
+                // cutting one would need string methods it lacks.
+                let count = try applyFilter("length", to: value, arguments: Arguments(), at: location).integer ?? 0
+                guard count > (bound[0].integer ?? 255) + (bound[3].integer ?? 5) else { return original }
+                throw TemplateFailure("'\(value.typeName)' object has no attribute 'rsplit'", at: location)
+            }
             let s = PythonText.scalars(text(value))
             let length = bound[0].integer ?? 255
             let end = text(bound[2])
@@ -313,19 +346,21 @@ extension Interpreter {
             if let space = head.unicodeScalars.lastIndex(of: " ") { head = String(head.unicodeScalars[..<space]) }
             return .string(head + end)
         case "unique":
-            let bound = try bind([("case_sensitive", .bool(false)), ("attribute", Value.none)])
-            var seen: [Value] = []
-            var result: [Value] = []
-            for item in try items(value) {
-                var key = item
-                if case .none = bound[1] {} else { key = try attributePath(bound[1], of: item, at: location) }
-                if !bound[0].truthy, case .string(let s) = key { key = .string(s.lowercased()) }
-                if !seen.contains(where: { Value.equal($0, key) }) {
-                    seen.append(key)
-                    result.append(item)
+            return try generator { yield in
+                let bound = try bind([("case_sensitive", .bool(false)), ("attribute", Value.none)])
+                var seen: [Value] = []
+                for item in try items(value) {
+                    var key = item
+                    if case .none = bound[1] {} else { key = try attributePath(bound[1], of: item, at: location) }
+                    if !bound[0].truthy, case .string(let s) = key { key = .string(s.lowercased()) }
+                    // jinja2 keeps the keys seen in a set.
+                    _ = try DictKey(hashing: key, at: location)
+                    if !seen.contains(where: { Value.equal($0, key) }) {
+                        seen.append(key)
+                        yield(item)
+                    }
                 }
             }
-            return .iterator(IteratorBox(.generator, result))
         case "wordcount":
             return .int(text(value).split { !($0.isLetter || $0.isNumber || $0 == "_") }.count)
         default:
@@ -333,15 +368,48 @@ extension Interpreter {
         }
     }
 
-    /// An attribute path as `selectattr`, `map` and `sort` take it: `"a.b"`, or an integer index.
-    func attributePath(_ path: Value, of value: Value, at location: SourceLocation) throws -> Value {
-        if let index = path.integer { return try item(.int(index), of: value, at: location) }
+    /// jinja2's `map`, `select`, `unique`, `batch`, `slice` and `items` are Python generators: nothing
+    /// runs until they are read, and a failure reaches the reader only after the items before it. They
+    /// run here at once; a failure is kept with the items made before it, for whoever reads them.
+    private func generator(_ body: (_ yield: (Value) -> Void) throws -> Void) throws -> Value {
+        var made: [Value] = []
+        do {
+            try body { made.append($0) }
+        } catch let failure as TemplateFailure {
+            return .iterator(IteratorBox(.generator, made, failure: failure))
+        }
+        return .iterator(IteratorBox(.generator, made))
+    }
+
+    /// An attribute path as `selectattr`, `map` and `sort` take it: `"a.b"`, or an integer index. A
+    /// part that is missing is `fallback` when one is given; looking further into it fails, as in jinja2.
+    func attributePath(_ path: Value, of value: Value, default fallback: Value? = nil, at location: SourceLocation) throws -> Value {
+        let parts: [Value] = path.integer.map { [.int($0)] }
+            ?? path.text.split(separator: ".", omittingEmptySubsequences: false).map { Int($0).map { .int($0) } ?? .string(String($0)) }
         var current = value
-        for part in path.text.split(separator: ".", omittingEmptySubsequences: false).map(String.init) {
-            if current.isUndefined { return current }
-            current = try item(Int(part).map { .int($0) } ?? .string(part), of: current, at: location)
+        for part in parts {
+            current = try item(part, of: current, at: location)
+            if current.isUndefined, let fallback { current = fallback }
         }
         return current
+    }
+
+    /// Python's `round(n, digits)` for an integer: unchanged for `digits >= 0`, else to a multiple of
+    /// `10 ** -digits`, ties to even.
+    private static func roundInteger(_ n: Int, digits: Int) -> Int {
+        guard digits < 0 else { return n }
+        var unit = 1
+        for _ in 0..<(-digits) {
+            let (next, overflow) = unit.multipliedReportingOverflow(by: 10)
+            if overflow { return 0 }
+            unit = next
+        }
+        var quotient = n / unit
+        var remainder = n % unit
+        if remainder < 0 { quotient -= 1; remainder += unit }
+        if remainder * 2 > unit || (remainder * 2 == unit && quotient % 2 != 0) { quotient += 1 }
+        let (result, overflow) = quotient.multipliedReportingOverflow(by: unit)
+        return overflow ? n : result
     }
 
     /// Sorts as jinja2's `sort`/`dictsort` do: Python ordering, strings case-folded unless case-sensitive.
@@ -350,6 +418,7 @@ extension Interpreter {
     {
         func normalized(_ v: Value) -> Value {
             if !caseSensitive, case .string(let s) = v { return .string(s.lowercased()) }
+            if !caseSensitive, case .list(let parts) = v { return .list(parts.map(normalized)) }
             return v
         }
         let keyed = try values.map { (key: normalized(try key($0)), value: $0) }

@@ -80,13 +80,21 @@ enum Formatting {
             }
             if conversion == "s" || conversion == "r", let precision { text = PythonText.string(PythonText.scalars(text).prefix(precision)) }
             if let width = Int(width), PythonText.length(text) < width {
+                guard width <= PythonText.maxPadding else { throw TemplateFailure("width \(width) is too large", at: location) }
                 let padding = String(repeating: flags.contains("0") && !flags.contains("-") && conversion != "s" ? "0" : " ",
                                      count: width - PythonText.length(text))
                 text = flags.contains("-") ? text + padding : padding + text
             }
             result += text
         }
-        if mapping == nil, used < arguments.count, case .tuple = values {
+        // Python forgives unused arguments only when they come as something subscriptable other than
+        // a tuple or a string (a list, a dict, a range).
+        let forgiving: Bool
+        switch values {
+        case .list, .dict, .range: forgiving = true
+        default: forgiving = false
+        }
+        if !forgiving, used < arguments.count {
             throw TemplateFailure("not all arguments converted during string formatting", at: location)
         }
         return result

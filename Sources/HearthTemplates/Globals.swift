@@ -53,7 +53,7 @@ enum Globals {
         else {
             throw TemplateFailure("Range too big. The sandbox blocks ranges larger than MAX_RANGE (\(Interpreter.maxRange)).", at: location)
         }
-        return .range(start: start, step: step, count: count)
+        return .range(start: start, stop: stop, step: step, count: count)
     }
 
     private static func mapping(_ name: String, _ arguments: Arguments, at location: SourceLocation) throws -> Dict {
@@ -66,8 +66,6 @@ enum Globals {
                 throw TemplateFailure(message, at: location)
             case .dict(let dict):
                 for (key, value) in dict.entries { result[key] = value }
-            case .namespace(let namespace):
-                for (key, value) in namespace.attributes.entries { result[key] = value }
             default:
                 for pair in try first.iterationItems(at: location, limit: Interpreter.maxRange) {
                     guard case .list(let items) = pair.tupleAsList, items.count == 2, case .string(let key) = items[0] else {

@@ -186,7 +186,15 @@ final class Interpreter {
     private func runLoop(_ loop: ForLoop, iterable: Value, in scope: Scope, depth0: Int, at location: SourceLocation) throws {
         try nested(at: location) {
             let loopScope = Scope(parent: scope)
-            var items = try iterable.iterationItems(at: location, limit: Interpreter.maxRange)
+            // A generator that fails does so when the loop reaches the failure, after its items.
+            var pendingFailure: TemplateFailure?
+            var items: [Value]
+            if case .iterator(let box) = iterable, let failure = box.failure {
+                items = box.drainMade()
+                pendingFailure = failure
+            } else {
+                items = try iterable.iterationItems(at: location, limit: Interpreter.maxRange)
+            }
             if let condition = loop.condition {
                 items = try items.filter { item in
                     try step(location)
@@ -195,6 +203,7 @@ final class Interpreter {
                 }
             }
             if items.isEmpty {
+                if let pendingFailure { throw pendingFailure }
                 _ = try execute(loop.elseBody, in: loopScope)
                 return
             }
@@ -213,16 +222,77 @@ final class Interpreter {
                 // Each pass starts from the enclosing values again: what one pass sets, the next cannot see.
                 let passScope = Scope(parent: loopScope)
                 try assign(item, to: loop.target, in: passScope, at: location)
-                if try execute(loop.body, in: passScope) == .breakLoop { break }
+                if try execute(loop.body, in: passScope) == .breakLoop { return }
             }
+            if let pendingFailure { throw pendingFailure }
         }
     }
 
     // MARK: Macros
 
+    /// Every name the statements read, in nested blocks and macros too.
+    static func names(in statements: [Statement]) -> Set<String> {
+        var names = Set<String>()
+        func visit(_ expression: Expression?) {
+            guard let expression else { return }
+            switch expression.kind {
+            case .constant: break
+            case .name(let name): names.insert(name)
+            case .list(let items), .tuple(let items), .concat(let items): items.forEach(visit)
+            case .dict(let entries): for entry in entries { visit(entry.key); visit(entry.value) }
+            case .attribute(let object, _): visit(object)
+            case .subscript(let object, let key): visit(object); visit(key)
+            case .slice(let object, let start, let stop, let step): visit(object); visit(start); visit(stop); visit(step)
+            case .call(let callee, let arguments): visit(callee); arguments.forEach { visit($0.value) }
+            case .filter(let operand, _, let arguments), .test(let operand, _, let arguments, _):
+                visit(operand); arguments.forEach { visit($0.value) }
+            case .negate(let operand), .plus(let operand), .not(let operand): visit(operand)
+            case .and(let a, let b), .or(let a, let b), .binary(_, let a, let b): visit(a); visit(b)
+            case .compare(let first, let operations): visit(first); operations.forEach { visit($0.operand) }
+            case .conditional(let condition, let then, let otherwise): visit(condition); visit(then); visit(otherwise)
+            }
+        }
+        func visit(_ statements: [Statement]) {
+            for statement in statements {
+                switch statement.kind {
+                case .text, .breakLoop, .continueLoop: break
+                case .output(let expression), .set(_, let expression): visit(expression)
+                case .ifChain(let branches, let elseBody):
+                    for branch in branches { visit(branch.condition); visit(branch.body) }
+                    visit(elseBody)
+                case .forLoop(let loop): visit(loop.iterable); visit(loop.condition); visit(loop.body); visit(loop.elseBody)
+                case .setBlock(_, let filters, let body), .filterBlock(let filters, let body):
+                    filters.forEach { $0.arguments.forEach { visit($0.value) } }
+                    visit(body)
+                case .macro(let macro): macro.parameters.forEach { visit($0.defaultValue) }; visit(macro.body)
+                case .callBlock(let call, let parameters, let body):
+                    visit(call); parameters.forEach { visit($0.defaultValue) }; visit(body)
+                case .scope(let body): visit(body)
+                }
+            }
+        }
+        visit(statements)
+        return names
+    }
+
     private func makeMacro(_ macro: Macro, definedIn definingScope: Scope) -> Function {
-        Function(name: macro.name, kind: .macro) { interpreter, arguments, location in
-            try interpreter.nested(at: location) {
+        // jinja2 lets a macro take a caller, extra keywords or extra positional arguments only when its
+        // body (nested macros included) names `caller`, `kwargs` or `varargs`.
+        let names = Interpreter.names(in: macro.body)
+        let parameterNames = Set(macro.parameters.map(\.name))
+        return Function(name: macro.name, kind: .macro) { interpreter, arguments, location in
+            let extraKeywords = arguments.keywords.map(\.name).filter {
+                !parameterNames.contains($0) && !($0 == "caller" && names.contains("caller"))
+            }
+            if let first = extraKeywords.first, !names.contains("kwargs") {
+                throw TemplateFailure(extraKeywords.contains("caller")
+                    ? "macro '\(macro.name)' was invoked with two values for the special caller argument. This is most likely a bug."
+                    : "macro '\(macro.name)' takes no keyword argument '\(first)'", at: location)
+            }
+            if arguments.positional.count > macro.parameters.count, !names.contains("varargs") {
+                throw TemplateFailure("macro '\(macro.name)' takes not more than \(macro.parameters.count) argument(s)", at: location)
+            }
+            return try interpreter.nested(at: location) {
                 let scope = Scope(parent: definingScope)
                 var positional = arguments.positional
                 var keywords = arguments.keywords
@@ -259,6 +329,9 @@ final class Interpreter {
             let bound = try arguments.bind("caller", try parameters.map { parameter in
                 (parameter.name, try parameter.defaultValue.map { try interpreter.evaluate($0, in: scope) } ?? .undefined("parameter '\(parameter.name)' was not provided"))
             }, at: location)
+            // The call block's body is a macro too: it has its own (empty) varargs and kwargs.
+            callerScope.variables["varargs"] = .tuple([])
+            callerScope.variables["kwargs"] = .dict(Dict())
             for (parameter, value) in zip(parameters, bound) { callerScope.variables[parameter.name] = value }
             return .string(try interpreter.capture { _ = try interpreter.execute(body, in: callerScope) })
         }

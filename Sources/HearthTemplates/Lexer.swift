@@ -108,9 +108,7 @@ struct Lexer {
                 while let last = text.last, PythonText.isWhitespace(last) { text.removeLast() }
             } else if sign != "+", kind != "{" {
                 let lineStart = (text.lastIndex(of: "\n").map { $0 + 1 }) ?? text.startIndex
-                if lineStart > text.startIndex || lineStarting,
-                    text[lineStart...].allSatisfy({ $0 == " " || $0 == "\t" })
-                {
+                if lineStart > text.startIndex || lineStarting, text[lineStart...].allSatisfy(PythonText.isWhitespace) {
                     text = text[..<lineStart]
                 }
             }
@@ -155,12 +153,15 @@ struct Lexer {
         return matches("%}", at: i) || matches("-%}", at: i) || matches("+%}", at: i)
     }
 
-    /// `{% raw %}…{% endraw %}`: the body is text, whitespace control still applies at its edges.
+    /// `{% raw %}…{% endraw %}`: the body is text, whitespace control still applies at its edges, as
+    /// jinja2 applies it: `trim_blocks` keeps the newline after `{% raw %}` but takes the one after
+    /// `{% endraw %}`, and `lstrip_blocks` strips the indentation before `{% endraw %}`.
     private mutating func rawBlock(startingAt start: Int) throws {
         while at(position) != "%" { position += 1 }
         let openSign = source[position - 1]
         position += 2
-        finishTag(sign: openSign == "-" || openSign == "+" ? openSign : nil, trims: true)
+        finishTag(sign: openSign == "-" || openSign == "+" ? openSign : nil, trims: false)
+        let lineStarting = position > 0 && source[position - 1] == "\n"
         var i = position
         while let candidate = nextTagStart(from: i) {
             var j = candidate + 2
@@ -174,7 +175,14 @@ struct Lexer {
                 if closeSign != nil { j += 1 }
                 if matches("%}", at: j) {
                     var body = source[position..<candidate]
-                    if sign == "-" { while let last = body.last, PythonText.isWhitespace(last) { body.removeLast() } }
+                    if sign == "-" {
+                        while let last = body.last, PythonText.isWhitespace(last) { body.removeLast() }
+                    } else if sign != "+" {
+                        let lineStart = (body.lastIndex(of: "\n").map { $0 + 1 }) ?? body.startIndex
+                        if lineStart > body.startIndex || lineStarting, body[lineStart...].allSatisfy(PythonText.isWhitespace) {
+                            body = body[..<lineStart]
+                        }
+                    }
                     emitText(body, at: position)
                     position = j + 2
                     finishTag(sign: closeSign, trims: true)

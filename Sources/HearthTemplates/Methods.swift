@@ -11,7 +11,9 @@ enum Methods {
         switch value {
         case .string(let s): body = stringMethod(name, s)
         case .dict(let dict): body = dictMethod(name, dict)
-        case .list(let items), .tuple(let items): body = listMethod(name, items)
+        case .list(let items): body = listMethod(name, items)
+        // A tuple has only count and index.
+        case .tuple(let items): body = name == "copy" ? nil : listMethod(name, items)
         default: body = nil
         }
         if let body {
@@ -47,6 +49,14 @@ enum Methods {
     private static func prefixes(_ value: Value, at location: SourceLocation) throws -> [String] {
         if case .tuple(let items) = value { return try items.map { try string($0, "a tuple item", at: location) } }
         return [try string(value, "the prefix", at: location)]
+    }
+
+    /// Python's `isalpha` letters: the general categories Lu, Ll, Lt, Lm and Lo.
+    private static func isLetter(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter: return true
+        default: return false
+        }
     }
 
     private static func stringMethod(_ name: String, _ s: String) -> ((Arguments, SourceLocation) throws -> Value)? {
@@ -130,13 +140,35 @@ enum Methods {
                 }
                 return .string(s)
             }
-        case "isdigit", "isnumeric", "isdecimal":
+        case "isdecimal":
+            return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { $0.properties.numericType == .decimal }) }
+        case "isdigit":
+            return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { [.decimal, .digit].contains($0.properties.numericType) }) }
+        case "isnumeric":
             return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { $0.properties.numericType != nil }) }
         case "isalpha":
-            return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { $0.properties.isAlphabetic }) }
+            return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy(isLetter)) }
         case "isalnum":
+            return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { isLetter($0) || $0.properties.numericType != nil }) }
+        case "isprintable":
+            return { _, _ in .bool(s.unicodeScalars.allSatisfy(PythonText.isPrintable)) }
+        case "isascii":
+            return { _, _ in .bool(s.unicodeScalars.allSatisfy(\.isASCII)) }
+        case "isidentifier":
             return { _, _ in
-                .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || $0.properties.numericType != nil })
+                guard let first = s.unicodeScalars.first, first == "_" || first.properties.isXIDStart else { return .bool(false) }
+                return .bool(s.unicodeScalars.dropFirst().allSatisfy { $0.properties.isXIDContinue })
+            }
+        case "istitle":
+            return { _, _ in .bool(PythonText.isTitle(s)) }
+        case "casefold":
+            return { _, _ in .string(PythonText.casefold(s)) }
+        case "expandtabs":
+            return { arguments, location in
+                let size = try arguments.bind(name, [("tabsize", .int(8))], at: location)[0]
+                guard let size = size.integer else { throw TemplateFailure("'\(size.typeName)' object cannot be interpreted as an integer", at: location) }
+                guard size <= PythonText.maxPadding else { throw TemplateFailure("tab size \(size) is too large", at: location) }
+                return .string(PythonText.expandTabs(s, size: size))
             }
         case "isspace":
             return { _, _ in .bool(!s.isEmpty && s.unicodeScalars.allSatisfy(PythonText.isWhitespace)) }

@@ -31,7 +31,8 @@ extension Interpreter {
             return false
         case "callable":
             switch value {
-            case .function, .loop: return true
+            // An Undefined has __call__ (which fails), so Python calls it callable.
+            case .undefined, .function, .loop: return true
             default: return false
             }
         case "defined": return !value.isUndefined
@@ -76,13 +77,11 @@ extension Interpreter {
             guard s.unicodeScalars.contains(where: { $0.properties.isCased }) else { return false }
             return name == "lower" ? s == s.lowercased() : s == s.uppercased()
         case "even", "odd":
-            guard let n = value.integer else { throw TemplateFailure("\(name) needs an integer, not \(value.typeName)", at: location) }
-            return (n % 2 == 0) == (name == "even")
+            // jinja2 tests `value % 2`, which floats and even strings (as formatting) answer too.
+            return Value.equal(try binary("%", value, .int(2), at: location), .int(name == "even" ? 0 : 1))
         case "divisibleby":
-            guard let n = value.integer, let d = try argument().integer, d != 0 else {
-                throw TemplateFailure("divisibleby needs non-zero integers", at: location)
-            }
-            return n % d == 0
+            // jinja2 tests `value % num == 0`, so floats divide too and strings format.
+            return Value.equal(try binary("%", value, try argument(), at: location), .int(0))
         case "eq", "equalto", "==": return Value.equal(value, try argument())
         case "ne", "!=": return !Value.equal(value, try argument())
         case "lt", "lessthan", "<": return try pythonLess(value, try argument(), at: location)
@@ -95,15 +94,18 @@ extension Interpreter {
             switch (value, other) {
             case (.none, .none): return true
             case (.bool(let a), .bool(let b)): return a == b
+            // Python keeps one object for each integer from -5 to 256; other numbers are separate objects.
+            case (.int(let a), .int(let b)): return a == b && (-5...256).contains(a)
             case (.namespace(let a), .namespace(let b)): return a === b
             default: return false
             }
-        case "filter":
-            guard case .string(let s) = value else { return false }
-            return Interpreter.filterNames.contains(s)
-        case "test":
-            guard case .string(let s) = value else { return false }
-            return Interpreter.testNames.contains(s)
+        case "filter", "test":
+            // jinja2 looks the value up in a dict of names, which refuses an unhashable one.
+            guard case .string(let s) = value else {
+                _ = try DictKey(hashing: value, at: location)
+                return false
+            }
+            return (name == "filter" ? Interpreter.filterNames : Interpreter.testNames).contains(s)
         default:
             throw TemplateFailure("No test named '\(name)' found.", at: location)
         }

@@ -185,7 +185,74 @@ enum PythonText {
     }
 
     static func upper(_ s: String) -> String { s.uppercased() }
-    static func lower(_ s: String) -> String { s.lowercased() }
+    /// `str.lower`, with Python's one contextual rule: a capital sigma ending a word becomes `ς`.
+    static func lower(_ s: String) -> String {
+        let scalars = Array(s.unicodeScalars)
+        guard scalars.contains("\u{3A3}") else { return s.lowercased() }
+        return scalars.indices.map { lower(scalars, at: $0) }.joined()
+    }
+
+    /// The lower case of `scalars[index]` in its context, as CPython's `lower_ucs4` gives it.
+    private static func lower(_ scalars: [Unicode.Scalar], at index: Int) -> String {
+        scalars[index] == "\u{3A3}" && isFinalSigma(scalars, at: index) ? "\u{3C2}" : String(scalars[index]).lowercased()
+    }
+
+    /// Unicode's Final_Sigma condition: a cased letter before (past case-ignorable ones) and none after.
+    private static func isFinalSigma(_ scalars: [Unicode.Scalar], at index: Int) -> Bool {
+        var before = index - 1
+        while before >= 0, scalars[before].properties.isCaseIgnorable { before -= 1 }
+        guard before >= 0, isCased(scalars[before]) else { return false }
+        var after = index + 1
+        while after < scalars.count, scalars[after].properties.isCaseIgnorable { after += 1 }
+        return !(after < scalars.count && isCased(scalars[after]))
+    }
+
+    /// `str.casefold`: full Unicode case folding (`ß` becomes `ss`).
+    static func casefold(_ s: String) -> String { s.folding(options: .caseInsensitive, locale: nil) }
+
+    /// `str.istitle`: some cased characters, capitals only after uncased ones, small letters only after cased ones.
+    static func isTitle(_ s: String) -> Bool {
+        var previousCased = false
+        var sawCased = false
+        for scalar in s.unicodeScalars {
+            let properties = scalar.properties
+            if properties.isUppercase || properties.generalCategory == .titlecaseLetter {
+                if previousCased { return false }
+                previousCased = true
+                sawCased = true
+            } else if properties.isLowercase {
+                if !previousCased { return false }
+                previousCased = true
+                sawCased = true
+            } else {
+                previousCased = false
+            }
+        }
+        return sawCased
+    }
+
+    /// `str.expandtabs`: each tab becomes spaces up to the next multiple of `size` columns.
+    static func expandTabs(_ s: String, size: Int) -> String {
+        var result = ""
+        var column = 0
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\t":
+                if size > 0 {
+                    let spaces = size - column % size
+                    result += String(repeating: " ", count: spaces)
+                    column += spaces
+                }
+            case "\n", "\r":
+                result.unicodeScalars.append(scalar)
+                column = 0
+            default:
+                result.unicodeScalars.append(scalar)
+                column += 1
+            }
+        }
+        return result
+    }
 
     private static func isCased(_ scalar: Unicode.Scalar) -> Bool {
         scalar.properties.isCased
@@ -195,9 +262,9 @@ enum PythonText {
     static func title(_ s: String) -> String {
         var result = ""
         var previousCased = false
-        for scalar in s.unicodeScalars {
-            let text = String(scalar)
-            result += previousCased ? text.lowercased() : titlecase(scalar)
+        let scalars = Array(s.unicodeScalars)
+        for (index, scalar) in scalars.enumerated() {
+            result += previousCased ? lower(scalars, at: index) : titlecase(scalar)
             previousCased = isCased(scalar)
         }
         return result
@@ -209,27 +276,30 @@ enum PythonText {
 
     /// `str.capitalize`: the first character in title case, the rest lower case.
     static func capitalize(_ s: String) -> String {
-        guard let first = s.unicodeScalars.first else { return s }
-        return titlecase(first) + string(s.unicodeScalars.dropFirst()).lowercased()
+        let scalars = Array(s.unicodeScalars)
+        guard let first = scalars.first else { return s }
+        return titlecase(first) + scalars.indices.dropFirst().map { lower(scalars, at: $0) }.joined()
     }
 
     /// Jinja's `title` filter, which splits words at `-`, whitespace and opening brackets.
     static func jinjaTitle(_ s: String) -> String {
         var result = ""
-        var atWordStart = true
+        var word: [Unicode.Scalar] = []
+        // Each word is `word[0].upper() + word[1:].lower()`: the rest is lowered as a string of its own.
+        func flush() {
+            guard let first = word.first else { return }
+            result += String(first).uppercased() + lower(String(String.UnicodeScalarView(word.dropFirst())))
+            word = []
+        }
         for scalar in s.unicodeScalars {
-            let isBreak = scalar == "-" || scalar == "(" || scalar == "{" || scalar == "[" || scalar == "<"
-                || isWhitespace(scalar)
-            if isBreak {
+            if scalar == "-" || scalar == "(" || scalar == "{" || scalar == "[" || scalar == "<" || isWhitespace(scalar) {
+                flush()
                 result.unicodeScalars.append(scalar)
-                atWordStart = true
-            } else if atWordStart {
-                result += String(scalar).uppercased()
-                atWordStart = false
             } else {
-                result += String(scalar).lowercased()
+                word.append(scalar)
             }
         }
+        flush()
         return result
     }
 
@@ -284,14 +354,31 @@ enum PythonText {
             case "\t": result += "\\t"
             case quote: result += "\\" + String(quote)
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    result += "\\x" + hex(scalar.value, width: 2)
-                } else {
+                if isPrintable(scalar) {
                     result.unicodeScalars.append(scalar)
+                } else if scalar.value <= 0xFF {
+                    result += "\\x" + hex(scalar.value, width: 2)
+                } else if scalar.value <= 0xFFFF {
+                    result += "\\u" + hex(scalar.value, width: 4)
+                } else {
+                    result += "\\U" + hex(scalar.value, width: 8)
                 }
             }
         }
         return result + String(quote)
+    }
+
+    /// Python's `str.isprintable` for one character, which `repr` writes as it is: everything but
+    /// controls, format characters, surrogates, private use, unassigned code points and separators
+    /// other than the space (so a no-break space or an emoji's zero-width joiner is escaped).
+    static func isPrintable(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar == " " { return true }
+        switch scalar.properties.generalCategory {
+        case .control, .format, .surrogate, .privateUse, .unassigned, .lineSeparator, .paragraphSeparator, .spaceSeparator:
+            return false
+        default:
+            return true
+        }
     }
 
     static func hex(_ value: UInt32, width: Int) -> String {

@@ -19,8 +19,9 @@ enum Value {
     case namespace(Namespace)
     case loop(LoopState)
     case function(Function)
-    /// Python's `range`: computed on demand so `range(n)` costs nothing until iterated.
-    case range(start: Int, step: Int, count: Int)
+    /// Python's `range`: computed on demand so `range(n)` costs nothing until iterated. `stop` is
+    /// kept as given because Python prints it (`range(0, 10, 3)`); `count` is the number of items.
+    case range(start: Int, stop: Int, step: Int, count: Int)
     /// What jinja2's `map`/`select`/`items`… filters return (generators, used up by one pass) and
     /// `dict.items()`/`keys()`/`values()` return (views): iterable, but not lists.
     case iterator(IteratorBox)
@@ -37,35 +38,50 @@ final class IteratorBox {
 
     let kind: Kind
     let items: [Value]
+    /// Where a generator failed after making `items`: Python raises it when the reader gets there.
+    let failure: TemplateFailure?
     private var position = 0
 
-    init(_ kind: Kind, _ items: [Value]) {
+    init(_ kind: Kind, _ items: [Value], failure: TemplateFailure? = nil) {
         self.kind = kind
         self.items = items
+        self.failure = failure
     }
 
     var isView: Bool { kind == .dictItems || kind == .dictKeys || kind == .dictValues }
 
     /// Everything not yet consumed; a generator is empty afterwards, a view can be read again.
-    func drain() -> [Value] {
+    func drain() throws -> [Value] {
+        let remaining = drainMade()
+        if let failure, !isView { throw failure }
+        return remaining
+    }
+
+    /// The items not yet consumed that the generator made before its `failure`, if it has one.
+    func drainMade() -> [Value] {
         if isView { return items }
         defer { position = items.count }
         return Array(items[position...])
     }
 
-    func next() -> Value? {
+    func next() throws -> Value? {
         if isView { return items.first }
-        guard position < items.count else { return nil }
+        guard position < items.count else {
+            if let failure { throw failure }
+            return nil
+        }
         defer { position += 1 }
         return items[position]
     }
 }
 
 /// A dict key: Python dicts take any hashable value; templates use strings and, rarely, numbers
-/// or tuples (`x[1, 2]`). `True` and `1` are the same key, as in Python.
+/// or tuples (`x[1, 2]`). `True`, `1` and `1.0` are the same key, as in Python, and the dict keeps
+/// the one it saw first, which is the one it prints.
 enum DictKey: Hashable {
     case string(String)
     case int(Int)
+    case bool(Bool)
     case double(Double)
     case none
     indirect case tuple([DictKey])
@@ -74,8 +90,8 @@ enum DictKey: Hashable {
         switch value {
         case .string(let s), .markup(let s): self = .string(s)
         case .int(let i): self = .int(i)
-        case .bool(let b): self = .int(b ? 1 : 0)
-        case .double(let d): self = d.rounded() == d && abs(d) < 9e18 ? .int(Int(d)) : .double(d)
+        case .bool(let b): self = .bool(b)
+        case .double(let d): self = .double(d)
         case .none: self = .none
         case .tuple(let items):
             var keys: [DictKey] = []
@@ -88,10 +104,63 @@ enum DictKey: Hashable {
         }
     }
 
+    /// The key as Python hashes and compares it: a bool or a whole float is the int it equals.
+    private var normalized: DictKey {
+        switch self {
+        case .bool(let b): return .int(b ? 1 : 0)
+        case .double(let d) where d.rounded() == d && abs(d) < 9e18: return .int(Int(d))
+        case .tuple(let keys): return .tuple(keys.map(\.normalized))
+        default: return self
+        }
+    }
+
+    static func == (a: DictKey, b: DictKey) -> Bool {
+        switch (a.normalized, b.normalized) {
+        case (.string(let x), .string(let y)): return x == y
+        case (.int(let x), .int(let y)): return x == y
+        case (.double(let x), .double(let y)): return x == y
+        case (.none, .none): return true
+        case (.tuple(let x), .tuple(let y)): return x == y
+        default: return false
+        }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        switch normalized {
+        case .string(let s): hasher.combine(0); hasher.combine(s)
+        case .int(let i): hasher.combine(1); hasher.combine(i)
+        case .double(let d): hasher.combine(2); hasher.combine(d)
+        case .none: hasher.combine(3)
+        case .tuple(let keys): hasher.combine(4); hasher.combine(keys)
+        case .bool: preconditionFailure("a normalized key is never a bool")
+        }
+    }
+
+    /// The key a dict would hash `value` to, or nil for a value that is hashable but can never be a
+    /// key here (an Undefined, a function, a generator); lists, dicts and dict views are unhashable, as in Python.
+    init?(hashing value: Value, at location: SourceLocation) throws {
+        if let key = DictKey(value) {
+            self = key
+            return
+        }
+        switch value {
+        case .list, .dict:
+            throw TemplateFailure("unhashable type: '\(value.typeName)'", at: location)
+        case .iterator(let box) where box.kind == .dictKeys || box.kind == .dictItems:
+            throw TemplateFailure("unhashable type: '\(box.kind.rawValue)'", at: location)
+        case .tuple(let items):
+            for item in items { _ = try DictKey(hashing: item, at: location) }
+            return nil
+        default:
+            return nil
+        }
+    }
+
     var value: Value {
         switch self {
         case .string(let s): return .string(s)
         case .int(let i): return .int(i)
+        case .bool(let b): return .bool(b)
         case .double(let d): return .double(d)
         case .none: return .none
         case .tuple(let keys): return .tuple(keys.map(\.value))
@@ -225,7 +294,7 @@ extension Value {
         case .string(let s), .markup(let s): return !s.isEmpty
         case .list(let items), .tuple(let items): return !items.isEmpty
         case .dict(let dict): return dict.count > 0
-        case .range(_, _, let count): return count > 0
+        case .range(_, _, _, let count): return count > 0
         case .namespace, .loop, .function: return true
         case .iterator(let box): return box.isView ? !box.items.isEmpty : true
         }
@@ -260,12 +329,15 @@ extension Value {
     }
 
     /// Python's `repr(x)`, as lists and dicts print their items.
-    var repr: String { repr(depth: 0) }
+    var repr: String { repr(depth: 0, sortingKeys: false) }
+
+    /// `repr(x)` with every dict's keys sorted, as `pprint.pformat` writes a value that fits on a line.
+    func repr(sortingKeys: Bool) -> String { repr(depth: 0, sortingKeys: sortingKeys) }
 
     /// Nesting this deep is printed as `...` (Python gives up with RecursionError near 1000 levels).
     private static let maxReprDepth = 500
 
-    private func repr(depth: Int) -> String {
+    private func repr(depth: Int, sortingKeys: Bool) -> String {
         if depth > Value.maxReprDepth { return "..." }
         switch self {
         case .undefined: return "Undefined"
@@ -275,13 +347,20 @@ extension Value {
         case .double(let d): return PythonText.floatRepr(d)
         case .string(let s): return PythonText.stringRepr(s)
         case .markup(let s): return "Markup(" + PythonText.stringRepr(s) + ")"
-        case .list(let items): return "[" + items.map { $0.repr(depth: depth + 1) }.joined(separator: ", ") + "]"
+        case .list(let items): return "[" + items.map { $0.repr(depth: depth + 1, sortingKeys: sortingKeys) }.joined(separator: ", ") + "]"
         case .tuple(let items):
-            return "(" + items.map { $0.repr(depth: depth + 1) }.joined(separator: ", ") + (items.count == 1 ? ",)" : ")")
+            return "(" + items.map { $0.repr(depth: depth + 1, sortingKeys: sortingKeys) }.joined(separator: ", ") + (items.count == 1 ? ",)" : ")")
         case .dict(let dict):
-            return "{" + dict.entries.map { $0.key.value.repr + ": " + $0.value.repr(depth: depth + 1) }.joined(separator: ", ") + "}"
+            var entries = dict.entries
+            if sortingKeys {
+                let location = SourceLocation(line: 0, column: 0)
+                entries.sort { a, b in
+                    (try? pythonLess(a.key.value, b.key.value, at: location)) ?? (a.key.value.typeName < b.key.value.typeName)
+                }
+            }
+            return "{" + entries.map { $0.key.value.repr + ": " + $0.value.repr(depth: depth + 1, sortingKeys: sortingKeys) }.joined(separator: ", ") + "}"
         case .namespace(let namespace):
-            return "<Namespace " + Value.dict(namespace.attributes).repr(depth: depth + 1) + ">"
+            return "<Namespace " + Value.dict(namespace.attributes).repr(depth: depth + 1, sortingKeys: sortingKeys) + ">"
         case .loop: return "<LoopContext>"
         case .function(let function):
             switch function.kind {
@@ -289,13 +368,12 @@ extension Value {
             case .macro: return "<Macro '\(function.name)'>"
             case .caller: return "<Macro anonymous>"
             }
-        case .range(let start, let step, let count):
-            let stop = start + step * count
+        case .range(let start, let stop, let step, _):
             return step == 1 ? "range(\(start), \(stop))" : "range(\(start), \(stop), \(step))"
         case .iterator(let box):
             // A generator prints its address in Python, which no render can reproduce.
             guard box.isView else { return "<\(box.kind.rawValue) object>" }
-            return box.kind.rawValue + "(" + Value.list(box.items).repr(depth: depth + 1) + ")"
+            return box.kind.rawValue + "(" + Value.list(box.items).repr(depth: depth + 1, sortingKeys: sortingKeys) + ")"
         }
     }
 
@@ -314,7 +392,9 @@ extension Value {
                 && x.entries.allSatisfy { entry in y[entry.key].map { equal(entry.value, $0, depth: depth + 1) } ?? false }
         case (.namespace(let x), .namespace(let y)): return x === y
         case (.loop(let x), .loop(let y)): return x === y
-        case (.range, .range): return a.repr == b.repr
+        case (.range(let start, _, let step, let count), .range(let otherStart, _, let otherStep, let otherCount)):
+            // Ranges are equal when they hold the same numbers.
+            return count == otherCount && (count == 0 || start == otherStart && (count == 1 || step == otherStep))
         case (.iterator(let x), .iterator(let y)):
             return x === y || (x.isView && x.kind == y.kind && equal(.list(x.items), .list(y.items)))
         default:
@@ -332,10 +412,9 @@ extension Value {
         case .undefined: return []
         case .list(let items), .tuple(let items): return items
         case .dict(let dict): return dict.keys.map(\.value)
-        case .namespace(let namespace): return namespace.attributes.keys.map(\.value)
         case .string(let s), .markup(let s): return s.unicodeScalars.map { .string(String($0)) }
-        case .iterator(let box): return box.drain()
-        case .range(let start, let step, let count):
+        case .iterator(let box): return try box.drain()
+        case .range(let start, _, let step, let count):
             guard count <= limit else {
                 throw TemplateFailure("a range of \(count) items is larger than the render allows", at: location)
             }
@@ -347,7 +426,7 @@ extension Value {
 
     var isIterable: Bool {
         switch self {
-        case .undefined, .list, .tuple, .dict, .string, .markup, .range, .namespace, .iterator: return true
+        case .undefined, .list, .tuple, .dict, .string, .markup, .range, .iterator: return true
         default: return false
         }
     }
