@@ -112,6 +112,34 @@ HK_FM_AVX2 static float dot_avx2(int half, const void *w, const void *a, int64_t
 HK_FM_AVX2 float hk_avx2_dot_f16w_ordered(const void *w, const void *a, int64_t n) { return dot_avx2(1, w, a, n, 1); }
 HK_FM_AVX2 float hk_avx2_dot_f32w_ordered(const void *w, const void *a, int64_t n) { return dot_avx2(0, w, a, n, 1); }
 
+// tinyBLAS's hsum of one 8-lane accumulator, as dot_avx2 reduces it.
+HK_FM_AVX2 static inline float hsum8(__m256 acc) {
+    __m128 s = _mm_add_ps(_mm256_extractf128_ps(acc, 1), _mm256_castps256_ps128(acc));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+// 4 weight rows against 3 activation rows (n a multiple of 8), twelve sums at once: each is one
+// 8-lane accumulator over the elements in order, so each equals dot_avx2's multi-row sum, bit
+// for bit; the twelve independent chains keep the FMA units busy instead of waiting on one.
+HK_FM_AVX2 static void tile4x3_avx2(int half, const uint8_t *w, size_t row_bytes, const uint8_t *a, size_t a_stride,
+                                    int64_t n, float *out, size_t out_stride) {
+    __m256 acc[4][3];
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 3; c++) acc[r][c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256 x0 = load8(half, a, i), x1 = load8(half, a + a_stride, i), x2 = load8(half, a + 2 * a_stride, i);
+        for (int r = 0; r < 4; r++) {
+            const __m256 y = load8(half, w + (size_t)r * row_bytes, i);
+            acc[r][0] = _mm256_fmadd_ps(y, x0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(y, x1, acc[r][1]);
+            acc[r][2] = _mm256_fmadd_ps(y, x2, acc[r][2]);
+        }
+    }
+    for (int c = 0; c < 3; c++)
+        for (int r = 0; r < 4; r++) out[(size_t)c * out_stride + (size_t)r] = hsum8(acc[r][c]);
+}
+
 HK_FM_AVX2 static void matmul_avx2(int half, const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a,
                                    size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs,
                                    float *out, size_t out_stride) {
@@ -122,7 +150,21 @@ HK_FM_AVX2 static void matmul_avx2(int half, const uint8_t *w, size_t row_bytes,
         int64_t col = 0;
         for (int64_t i = 0; i < (runs ? n_runs : 1); i++) {
             const int64_t len = runs ? runs[i] : cols;
-            for (int64_t c = col; c < col + len; c++)
+            int64_t c = col;
+            // A run of several rows sums each output in one 8-lane chain: tiles where they fit.
+            if (len > 1 && n % 8 == 0) {
+                for (; c + 3 <= col + len; c += 3) {
+                    int64_t r = r0;
+                    for (; r + 4 <= r1; r += 4)
+                        tile4x3_avx2(half, w + (size_t)r * row_bytes, row_bytes, a + (size_t)c * a_stride, a_stride, n,
+                                     out + (size_t)c * out_stride + (size_t)r, out_stride);
+                    for (; r < r1; r++)
+                        for (int64_t k = c; k < c + 3; k++)
+                            out[(size_t)k * out_stride + (size_t)r] =
+                                dot_avx2(half, w + (size_t)r * row_bytes, a + (size_t)k * a_stride, n, 0);
+                }
+            }
+            for (; c < col + len; c++)
                 for (int64_t r = r0; r < r1; r++)
                     out[(size_t)c * out_stride + (size_t)r] =
                         dot_avx2(half, w + (size_t)r * row_bytes, a + (size_t)c * a_stride, n, len == 1);

@@ -91,7 +91,36 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
     /// A forward pass lays several sequences' rows side by side; each sequence's run of columns
     /// sums as a batch of its own, so a call over many runs gives every run exactly what a call
     /// over that run alone gives, and a run of one what a lone dot product gives.
-    @Test(arguments: [GGMLType.q4_K, .q5_K, .q6_K, .q4_1, .q8_0, .q5_0])
+    /// F16 and F32 matrices: the AVX2 kernel, which sums twelve outputs at a time, gives the
+    /// portable kernel's bits (one 8-lane chain per output for runs of several columns, 32 slots
+    /// for a lone one) for every shape of tile, edge and run.
+    @Test(.enabled(if: avx2), arguments: [GGMLType.f16, .f32])
+    func floatMatricesSumInOneOrderOnBothPaths(_ type: GGMLType) throws {
+        let runs = [1, 6, 1, 9, 4, 2, 3, 1, 5]
+        let columns = runs.reduce(0, +), rowCount = 11
+        for count in [64, 256, 40] {
+            var results: [[Float]] = []
+            for path in [KernelPath.portable, .best] {
+                let t = try DotCase(type, path: path, count: count, rows: rowCount, columns: columns, seed: 900 + UInt64(count))
+                var out = [Float](repeating: .nan, count: rowCount * columns)
+                t.weights.withUnsafeBytes { w in
+                    t.activations.withUnsafeBytes { a in
+                        runs.withUnsafeBufferPointer { runs in
+                            t.kernel.matMul(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: 0..<rowCount, activations: a.baseAddress!,
+                                            activationStride: t.activationStride, columns: columns, count: count, runs: runs,
+                                            output: &out, outputStride: rowCount)
+                        }
+                    }
+                }
+                results.append(out)
+            }
+            for i in 0..<results[0].count {
+                #expect(results[0][i].bitPattern == results[1][i].bitPattern, "\(type.name) n=\(count): output \(i)")
+            }
+        }
+    }
+
+    @Test(arguments: [GGMLType.q4_K, .q5_K, .q6_K, .q4_1, .q8_0, .q5_0, .f16, .f32])
     func runsSumIndependently(_ type: GGMLType) throws {
         let runs = [1, 6, 1, 9, 4, 1, 2, 8, 1]
         let columns = runs.reduce(0, +), count = 512, rowCount = 9
