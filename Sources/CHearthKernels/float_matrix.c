@@ -11,6 +11,7 @@
 // depend on the rows beside it.
 #include "internal.h"
 #include <math.h>
+#include <stdlib.h>
 #pragma STDC FP_CONTRACT OFF
 
 // The reduction of 32 slots (slot 8j + l is lane l of accumulator j) by GGML_F32x8_REDUCE.
@@ -140,28 +141,61 @@ HK_FM_AVX2 static void tile4x3_avx2(int half, const uint8_t *w, size_t row_bytes
         for (int r = 0; r < 4; r++) out[(size_t)c * out_stride + (size_t)r] = hsum8(acc[r][c]);
 }
 
+// F16 rows widened to F32 (exactly: every half is a float), `count` rows of n, `stride` bytes apart.
+HK_FM_AVX2 static void widen_f16(const uint8_t *src, size_t stride, int64_t count, int64_t n, float *dst) {
+    for (int64_t k = 0; k < count; k++) {
+        const uint16_t *row = (const uint16_t *)(src + (size_t)k * stride);
+        for (int64_t i = 0; i < n; i += 8)
+            _mm256_storeu_ps(dst + k * n + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + i))));
+    }
+}
+
 HK_FM_AVX2 static void matmul_avx2(int half, const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a,
                                    size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs,
                                    float *out, size_t out_stride) {
     // Rows in chunks that stay in L1 while every column passes over them.
     const int64_t chunk = 16;
+    // A run of several rows sums each output in one 8-lane chain, twelve at a time. F16 weights
+    // and activations are widened once (a chunk of weight rows, three activation rows) rather
+    // than in every tile; the values, and so the sums, are the same.
+    float *wide_w = NULL, *wide_a = NULL;
+    if (half && n % 8 == 0) {
+        wide_w = malloc(sizeof(float) * (size_t)(chunk * n));
+        wide_a = malloc(sizeof(float) * (size_t)(3 * n));
+        if (!wide_w || !wide_a) { free(wide_w); free(wide_a); wide_w = wide_a = NULL; }
+    }
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
         const int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
+        int widened = 0;
         int64_t col = 0;
         for (int64_t i = 0; i < (runs ? n_runs : 1); i++) {
             const int64_t len = runs ? runs[i] : cols;
             int64_t c = col;
-            // A run of several rows sums each output in one 8-lane chain: tiles where they fit.
-            if (len > 1 && n % 8 == 0) {
+            if (len > 1 && n % 8 == 0 && (!half || wide_w)) {
+                const uint8_t *wc = w + (size_t)r0 * row_bytes;
+                size_t wc_bytes = row_bytes;
+                if (half) {
+                    if (!widened) widen_f16(wc, row_bytes, r1 - r0, n, wide_w);
+                    widened = 1;
+                    wc = (const uint8_t *)wide_w;
+                    wc_bytes = sizeof(float) * (size_t)n;
+                }
                 for (; c + 3 <= col + len; c += 3) {
+                    const uint8_t *ac = a + (size_t)c * a_stride;
+                    size_t ac_bytes = a_stride;
+                    if (half) {
+                        widen_f16(ac, a_stride, 3, n, wide_a);
+                        ac = (const uint8_t *)wide_a;
+                        ac_bytes = sizeof(float) * (size_t)n;
+                    }
                     int64_t r = r0;
                     for (; r + 4 <= r1; r += 4)
-                        tile4x3_avx2(half, w + (size_t)r * row_bytes, row_bytes, a + (size_t)c * a_stride, a_stride, n,
+                        tile4x3_avx2(0, wc + (size_t)(r - r0) * wc_bytes, wc_bytes, ac, ac_bytes, n,
                                      out + (size_t)c * out_stride + (size_t)r, out_stride);
                     for (; r < r1; r++)
-                        for (int64_t k = c; k < c + 3; k++)
-                            out[(size_t)k * out_stride + (size_t)r] =
-                                dot_avx2(half, w + (size_t)r * row_bytes, a + (size_t)k * a_stride, n, 0);
+                        for (int64_t k = 0; k < 3; k++)
+                            out[(size_t)(c + k) * out_stride + (size_t)r] =
+                                dot_avx2(0, wc + (size_t)(r - r0) * wc_bytes, ac + (size_t)k * ac_bytes, n, 0);
                 }
             }
             for (; c < col + len; c++)
@@ -171,6 +205,8 @@ HK_FM_AVX2 static void matmul_avx2(int half, const uint8_t *w, size_t row_bytes,
             col += len;
         }
     }
+    free(wide_w);
+    free(wide_a);
 }
 
 HK_FM_AVX2 void hk_avx2_matmul_f16w(const uint8_t *w, size_t rb, int64_t rows, const uint8_t *a, size_t as, int64_t cols,
