@@ -87,7 +87,7 @@ struct LocalPathTests {
                               workingDirectory: directory.url)
         defer { kill(child.process.processIdentifier, SIGTERM) }
         var base: String?
-        for _ in 0..<600 where base == nil {
+        for _ in 0..<6000 where base == nil {
             if let line = child.outputText.split(separator: "\n").first(where: { $0.hasPrefix("Hearth listening on ") }) {
                 base = line.dropFirst("Hearth listening on ".count).split(separator: " ").first.map(String.init)
             } else {

@@ -88,7 +88,7 @@ struct OllamaTests {
         #expect(answer.status == 200)
         #expect((try await server.get("/api/ps").json()["models"] as? [[String: Any]])?.count == 1)
         var unloaded = false
-        for _ in 0..<50 where !unloaded {
+        for _ in 0..<600 where !unloaded {
             try await Task.sleep(for: .milliseconds(100))
             unloaded = (try await server.get("/api/ps").json()["models"] as? [[String: Any]])?.isEmpty == true
         }

@@ -86,7 +86,7 @@ struct RemoteModelTests {
         reader.cancel()
         _ = await reader.result
         var status = 0
-        for _ in 0..<50 where status != 200 {
+        for _ in 0..<600 where status != 200 {
             status = try await server.post("/v1/chat/completions", ["max_tokens": 2, "messages": [["role": "user", "content": "Hi"]]]).status
             if status != 200 { try await Task.sleep(for: .milliseconds(100)) }
         }

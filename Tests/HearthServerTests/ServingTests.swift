@@ -136,7 +136,7 @@ struct ConcurrencyTests {
         _ = try await Self.longStream(server, lines: 5, started: started).value
         // The next request finds the slot free (with no queue, a busy slot would answer 503).
         var status = 0
-        for _ in 0..<50 where status != 200 {
+        for _ in 0..<600 where status != 200 {
             status = try await server.post("/v1/chat/completions", ["max_tokens": 3, "messages": [["role": "user", "content": "Hi"]]]).status
             if status != 200 { try await Task.sleep(for: .milliseconds(100)) }
         }
