@@ -29,7 +29,8 @@ final class RunningGeneration: @unchecked Sendable {
     /// Starts generating for `prompt` on the model called `name`, waiting for a slot, and
     /// returns once the prompt is evaluated. Throws when the model is unknown, the queue is
     /// full, the prompt does not fit, or `check` refuses the model.
-    static func start(manager: ModelManager, metrics: ServerMetrics, model name: String?, prompt: Prompt,
+    static func start(manager: ModelManager, metrics: ServerMetrics, model name: String?,
+                      sampling requested: (@Sendable (inout SamplingOptions) -> Void)? = nil, prompt: Prompt,
                       options: GenerationOptions, keepAlive: KeepAlive?,
                       check: @Sendable (LocalModel) throws -> Void = { _ in }) async throws -> RunningGeneration {
         let clock = ContinuousClock()
@@ -48,6 +49,14 @@ final class RunningGeneration: @unchecked Sendable {
         } catch {
             await manager.release(loaded, keepAlive: keepAlive)
             throw error
+        }
+        // The request's sampling fields go over the chain the model's authors recommend, as
+        // llama-server takes a file's general.sampling keys for the fields a request leaves out.
+        var options = options
+        if let requested, let recommended = model.recommendedSampling {
+            var chain = recommended.sampling
+            requested(&chain)
+            options.sampling = chain
         }
         let source = slot.context.stream(prompt, options: options, overflow: .error)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: GenerationChunk.self)

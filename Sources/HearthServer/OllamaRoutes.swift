@@ -20,20 +20,26 @@ struct OllamaOptions: Decodable, Sendable {
     var frequency_penalty: Float?
     var presence_penalty: Float?
 
+    /// Each sampling field given, over `chain` (the model's recommended chain, or the balanced
+    /// preset's).
+    @Sendable func apply(to chain: inout SamplingOptions) {
+        if let value = temperature { chain.temperature = value }
+        if let value = top_p { chain.topP = value }
+        if let value = top_k { chain.topK = value > 0 ? value : nil }
+        if let value = min_p { chain.minP = value }
+        if let value = seed { chain.seed = UInt64(bitPattern: value) }
+        if let value = repeat_penalty { chain.repetitionPenalty = value }
+        if let value = repeat_last_n, value > 0 { chain.penaltyWindow = value }
+        if let value = frequency_penalty { chain.frequencyPenalty = value }
+        if let value = presence_penalty { chain.presencePenalty = value }
+    }
+
     /// Options from the balanced preset with the given fields; `format` "json" asks for a JSON
     /// answer (a schema object is refused rather than ignored).
     static func options(_ given: OllamaOptions?, format: JSONValue?) throws -> GenerationOptions {
         var options = GenerationOptions.balanced
         if let given {
-            if let value = given.temperature { options.sampling.temperature = value }
-            if let value = given.top_p { options.sampling.topP = value }
-            if let value = given.top_k { options.sampling.topK = value > 0 ? value : nil }
-            if let value = given.min_p { options.sampling.minP = value }
-            if let value = given.seed { options.seed = UInt64(bitPattern: value) }
-            if let value = given.repeat_penalty { options.sampling.repetitionPenalty = value }
-            if let value = given.repeat_last_n, value > 0 { options.sampling.penaltyWindow = value }
-            if let value = given.frequency_penalty { options.sampling.frequencyPenalty = value }
-            if let value = given.presence_penalty { options.sampling.presencePenalty = value }
+            given.apply(to: &options.sampling)
             options.stop = given.stop?.all ?? []
             // Ollama: -1 generates until the end, -2 until the context is full.
             if let value = given.num_predict, value >= 0 { options.maxTokens = value }
@@ -208,6 +214,7 @@ extension HearthService {
         var options = try OllamaOptions.options(body.options, format: body.format)
         options.thinking = try ollamaThink(body.think)
         let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
+                                                           sampling: { body.options?.apply(to: &$0) },
                                                            prompt: .chat(messages), options: options, keepAlive: keepAlive,
                                                            check: Self.thinkingCheck(options))
         return try await ollamaAnswer(generation, stream: body.stream ?? true, chat: true)
@@ -223,6 +230,7 @@ extension HearthService {
             ? .text(text)
             : .chat((body.system.map { [ChatMessage(role: .system, content: $0)] } ?? []) + [ChatMessage(role: .user, content: text)])
         let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
+                                                           sampling: { body.options?.apply(to: &$0) },
                                                            prompt: prompt, options: options, keepAlive: keepAlive,
                                                            check: Self.thinkingCheck(options))
         return try await ollamaAnswer(generation, stream: body.stream ?? true, chat: false)

@@ -54,17 +54,23 @@ struct OpenAISampling: Decodable, Sendable {
     var repeat_penalty: Float?
     var n: Int?
 
+    /// Each sampling field the request set, over `chain` (the model's recommended chain, or the
+    /// balanced preset's).
+    @Sendable func apply(to chain: inout SamplingOptions) {
+        if let temperature { chain.temperature = temperature }
+        if let top_p { chain.topP = top_p }
+        if let top_k { chain.topK = top_k > 0 ? top_k : nil }
+        if let min_p { chain.minP = min_p }
+        if let seed { chain.seed = UInt64(bitPattern: seed) }
+        if let frequency_penalty { chain.frequencyPenalty = frequency_penalty }
+        if let presence_penalty { chain.presencePenalty = presence_penalty }
+        if let repeat_penalty { chain.repetitionPenalty = repeat_penalty }
+    }
+
     /// Options starting from the balanced preset, with each field the request set.
     func options(maxTokens: Int?) throws -> GenerationOptions {
         var options = GenerationOptions.balanced
-        if let temperature { options.sampling.temperature = temperature }
-        if let top_p { options.sampling.topP = top_p }
-        if let top_k { options.sampling.topK = top_k > 0 ? top_k : nil }
-        if let min_p { options.sampling.minP = min_p }
-        if let seed { options.seed = UInt64(bitPattern: seed) }
-        if let frequency_penalty { options.sampling.frequencyPenalty = frequency_penalty }
-        if let presence_penalty { options.sampling.presencePenalty = presence_penalty }
-        if let repeat_penalty { options.sampling.repetitionPenalty = repeat_penalty }
+        apply(to: &options.sampling)
         options.stop = stop?.all ?? []
         if let maxTokens {
             guard maxTokens >= 1 else { throw ServerError.badRequest("max_tokens must be at least 1.", param: "max_tokens") }
@@ -367,7 +373,7 @@ extension HearthService {
             }
         }
         let messages = try body.messages.map { try $0.message() }
-        let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
+        let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model, sampling: body.sampling.apply,
                                                            prompt: .chat(messages), options: options, keepAlive: nil)
         let id = "chatcmpl-" + Self.randomID()
         let created = Int(Date().timeIntervalSince1970)
@@ -429,7 +435,7 @@ extension HearthService {
             options.logprobs = true
             options.topLogprobs = logprobs
         }
-        let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
+        let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model, sampling: body.sampling.apply,
                                                            prompt: .text(prompt), options: options, keepAlive: nil)
         let id = "cmpl-" + Self.randomID()
         let created = Int(Date().timeIntervalSince1970)
