@@ -34,16 +34,22 @@ public struct Hearth: Sendable {
         /// Most generations of one model that advance together in shared forward passes; more
         /// wait their turn.
         public var batchedGenerations: Int
+        /// Most bytes of keys and values each model keeps of conversations that moved on, so a
+        /// later prompt that begins the same way (a shared system prompt) starts from them; 0
+        /// keeps none.
+        public var promptCacheBytes: Int
 
         /// A configuration; every nil takes the default described on its property.
         public init(cacheDirectory: URL? = nil, threads: Int? = nil, contextLength: Int? = nil, memoryLimit: Int? = nil,
-                    batchedGenerations: Int = 16, hub: HubEnvironment? = nil) {
+                    batchedGenerations: Int = 16, promptCacheBytes: Int = LocalModel.defaultPromptCacheBytes,
+                    hub: HubEnvironment? = nil) {
             self.hub = hub ?? HubEnvironment()
             if let cacheDirectory { self.hub.cacheDirectory = cacheDirectory }
             self.threads = threads
             self.contextLength = contextLength
             self.memoryLimit = memoryLimit
             self.batchedGenerations = batchedGenerations
+            self.promptCacheBytes = promptCacheBytes
         }
 
         /// The hub cache as huggingface_hub finds it from `environment`.
@@ -71,6 +77,7 @@ public struct Hearth: Sendable {
         markUsed(name)
         return try LocalModel(path: path, name: name, threads: configuration.threads,
                               contextLength: contextLength ?? configuration.contextLength,
-                              memoryLimit: configuration.memoryLimit, batchedGenerations: configuration.batchedGenerations)
+                              memoryLimit: configuration.memoryLimit, batchedGenerations: configuration.batchedGenerations,
+                              promptCacheBytes: configuration.promptCacheBytes)
     }
 }

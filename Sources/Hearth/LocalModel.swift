@@ -21,6 +21,14 @@ public final class LocalModel: LanguageModel {
     /// published defaults), used wherever the balanced preset is asked for untouched.
     public let recommendedSampling: RecommendedSampling?
 
+    /// Bytes of keys and values kept of conversations that moved on, unless told otherwise:
+    /// 4 GiB, taken only as conversations fill it.
+    public static let defaultPromptCacheBytes = 4 << 30
+
+    /// What the shared passes have done: passes, rows, prompts started from another
+    /// conversation's positions, the prompt cache's size.
+    public var passes: BatchedGenerator.Activity { generator.activity }
+
     /// Runs the generations of every context of this model in shared passes.
     let generator: BatchedGenerator
     private let totals = Mutex(Usage())
@@ -48,8 +56,11 @@ public final class LocalModel: LanguageModel {
     /// per conversation, after checking that the weights and KV cache fit in `memoryLimit`
     /// bytes (default: the machine's physical memory). Up to `batchedGenerations` generations
     /// (in different contexts) advance together in shared forward passes; more wait their turn.
+    /// A prompt starts from the longest beginning it shares with any context's conversation,
+    /// or with the up to `promptCacheBytes` bytes of conversations kept after their contexts
+    /// moved on.
     public init(path: String, name: String? = nil, threads: Int? = nil, contextLength: Int? = nil,
-                memoryLimit: Int? = nil, batchedGenerations: Int = 16) throws {
+                memoryLimit: Int? = nil, batchedGenerations: Int = 16, promptCacheBytes: Int = defaultPromptCacheBytes) throws {
         let engine = try TransformerModel(path: path, threads: threads)
         let length = contextLength ?? min(engine.configuration.contextLength, 4096)
         guard length >= 2, length <= engine.configuration.contextLength else {
@@ -60,7 +71,10 @@ public final class LocalModel: LanguageModel {
         let available = memoryLimit ?? Int(clamping: ProcessInfo.processInfo.physicalMemory)
         guard needed <= available else { throw HearthError.insufficientMemory(needed: needed, available: available) }
         self.engine = engine
-        generator = try BatchedGenerator(model: engine, maxRunning: batchedGenerations)
+        guard promptCacheBytes >= 0 else {
+            throw HearthError.invalidArgument("The prompt cache's size must be 0 or more bytes, got \(promptCacheBytes).")
+        }
+        generator = try BatchedGenerator(model: engine, maxRunning: batchedGenerations, promptCacheBytes: promptCacheBytes)
         self.name = name ?? path
         self.contextLength = length
         recommendedSampling = RecommendedSampling.read(engine.gguf)

@@ -45,6 +45,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: [.short, .customLong("ctx-size")], help: "Context length of each slot (default: the model's, at most 4096).")
     var contextLength: Int?
 
+    @Option(name: .customLong("cache-ram"),
+            help: "MiB of keys and values each model keeps of conversations that moved on, for prompts that begin the same way (0: none).")
+    var cacheRAM = LocalModel.defaultPromptCacheBytes >> 20
+
     @Option(help: "The chat threads database (default: $HEARTH_DATA_DIR, else ~/.local/share/hearth, hearth.sqlite).")
     var database: String?
 
@@ -54,11 +58,13 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") }
         guard maxBody >= 1024 else { throw ValidationError("--max-body must be at least 1024 bytes.") }
         if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512.") }
+        guard (0...(1 << 30)).contains(cacheRAM) else { throw ValidationError("--cache-ram must be between 0 and 1073741824 MiB.") }
     }
 
     func run() async throws {
         try await reportingErrors {
-            let hearth = Hearth(configuration: .init(threads: threads, contextLength: contextLength))
+            let hearth = Hearth(configuration: .init(threads: threads, contextLength: contextLength,
+                                                     promptCacheBytes: cacheRAM << 20))
             var configuration = ServerConfiguration(databasePath: database ?? ChatStore.defaultPath())
             configuration.host = host
             configuration.port = port

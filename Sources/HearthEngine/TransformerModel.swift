@@ -128,7 +128,7 @@ public final class TransformerModel: Sendable {
             try architecture.forward(pass)
             let logits = architecture.head(pass)
             let vocab = configuration.vocabularySize
-            for run in batch.runs { run.sequence.tokens += run.tokens }
+            for run in batch.runs { run.sequence.append(evaluated: run.tokens) }
             var next = 0
             for run in batch.runs where run.logits != .none {
                 let count = run.logits == .all ? run.tokens.count : 1

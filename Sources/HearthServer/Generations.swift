@@ -45,7 +45,9 @@ final class RunningGeneration: @unchecked Sendable {
         let slot: (index: Int, context: any GenerationContext)
         do {
             try check(model)
+            let queued = clock.now
             slot = try await slots.acquire(key: Self.key(prompt))
+            metrics.waited(seconds: (clock.now - queued) / .seconds(1))
         } catch {
             await manager.release(loaded, keepAlive: keepAlive)
             throw error

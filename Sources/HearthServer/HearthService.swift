@@ -82,7 +82,8 @@ final class HearthService: Sendable {
         var busy = 0
         var waiting = 0
         for (model, _) in running {
-            if case .language(_, let slots) = model.kind {
+            if case .language(let language, let slots) = model.kind {
+                metrics.passes(model: model.name, language.passes)
                 busy += await slots.busyCount
                 waiting += await slots.waitingCount
             }

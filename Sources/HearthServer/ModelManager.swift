@@ -242,7 +242,8 @@ actor ModelManager {
             } else {
                 let model = try LocalModel(path: url.path, name: name, threads: hearth.configuration.threads,
                                            contextLength: hearth.configuration.contextLength,
-                                           memoryLimit: hearth.configuration.memoryLimit, batchedGenerations: max(parallel, 1))
+                                           memoryLimit: hearth.configuration.memoryLimit, batchedGenerations: max(parallel, 1),
+                                           promptCacheBytes: hearth.configuration.promptCacheBytes)
                 kind = .language(model, SlotPool(model: model, count: parallel, queueLimit: queueLimit))
                 size = model.engine.gguf.fileSize
             }

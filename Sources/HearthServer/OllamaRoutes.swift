@@ -128,7 +128,8 @@ struct OllamaTimings: Encodable, Sendable {
         let stats = stats ?? GenerationStatistics()
         total_duration = Int64(total * 1e9)
         load_duration = Int64(load * 1e9)
-        prompt_eval_count = stats.promptTokens
+        // Ollama counts the prompt tokens it evaluated, not those its cache already held.
+        prompt_eval_count = stats.promptTokens - stats.cachedPromptTokens
         prompt_eval_duration = Int64(stats.promptSeconds * 1e9)
         eval_count = stats.completionTokens
         eval_duration = Int64(stats.generationSeconds * 1e9)

@@ -1,5 +1,6 @@
 import Foundation
 import Hearth
+import HearthEngine
 import Prometheus
 
 /// What `/metrics` reports, in Prometheus' text format.
@@ -14,6 +15,7 @@ final class ServerMetrics: Sendable {
     private let modelsLoaded: Gauge
     private let slotsBusy: Gauge
     private let requestsWaiting: Gauge
+    private let queueWait: DurationHistogram
 
     init() {
         promptTokens = registry.makeCounter(name: "hearth_prompt_tokens_total", help: "Prompt tokens of finished generations, cached ones included.")
@@ -31,6 +33,32 @@ final class ServerMetrics: Sendable {
         modelsLoaded = registry.makeGauge(name: "hearth_models_loaded", help: "Models in memory.")
         slotsBusy = registry.makeGauge(name: "hearth_slots_busy", help: "Slots generating now, over all models.")
         requestsWaiting = registry.makeGauge(name: "hearth_requests_waiting", help: "Requests waiting for a slot.")
+        queueWait = registry.makeDurationHistogram(
+            name: "hearth_queue_wait_seconds",
+            buckets: [.milliseconds(1), .milliseconds(10), .milliseconds(100), .milliseconds(500), .seconds(1),
+                      .seconds(5), .seconds(15), .seconds(60)],
+            help: "Time a generation request waited for a free slot.")
+    }
+
+    /// Records how long a request waited for a slot.
+    func waited(seconds: Double) { queueWait.record(.microseconds(Int64(seconds * 1e6))) }
+
+    /// Sets the gauges of one loaded language model's shared passes and prompt cache.
+    func passes(model: String, _ activity: BatchedGenerator.Activity) {
+        let labels = [("model", model)]
+        let values: [(String, String, Int)] = [
+            ("hearth_forward_passes", "Forward passes run for the model since it was loaded.", activity.passes),
+            ("hearth_forward_pass_rows", "Rows (tokens) evaluated in those passes.", activity.rows),
+            ("hearth_shared_forward_passes", "Passes that advanced more than one generation at once.", activity.sharedPasses),
+            ("hearth_most_sequences_per_pass", "The most generations one pass advanced.", activity.mostSequences),
+            ("hearth_borrowed_prompt_tokens", "Prompt tokens copied from another conversation or the prompt cache instead of evaluated.",
+             activity.borrowedPositions),
+            ("hearth_prompt_cache_entries", "Conversations kept in the prompt cache.", activity.cachedSequences),
+            ("hearth_prompt_cache_bytes", "Bytes of keys and values in the prompt cache.", activity.cachedBytes),
+        ]
+        for (name, help, value) in values {
+            registry.makeGauge(name: name, labels: labels, help: help).set(Double(value))
+        }
     }
 
     /// Counts one HTTP request by route, method and status.

@@ -10,6 +10,11 @@ import Synchronization
 /// one joins between steps and leaves as soon as it finishes. Because a row's arithmetic does
 /// not depend on the rows beside it, each gives exactly the tokens it would give alone.
 ///
+/// A prompt starts from the longest beginning it shares with any sequence the generator has
+/// served, or with the copies it keeps of sequences that moved on to other prompts (a prompt
+/// cache bounded in bytes), not only with what its own sequence holds. So the sequences given
+/// to a generator are read by it between steps: use each through one generator only.
+///
 /// Steps run on a thread of the generator's own while there is work; chunks are delivered on
 /// it, so `onChunk` should hand them on rather than block.
 public final class BatchedGenerator: Sendable {
@@ -56,18 +61,29 @@ public final class BatchedGenerator: Sendable {
         public var sharedPasses = 0
         /// The most sequences one pass held.
         public var mostSequences = 0
+        /// Prompts that started from another sequence's positions or from the prompt cache.
+        public var borrowedPrefixes = 0
+        /// Prompt positions copied so instead of being evaluated.
+        public var borrowedPositions = 0
+        /// Sequences' positions kept in the prompt cache now, and the bytes they take.
+        public var cachedSequences = 0
+        public var cachedBytes = 0
     }
 
     private let queue = Mutex(Queue())
     private let counters = Mutex(Activity())
+    /// Read and changed on the generator's thread only.
+    private nonisolated(unsafe) let prefixes: PrefixCache
+    private nonisolated(unsafe) var served: [WeakSequence] = []
 
     /// What the generator has evaluated so far.
     public var activity: Activity { counters.withLock { $0 } }
     private let thread = DispatchQueue(label: "hearth.batched-generator", qos: .userInitiated)
 
     /// A generator on `model` running at most `maxRunning` generations at once, in passes of at
-    /// most `maxPassRows` rows.
-    public init(model: TransformerModel, maxRunning: Int = 8, maxPassRows: Int = 512) throws {
+    /// most `maxPassRows` rows, keeping up to `promptCacheBytes` bytes of keys and values of
+    /// sequences that moved on (0 keeps none).
+    public init(model: TransformerModel, maxRunning: Int = 8, maxPassRows: Int = 512, promptCacheBytes: Int = 0) throws {
         guard maxRunning >= 1 else { throw HearthError.invalidArgument("maxRunning must be at least 1, got \(maxRunning).") }
         guard (1...TransformerModel.maximumPassRows).contains(maxPassRows) else {
             throw HearthError.invalidArgument("maxPassRows must be between 1 and \(TransformerModel.maximumPassRows), got \(maxPassRows).")
@@ -75,6 +91,7 @@ public final class BatchedGenerator: Sendable {
         self.model = model
         self.maxRunning = maxRunning
         self.maxPassRows = maxPassRows
+        prefixes = PrefixCache(byteLimit: promptCacheBytes)
     }
 
     /// A handle on a submitted generation.
@@ -157,11 +174,52 @@ public final class BatchedGenerator: Sendable {
 
     private func start(_ entry: Entry) {
         do {
+            try borrowPrefix(for: entry)
             let onChunk = entry.onChunk
             entry.run = try GenerationRun(model: model, prompt: entry.prompt, options: entry.options,
                                           sequence: entry.sequence, onChunk: { onChunk($0) })
         } catch {
             entry.onEnd(error)
+        }
+    }
+
+    /// Lets `entry`'s sequence start from the longest reproducible beginning (whole prompt
+    /// chunks) its prompt shares with any sequence served or kept, when that is longer than what
+    /// it holds itself; so it still gives the bits it would give alone. What the sequence holds
+    /// reproducibly beyond the part of the prompt it shares is about to be replaced; unless
+    /// another sequence or the cache holds it too, it goes into the cache first.
+    private func borrowPrefix(for entry: Entry) throws {
+        let prompt = entry.prompt, sequence = entry.sequence
+        guard sequence.owner == ObjectIdentifier(model) else { return }
+        served.removeAll { $0.sequence == nil }
+        let others = served.compactMap(\.sequence).filter { $0 !== sequence && $0.chunkSize == sequence.chunkSize }
+        if !served.contains(where: { $0.sequence === sequence }) { served.append(WeakSequence(sequence)) }
+        guard prompt.count > 1 else { return }
+        let own = sequence.commonPrefixLength(with: prompt)
+        // At least the prompt's last token is evaluated, for its logits; whole chunks only.
+        func usable(_ shared: Int) -> Int { min(shared, prompt.count - 1) / sequence.chunkSize * sequence.chunkSize }
+        var best: (sequence: SequenceState, shared: Int)?
+        for other in others {
+            let shared = usable(other.reproduciblePrefixLength(with: prompt))
+            if shared > max(own, best?.shared ?? 0) { best = (other, shared) }
+        }
+        if let cached = prefixes.longestPrefix(of: prompt), usable(cached.shared) > max(own, best?.shared ?? 0) {
+            best = (cached.sequence, usable(cached.shared))
+        }
+        let held = Array(sequence.tokens[..<(sequence.reproducible - sequence.reproducible % sequence.chunkSize)])
+        if held.count > own, !others.contains(where: { $0.reproduciblePrefixLength(with: held) == held.count }) {
+            prefixes.keep(sequence, model: model)
+        }
+        var borrowed = 0
+        if let best, best.shared > own {
+            try best.sequence.copyPrefix(best.shared, to: sequence)
+            borrowed = best.shared - own
+        }
+        counters.withLock {
+            $0.borrowedPrefixes += borrowed > 0 ? 1 : 0
+            $0.borrowedPositions += borrowed
+            $0.cachedSequences = prefixes.count
+            $0.cachedBytes = prefixes.bytes
         }
     }
 
@@ -224,4 +282,10 @@ public final class BatchedGenerator: Sendable {
         entry.onEnd(error)
         entry.run = nil
     }
+}
+
+/// A sequence the generator has served, held without keeping it alive.
+private struct WeakSequence {
+    weak var sequence: SequenceState?
+    init(_ sequence: SequenceState) { self.sequence = sequence }
 }

@@ -17,11 +17,18 @@ public final class SequenceState: @unchecked Sendable {
     /// (a prompt): runs are cut into chunks of this size, whatever else shares the passes, so
     /// a prompt's arithmetic is the same alone or beside other sequences.
     public let chunkSize: Int
+    /// Of its first positions, how many hold exactly what evaluating its tokens from the start,
+    /// `chunkSize` rows per pass, gives: filled by whole chunks cut from position 0. Another
+    /// sequence may start from these positions and still give the bits it would give alone.
+    public internal(set) var reproducible = 0
 
-    init(owner: ObjectIdentifier, configuration c: ModelConfiguration, contextLength: Int, chunkSize: Int) {
+    /// A sequence of `contextLength` positions; one that only keeps a copy of another's
+    /// positions (`withLogits` false) has no room for logits.
+    init(owner: ObjectIdentifier, configuration c: ModelConfiguration, contextLength: Int, chunkSize: Int,
+         withLogits: Bool = true) {
         self.owner = owner
         cache = KVCache(layers: c.blockCount, width: c.kvWidth, capacity: contextLength)
-        logitBuffer = FloatBuffer(c.vocabularySize)
+        logitBuffer = FloatBuffer(withLogits ? c.vocabularySize : 0)
         self.chunkSize = chunkSize
     }
 
@@ -42,12 +49,31 @@ public final class SequenceState: @unchecked Sendable {
     public func rewind(to newPosition: Int) {
         guard newPosition < position else { return }
         tokens.removeSubrange(max(newPosition, 0)...)
+        reproducible = min(reproducible, position)
+    }
+
+    /// Appends the tokens of rows just evaluated, noting whether they were a whole chunk in line
+    /// with the ones before.
+    func append(evaluated run: [Int32]) {
+        if reproducible == position, position % chunkSize == 0, run.count == chunkSize { reproducible += run.count }
+        tokens += run
+    }
+
+    /// How many of `prompt`'s first tokens another sequence may start from by copying this
+    /// one's positions, keeping the bits it would get alone: the shared tokens among the
+    /// reproducible positions, in whole chunks.
+    public func reproduciblePrefixLength(with prompt: [Int32]) -> Int {
+        let shared = min(commonPrefixLength(with: prompt), reproducible)
+        return shared - shared % chunkSize
     }
 
     /// How many of `sequence`'s first tokens the cache already holds.
     public func commonPrefixLength(with sequence: [Int32]) -> Int {
         zip(tokens, sequence).prefix { $0 == $1 }.count
     }
+
+    /// Bytes reserved for its keys and values.
+    var cacheBytes: Int { cache.layers * cache.capacity * cache.width * 2 * MemoryLayout<UInt16>.stride }
 
     /// Makes `other` hold this sequence's first `count` positions (keys, values and tokens), as
     /// if it had evaluated them itself: for prompts shared across requests and for beams.
@@ -60,5 +86,6 @@ public final class SequenceState: @unchecked Sendable {
         guard other !== self else { return rewind(to: count) }
         cache.copyPrefix(count, to: other.cache)
         other.tokens = Array(tokens[..<count])
+        other.reproducible = other.chunkSize == chunkSize ? min(reproducible, count) : 0
     }
 }

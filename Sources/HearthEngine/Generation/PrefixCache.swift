@@ -1,0 +1,71 @@
+import HearthFormats
+
+/// Keys and values of sequences that moved on to other prompts, kept in RAM so that a later
+/// prompt beginning the same way starts from them instead of evaluating its beginning again
+/// (as llama-server's `--cache-ram`). An entry holds a sequence's reproducible positions (whole
+/// prompt chunks, see `SequenceState.reproducible`), so starting from it gives the bits a
+/// prompt gets alone; the least recently used entries go first when the entries' bytes would
+/// pass the limit.
+///
+/// Used by one thread at a time (a `BatchedGenerator`'s).
+final class PrefixCache {
+    private struct Entry {
+        let sequence: SequenceState
+        var lastUse: UInt64
+    }
+
+    /// Most bytes the entries may take; 0 keeps nothing.
+    let byteLimit: Int
+    private var entries: [Entry] = []
+    private var uses: UInt64 = 0
+    private(set) var bytes = 0
+
+    init(byteLimit: Int) { self.byteLimit = max(byteLimit, 0) }
+
+    /// Entries held now.
+    var count: Int { entries.count }
+
+    /// The entry sharing the longest reproducible beginning with `prompt`, and how many tokens
+    /// it shares.
+    func longestPrefix(of prompt: [Int32]) -> (sequence: SequenceState, shared: Int)? {
+        var best: (index: Int, shared: Int)?
+        for (index, entry) in entries.enumerated() {
+            let shared = entry.sequence.reproduciblePrefixLength(with: prompt)
+            if shared > (best?.shared ?? 0) { best = (index, shared) }
+        }
+        guard let best else { return nil }
+        uses += 1
+        entries[best.index].lastUse = uses
+        return (entries[best.index].sequence, best.shared)
+    }
+
+    /// Whether an entry already holds `tokens` as reproducible positions.
+    func covers(_ tokens: [Int32]) -> Bool {
+        entries.contains { $0.sequence.reproduciblePrefixLength(with: tokens) == tokens.count }
+    }
+
+    /// Keeps a copy of `sequence`'s reproducible positions, made on `model`. Entries it extends
+    /// are dropped; nothing is kept when there is not one whole chunk, when an entry holds them
+    /// already, or when they are larger than the limit.
+    func keep(_ sequence: SequenceState, model: TransformerModel) {
+        let count = sequence.reproducible - sequence.reproducible % sequence.chunkSize
+        let tokens = Array(sequence.tokens[..<count])
+        guard count > 0, !covers(tokens) else { return }
+        let copy = SequenceState(owner: ObjectIdentifier(model), configuration: model.configuration,
+                                 contextLength: count, chunkSize: sequence.chunkSize, withLogits: false)
+        guard copy.cacheBytes <= byteLimit else { return }
+        entries.removeAll { entry in
+            let extended = tokens.starts(with: entry.sequence.tokens)
+            if extended { bytes -= entry.sequence.cacheBytes }
+            return extended
+        }
+        while bytes + copy.cacheBytes > byteLimit, let oldest = entries.indices.min(by: { entries[$0].lastUse < entries[$1].lastUse }) {
+            bytes -= entries.remove(at: oldest).sequence.cacheBytes
+        }
+        // Both belong to `model` and the copy has room for every position: this cannot fail.
+        try? sequence.copyPrefix(count, to: copy)
+        uses += 1
+        entries.append(Entry(sequence: copy, lastUse: uses))
+        bytes += copy.cacheBytes
+    }
+}
