@@ -81,9 +81,9 @@ struct ConcurrencyTests {
     static let prompts = ["Name a fruit.", "Name a color.", "Name an animal.", "Name a country.",
                           "Name a planet.", "Name a metal.", "Name a flower.", "Name a river."]
 
-    @Test("8 concurrent streaming clients each get their own greedy answer")
+    @Test("8 concurrent streaming clients on 8 slots share forward passes and each get their own greedy answer")
     func eightStreams() async throws {
-        let server = try await ServerFixture(parallel: 4)
+        let server = try await ServerFixture(parallel: 8)
         defer { Task { await server.stop() } }
         var expected: [String] = []
         for prompt in Self.prompts { expected.append(try await greedyAnswer(prompt, maxTokens: 20)) }
@@ -111,6 +111,62 @@ struct ConcurrencyTests {
             return answers
         }
         #expect(answers == expected)
+        let metrics = try await server.get("/metrics").text
+        #expect(try Self.gauge("hearth_shared_forward_passes", in: metrics) > 0, "the streams advanced together")
+        #expect(try Self.gauge("hearth_most_sequences_per_pass", in: metrics) >= 2)
+    }
+
+    /// The value of the metric line that starts with `name`.
+    static func gauge(_ name: String, in metrics: String) throws -> Double {
+        let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") || $0.hasPrefix(name + "{") })
+        return try #require(Double(line.split(separator: " ").last ?? ""))
+    }
+
+    @Test("a request sharing a long system prompt with a running one on another slot starts from its positions")
+    func sharedSystemPrompt() async throws {
+        let server = try await ServerFixture(parallel: 2)
+        defer { Task { await server.stop() } }
+        let system = String(repeating: "You are the assistant of a mill by a river. Answer questions about flour, water wheels and grain briefly. ", count: 45)
+        // The first request holds slot 0 while it streams a long answer.
+        let started = Count()
+        let first = Task {
+            var seen = 0
+            return try await server.stream("/v1/chat/completions", [
+                "temperature": 0, "max_tokens": 1000, "stream": true,
+                "messages": [["role": "system", "content": system], ["role": "user", "content": "Tell a long story about the mill."]],
+            ]) { _ in
+                seen += 1
+                if seen == 2 { started.increment() }
+                return true
+            }
+        }
+        while started.value == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        let question = "What turns the wheel?"
+        let second = try await server.post("/v1/chat/completions", [
+            "temperature": 0, "max_tokens": 8,
+            "messages": [["role": "system", "content": system], ["role": "user", "content": question]],
+        ])
+        first.cancel()
+        _ = await first.result
+        #expect(second.status == 200)
+        let body = try second.json()
+        let usage = try #require(body["usage"] as? [String: Any])
+        let prompt = try #require(usage["prompt_tokens"] as? Int)
+        let cached = try #require((usage["prompt_tokens_details"] as? [String: Any])?["cached_tokens"] as? Int)
+        #expect(prompt > 1000)
+        #expect(cached >= 896 && cached < prompt, "\(usage)")
+        let text = ((body["choices"] as? [[String: Any]])?.first?["message"] as? [String: Any])?["content"] as? String
+        #expect(text == (try await greedyAnswer(question, system: system, maxTokens: 8)))
+        let borrowed = try Self.gauge("hearth_borrowed_prompt_tokens", in: try await server.get("/metrics").text)
+        #expect(borrowed >= Double(cached))
+
+        // Ollama counts only the prompt tokens it evaluated.
+        let ollama = try await server.post("/api/chat", [
+            "stream": false, "options": ["temperature": 0, "num_predict": 4],
+            "messages": [["role": "system", "content": system], ["role": "user", "content": "Who grinds the grain?"]],
+        ])
+        let evaluated = try #require(try ollama.json()["prompt_eval_count"] as? Int)
+        #expect(evaluated > 0 && evaluated < 200, "prompt_eval_count \(evaluated)")
     }
 
     /// Starts a long streamed answer that reads `lines` lines and then hangs up.
