@@ -191,8 +191,9 @@ struct BenchCommand: AsyncParsableCommand {
                     }
                 }
                 if !json {
-                    printError(String(format: "threads %d: load to first token %.1f ms, peak RSS %@ (model file %@)", threadCount,
-                                      loadSeconds * 1000, ModelSummary.formatBytes(peakResidentBytes()), ModelSummary.formatBytes(model.gguf.fileSize)))
+                    printError(String(format: "threads %d: load to first token %.1f ms, peak RSS %@ (model file %@), %.1f MB of weights read a generated token",
+                                      threadCount, loadSeconds * 1000, ModelSummary.formatBytes(peakResidentBytes()),
+                                      ModelSummary.formatBytes(model.gguf.fileSize), Double(model.weightBytesPerToken) / 1e6))
                 }
             }
         }
@@ -278,6 +279,8 @@ struct BenchCommand: AsyncParsableCommand {
         var tokensPerSecond: Double
         var standardDeviation: Double
         var timeToFirstTokenMilliseconds: Double
+        var timeToFirstTokenP50Milliseconds: Double
+        var timeToFirstTokenP95Milliseconds: Double
         var completionTokens: Int
         var samples: [Double]
     }
@@ -296,12 +299,13 @@ struct BenchCommand: AsyncParsableCommand {
         let options = GenerationOptions(sampling: .greedy, maxTokens: max(1, generatedTokens))
         let topics = Self.storyTopics
         if !json {
-            print("| streams | generated tokens | aggregate (t/s)   | time to first token (ms) |")
-            print("| ------: | ---------------: | ----------------: | -----------------------: |")
+            print("| streams | generated tokens | aggregate (t/s)   | first token, mean (ms) | p50 (ms) | p95 (ms) |")
+            print("| ------: | ---------------: | ----------------: | ---------------------: | -------: | -------: |")
         }
         for count in counts {
             var samples: [Double] = []
             var firstTokens: [Double] = []
+            var eachFirstToken: [Double] = []
             var tokens = 0
             for repetition in 0...repetitions {
                 let started = ContinuousClock.now
@@ -328,20 +332,33 @@ struct BenchCommand: AsyncParsableCommand {
                 let generated = results.reduce(0) { $0 + $1.0 }
                 samples.append(Double(generated) / seconds)
                 firstTokens.append(results.reduce(0) { $0 + $1.1 } / Double(results.count))
+                eachFirstToken += results.map(\.1)
                 tokens = generated
             }
             let (mean, deviation) = Self.meanAndDeviation(samples)
             let row = ServerResult(server: address, model: model, streams: count, tokensPerSecond: mean, standardDeviation: deviation,
-                                   timeToFirstTokenMilliseconds: Self.meanAndDeviation(firstTokens).0, completionTokens: tokens,
-                                   samples: samples)
+                                   timeToFirstTokenMilliseconds: Self.meanAndDeviation(firstTokens).0,
+                                   timeToFirstTokenP50Milliseconds: Self.percentile(50, of: eachFirstToken),
+                                   timeToFirstTokenP95Milliseconds: Self.percentile(95, of: eachFirstToken),
+                                   completionTokens: tokens, samples: samples)
             if json {
                 try Self.printJSONLine(row)
             } else {
                 print("| \(pad(String(count), 7, right: true)) | \(pad(String(tokens), 16, right: true)) | "
                       + "\(pad(String(format: "%.2f ± %.2f", mean, deviation), 17, right: true)) | "
-                      + "\(pad(String(format: "%.0f", row.timeToFirstTokenMilliseconds), 24, right: true)) |")
+                      + "\(pad(String(format: "%.0f", row.timeToFirstTokenMilliseconds), 22, right: true)) | "
+                      + "\(pad(String(format: "%.0f", row.timeToFirstTokenP50Milliseconds), 8, right: true)) | "
+                      + "\(pad(String(format: "%.0f", row.timeToFirstTokenP95Milliseconds), 8, right: true)) |")
             }
         }
+    }
+
+    /// The `p`th percentile of `values` by the nearest rank (0 when there are none).
+    static func percentile(_ p: Double, of values: [Double]) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up))
+        return sorted[min(max(rank, 1), sorted.count) - 1]
     }
 
     /// Mean and sample standard deviation (0 for a single sample).

@@ -180,4 +180,15 @@ extension TransformerModel {
         let scratch = (batchSize * rows + 2 * c.vocabularySize + threadCount * contextLength) * MemoryLayout<Float>.size
         return gguf.fileSize + kvCache + scratch
     }
+
+    /// Bytes of weights a generated token reads: every tensor but the token embeddings, which
+    /// are read a row at a time unless they are the output projection too (tied). A mixture of
+    /// experts counts every expert. With the machine's memory bandwidth, this bounds how fast
+    /// one sequence can generate.
+    public var weightBytesPerToken: Int {
+        let tied = !gguf.tensors.contains { $0.name == "output.weight" }
+        return gguf.tensors.reduce(0) { sum, tensor in
+            tensor.name == "token_embd.weight" && !tied ? sum : sum + tensor.byteCount
+        }
+    }
 }
