@@ -195,7 +195,7 @@ public final class BatchedGenerator: Sendable {
         let others = served.compactMap(\.sequence).filter { $0 !== sequence && $0.chunkSize == sequence.chunkSize }
         if !served.contains(where: { $0.sequence === sequence }) { served.append(WeakSequence(sequence)) }
         guard prompt.count > 1 else { return }
-        let own = sequence.commonPrefixLength(with: prompt)
+        let own = sequence.reusablePrefixLength(for: prompt)
         // At least the prompt's last token is evaluated, for its logits; whole chunks only.
         func usable(_ shared: Int) -> Int { min(shared, prompt.count - 1) / sequence.chunkSize * sequence.chunkSize }
         var best: (sequence: SequenceState, shared: Int)?

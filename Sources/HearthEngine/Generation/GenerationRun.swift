@@ -57,8 +57,7 @@ final class GenerationRun {
         started = clock.now
         firstTokenAt = started
         statistics.promptTokens = prompt.count
-        // At least the last prompt token is evaluated again: its logits are the ones needed.
-        let reused = min(sequence.commonPrefixLength(with: prompt), prompt.count - 1)
+        let reused = sequence.reusablePrefixLength(for: prompt)
         sequence.rewind(to: reused)
         statistics.cachedPromptTokens = reused
         pending = prompt[reused...]

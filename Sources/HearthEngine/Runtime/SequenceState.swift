@@ -67,6 +67,17 @@ public final class SequenceState: @unchecked Sendable {
         return shared - shared % chunkSize
     }
 
+    /// How many of `prompt`'s first tokens a generation in this sequence starts from: what the
+    /// cache shares with it, all but the last token (whose logits are needed). When that goes
+    /// only a few tokens past the shared reproducible chunks and the prompt has a whole chunk
+    /// more to evaluate, it starts at the chunks' end instead: a handful of tokens evaluated
+    /// again keep the rest of the prompt reproducible, for other sequences to start from.
+    public func reusablePrefixLength(for prompt: [Int32]) -> Int {
+        let reused = min(commonPrefixLength(with: prompt), max(prompt.count - 1, 0))
+        let chunks = min(reproduciblePrefixLength(with: prompt), max(prompt.count - 1, 0)) / chunkSize * chunkSize
+        return reused - chunks < chunkSize / 4 && prompt.count - chunks >= chunkSize ? chunks : reused
+    }
+
     /// How many of `sequence`'s first tokens the cache already holds.
     public func commonPrefixLength(with sequence: [Int32]) -> Int {
         zip(tokens, sequence).prefix { $0 == $1 }.count
