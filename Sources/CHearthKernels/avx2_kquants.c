@@ -354,35 +354,25 @@ static HK_AVX2 void q4k_x8_cols4(const uint8_t *packed, const uint8_t *const *a,
         const __m256 d = _mm256_load_ps((const float *)(blk + X8_D));
         for (int j = 0; j < 4; j++) {
             const uint8_t *q = blk + X8_QS + 256 * j;
-            __m256i part[4], s16[4];
+            __m256i lo16[4], hi16[4];
             // Sums of at most 8 products of pairs stay within int16: 8 * 2 * 15 * 128 < 32768.
-            for (int c = 0; c < 4; c++) s16[c] = _mm256_setzero_si256();
+            for (int c = 0; c < 4; c++) lo16[c] = hi16[c] = _mm256_setzero_si256();
             for (int k = 0; k < 8; k++) {
-                const __m256i lo = _mm256_and_si256(_mm256_load_si256((const __m256i *)(q + 32 * k)), low4);
+                const __m256i v8 = _mm256_load_si256((const __m256i *)(q + 32 * k));
+                const __m256i lo = _mm256_and_si256(v8, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v8, 4), low4);
                 for (int c = 0; c < 4; c++) {
-                    int32_t v;
-                    memcpy(&v, y[c]->qs + 64 * j + 4 * k, 4);
-                    s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(v)));
+                    int32_t v0, v1;
+                    memcpy(&v0, y[c]->qs + 64 * j + 4 * k, 4);
+                    memcpy(&v1, y[c]->qs + 64 * j + 32 + 4 * k, 4);
+                    lo16[c] = _mm256_add_epi16(lo16[c], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(v0)));
+                    hi16[c] = _mm256_add_epi16(hi16[c], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(v1)));
                 }
             }
             const __m256i sc_lo = _mm256_load_si256((const __m256i *)(blk + X8_SC + 64 * j));
-            for (int c = 0; c < 4; c++) {
-                part[c] = _mm256_madd_epi16(s16[c], sc_lo);
-                s16[c] = _mm256_setzero_si256();
-            }
-            for (int k = 0; k < 8; k++) {
-                const __m256i v8 = _mm256_load_si256((const __m256i *)(q + 32 * k));
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v8, 4), low4);
-                for (int c = 0; c < 4; c++) {
-                    int32_t v;
-                    memcpy(&v, y[c]->qs + 64 * j + 32 + 4 * k, 4);
-                    s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(v)));
-                }
-            }
             const __m256i sc_hi = _mm256_load_si256((const __m256i *)(blk + X8_SC + 64 * j + 32));
             for (int c = 0; c < 4; c++) {
-                part[c] = _mm256_add_epi32(part[c], _mm256_madd_epi16(s16[c], sc_hi));
-                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(part[c]), _mm256_mul_ps(d, _mm256_set1_ps(y[c]->d)), acc[c]);
+                const __m256i part = _mm256_add_epi32(_mm256_madd_epi16(lo16[c], sc_lo), _mm256_madd_epi16(hi16[c], sc_hi));
+                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(part), _mm256_mul_ps(d, _mm256_set1_ps(y[c]->d)), acc[c]);
             }
         }
     }
