@@ -294,6 +294,317 @@ static int64_t k_groups(const int kind, const int64_t cols, const int64_t *runs,
     return ng;
 }
 
+// Q4_K rows eight at a time, interleaved so that a vector holds 4 quant bytes of each of the
+// eight rows: one broadcast activation word then multiplies all eight rows, and each row's
+// integer sums stay in its own int32 lane, so no horizontal additions are needed before the
+// float chains. The lanes' integers and floats are those of K_PAIRS row by row: per 64
+// elements, fma(float(sum), d * dy, acc) for the quants and likewise for the mins, then s - m.
+//
+// Per super-block, the packed layout of eight rows (X8_BLOCK bytes):
+//   qs   [4 chunks][8 words][8 rows] uint32: row r's qs[32 chunk + 4 word ...]
+//   sc   [8 sub-blocks][8 rows] int16 pairs: the sub-block's scale twice
+//   mn   [4 chunks][8 rows] int16 pairs: the mins of sub-blocks 2 chunk and 2 chunk + 1
+//   d    [8 rows] float, dmin [8 rows] float
+#define X8_QS 0
+#define X8_SC 1024
+#define X8_MN (X8_SC + 256)
+#define X8_D (X8_MN + 128)
+#define X8_DMIN (X8_D + 32)
+#define X8_BLOCK (X8_DMIN + 32)
+
+// Rows w (eight of row_bytes each), nb super-blocks, into dst (nb * X8_BLOCK bytes).
+static HK_AVX2 void q4k_pack8(const uint8_t *w, size_t row_bytes, int64_t nb, uint8_t *dst) {
+    for (int64_t i = 0; i < nb; i++) {
+        uint8_t *blk = dst + (size_t)i * X8_BLOCK;
+        for (int r = 0; r < 8; r++) {
+            const hk_q4_K *x = (const hk_q4_K *)(w + (size_t)r * row_bytes) + i;
+            for (int k = 0; k < 32; k++) memcpy(blk + X8_QS + 32 * k + 4 * r, x->qs + 4 * k, 4);
+            int16_t sc[8], mn[8];
+            for (int j = 0; j < 8; j++) {
+                uint8_t s, m;
+                hk_scale_min_k4(j, x->scales, &s, &m);
+                sc[j] = s;
+                mn[j] = m;
+            }
+            for (int j = 0; j < 8; j++) {
+                const int16_t pair[2] = {sc[j], sc[j]};
+                memcpy(blk + X8_SC + 32 * j + 4 * r, pair, 4);
+            }
+            for (int j = 0; j < 4; j++) memcpy(blk + X8_MN + 32 * j + 4 * r, mn + 2 * j, 4);
+            const float d = hk_half(&x->d), dmin = hk_half(&x->dmin);
+            memcpy(blk + X8_D + 4 * r, &d, 4);
+            memcpy(blk + X8_DMIN + 4 * r, &dmin, 4);
+        }
+    }
+}
+
+// Eight packed rows against four columns: out[c * out_stride + r].
+static HK_AVX2 void q4k_x8_cols4(const uint8_t *packed, const uint8_t *const *a, int64_t nb, float *out,
+                                 size_t out_stride) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[4], acc_min[4];
+    for (int c = 0; c < 4; c++) {
+        acc[c] = _mm256_setzero_ps();
+        acc_min[c] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = packed + (size_t)i * X8_BLOCK;
+        const hk_q8_K *y[4];
+        for (int c = 0; c < 4; c++) y[c] = (const hk_q8_K *)a[c] + i;
+        const __m256 d = _mm256_load_ps((const float *)(blk + X8_D));
+        for (int j = 0; j < 4; j++) {
+            const uint8_t *q = blk + X8_QS + 256 * j;
+            __m256i lo16[4], hi16[4];
+            // Sums of at most 8 products of pairs stay within int16: 8 * 2 * 15 * 128 < 32768.
+            for (int c = 0; c < 4; c++) lo16[c] = hi16[c] = _mm256_setzero_si256();
+            for (int k = 0; k < 8; k++) {
+                const __m256i v8 = _mm256_load_si256((const __m256i *)(q + 32 * k));
+                const __m256i lo = _mm256_and_si256(v8, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v8, 4), low4);
+                for (int c = 0; c < 4; c++) {
+                    int32_t v0, v1;
+                    memcpy(&v0, y[c]->qs + 64 * j + 4 * k, 4);
+                    memcpy(&v1, y[c]->qs + 64 * j + 32 + 4 * k, 4);
+                    lo16[c] = _mm256_add_epi16(lo16[c], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(v0)));
+                    hi16[c] = _mm256_add_epi16(hi16[c], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(v1)));
+                }
+            }
+            const __m256i sc_lo = _mm256_load_si256((const __m256i *)(blk + X8_SC + 64 * j));
+            const __m256i sc_hi = _mm256_load_si256((const __m256i *)(blk + X8_SC + 64 * j + 32));
+            for (int c = 0; c < 4; c++) {
+                const __m256i part = _mm256_add_epi32(_mm256_madd_epi16(lo16[c], sc_lo), _mm256_madd_epi16(hi16[c], sc_hi));
+                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(part), _mm256_mul_ps(d, _mm256_set1_ps(y[c]->d)), acc[c]);
+            }
+        }
+    }
+    // The mins: lane r of chunk j is min 2j times the sum of its 32 activations plus min 2j + 1
+    // times the sum of its.
+    for (int c = 0; c < 4; c++) {
+        for (int64_t i = 0; i < nb; i++) {
+            const uint8_t *blk = packed + (size_t)i * X8_BLOCK;
+            const hk_q8_K *y = (const hk_q8_K *)a[c] + i;
+            const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y->bsums),
+                                                 _mm_loadu_si128((const __m128i *)(y->bsums + 8)));
+            const __m256i p = _mm256_broadcastsi128_si256(pairs);
+            const __m256 dm = _mm256_mul_ps(_mm256_load_ps((const float *)(blk + X8_DMIN)), _mm256_set1_ps(y->d));
+            __m256i pj[4];
+            pj[0] = _mm256_shuffle_epi32(p, 0x00);
+            pj[1] = _mm256_shuffle_epi32(p, 0x55);
+            pj[2] = _mm256_shuffle_epi32(p, 0xAA);
+            pj[3] = _mm256_shuffle_epi32(p, 0xFF);
+            for (int j = 0; j < 4; j++) {
+                const __m256i m = _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(blk + X8_MN + 32 * j)), pj[j]);
+                acc_min[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), dm, acc_min[c]);
+            }
+        }
+        _mm256_storeu_ps(out + (size_t)c * out_stride, _mm256_sub_ps(acc[c], acc_min[c]));
+    }
+}
+
+// Q6_K rows eight at a time, in the same interleaved form with the 6-bit quants unpacked to
+// bytes: lane r of every integer is row r's. A row's integer per super-block and its float
+// chain are K_TILED's: acc = fma(d * float(sum), dy, acc), where the sum takes the -32 of every
+// quant through the activation block sums.
+//
+// Per super-block, the packed layout of eight rows (X6_BLOCK bytes):
+//   q    [64 words][8 rows] uint32: row r's quants 4 word ... 4 word + 3, each 0..63
+//   sc   [16 sub-blocks][8 rows] int16 pairs: the sub-block's scale twice
+//   sp   [8 pairs][8 rows] int16 pairs: the scales of sub-blocks 2 pair and 2 pair + 1
+//   d    [8 rows] float
+#define X6_Q 0
+#define X6_SC 2048
+#define X6_SP (X6_SC + 512)
+#define X6_D (X6_SP + 256)
+#define X6_BLOCK (X6_D + 32)
+
+static HK_AVX2 void q6k_pack8(const uint8_t *w, size_t row_bytes, int64_t nb, uint8_t *dst) {
+    for (int64_t i = 0; i < nb; i++) {
+        uint8_t *blk = dst + (size_t)i * X6_BLOCK;
+        for (int r = 0; r < 8; r++) {
+            const hk_q6_K *x = (const hk_q6_K *)(w + (size_t)r * row_bytes) + i;
+            uint8_t q[QK_K];
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *ql = x->ql + 64 * h, *qh = x->qh + 32 * h;
+                for (int l = 0; l < 32; l++) {
+                    q[128 * h + l] = (uint8_t)((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+                    q[128 * h + 32 + l] = (uint8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+                    q[128 * h + 64 + l] = (uint8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+                    q[128 * h + 96 + l] = (uint8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+                }
+            }
+            for (int k = 0; k < 64; k++) memcpy(blk + X6_Q + 32 * k + 4 * r, q + 4 * k, 4);
+            for (int k = 0; k < 16; k++) {
+                const int16_t pair[2] = {x->scales[k], x->scales[k]};
+                memcpy(blk + X6_SC + 32 * k + 4 * r, pair, 4);
+            }
+            for (int k = 0; k < 8; k++) {
+                const int16_t pair[2] = {x->scales[2 * k], x->scales[2 * k + 1]};
+                memcpy(blk + X6_SP + 32 * k + 4 * r, pair, 4);
+            }
+            const float d = hk_half(&x->d);
+            memcpy(blk + X6_D + 4 * r, &d, 4);
+        }
+    }
+}
+
+// Eight packed Q6_K rows against NC columns (1..4) in the K_TILED order: out[c * out_stride + r].
+HK_INLINE HK_AVX2 void q6k_x8_cols(const uint8_t *packed, const uint8_t *const *a, const int NC, int64_t nb,
+                                   float *out, size_t out_stride) {
+    __m256 acc[4];
+    for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = packed + (size_t)i * X6_BLOCK;
+        const hk_q8_K *y[4];
+        for (int c = 0; c < NC; c++) y[c] = (const hk_q8_K *)a[c] + i;
+        __m256i sum[4];
+        for (int c = 0; c < NC; c++) {
+            // The offsets: 32 times each scale times the sum of its 16 activations, pairs of
+            // sub-blocks at a time.
+            __m256i off = _mm256_setzero_si256();
+            for (int k = 0; k < 8; k++) {
+                int32_t v;
+                memcpy(&v, y[c]->bsums + 2 * k, 4);
+                off = _mm256_add_epi32(off, _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(blk + X6_SP + 32 * k)),
+                                                              _mm256_set1_epi32(v)));
+            }
+            sum[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, 5));
+        }
+        // Two words of products stay within int16: 2 * 2 * 63 * 128 < 32768.
+        for (int k = 0; k < 32; k++) {
+            const __m256i q0 = _mm256_load_si256((const __m256i *)(blk + X6_Q + 64 * k));
+            const __m256i q1 = _mm256_load_si256((const __m256i *)(blk + X6_Q + 64 * k + 32));
+            const __m256i sc = _mm256_load_si256((const __m256i *)(blk + X6_SC + 32 * (k / 2)));
+            for (int c = 0; c < NC; c++) {
+                int32_t v0, v1;
+                memcpy(&v0, y[c]->qs + 8 * k, 4);
+                memcpy(&v1, y[c]->qs + 8 * k + 4, 4);
+                const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(q0, _mm256_set1_epi32(v0)),
+                                                   _mm256_maddubs_epi16(q1, _mm256_set1_epi32(v1)));
+                sum[c] = _mm256_add_epi32(sum[c], _mm256_madd_epi16(p, sc));
+            }
+        }
+        const __m256 d = _mm256_load_ps((const float *)(blk + X6_D));
+        for (int c = 0; c < NC; c++)
+            acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(sum[c])), _mm256_set1_ps(y[c]->d), acc[c]);
+    }
+    for (int c = 0; c < NC; c++) _mm256_storeu_ps(out + (size_t)c * out_stride, acc[c]);
+}
+
+static HK_AVX2 void q6k_x8(const uint8_t *packed, const uint8_t *const *a, const int NC, int64_t nb, float *out,
+                           size_t out_stride) {
+    switch (NC) {
+    case 4: q6k_x8_cols(packed, a, 4, nb, out, out_stride); break;
+    case 3: q6k_x8_cols(packed, a, 3, nb, out, out_stride); break;
+    case 2: q6k_x8_cols(packed, a, 2, nb, out, out_stride); break;
+    default: q6k_x8_cols(packed, a, 1, nb, out, out_stride); break;
+    }
+}
+
+// Q5_K rows eight at a time, quants unpacked to bytes, in the K_TILED order:
+// acc = fma(fma(-dmin, float(mins), d * float(sum)), dy, acc).
+//
+// Per super-block, the packed layout of eight rows (X5_BLOCK bytes):
+//   q    [64 words][8 rows] uint32: row r's quants 4 word ... 4 word + 3, each 0..31
+//   sc   [8 sub-blocks][8 rows] int16 pairs: the sub-block's scale twice
+//   mn   [4 pairs][8 rows] int16 pairs: the mins of sub-blocks 2 pair and 2 pair + 1
+//   d    [8 rows] float, dmin [8 rows] float
+#define X5_Q 0
+#define X5_SC 2048
+#define X5_MN (X5_SC + 256)
+#define X5_D (X5_MN + 128)
+#define X5_DMIN (X5_D + 32)
+#define X5_BLOCK (X5_DMIN + 32)
+
+static HK_AVX2 void q5k_pack8(const uint8_t *w, size_t row_bytes, int64_t nb, uint8_t *dst) {
+    for (int64_t i = 0; i < nb; i++) {
+        uint8_t *blk = dst + (size_t)i * X5_BLOCK;
+        for (int r = 0; r < 8; r++) {
+            const hk_q5_K *x = (const hk_q5_K *)(w + (size_t)r * row_bytes) + i;
+            uint8_t q[QK_K];
+            // Chunk j of 64: low nibbles of qs[32 j ...] with bit 2j of qh, then the high nibbles
+            // with bit 2j + 1.
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 32; l++) {
+                    q[64 * j + l] = (uint8_t)((x->qs[32 * j + l] & 0xF) | (((x->qh[l] >> (2 * j)) & 1) << 4));
+                    q[64 * j + 32 + l] = (uint8_t)((x->qs[32 * j + l] >> 4) | (((x->qh[l] >> (2 * j + 1)) & 1) << 4));
+                }
+            for (int k = 0; k < 64; k++) memcpy(blk + X5_Q + 32 * k + 4 * r, q + 4 * k, 4);
+            int16_t sc[8], mn[8];
+            for (int j = 0; j < 8; j++) {
+                uint8_t sv, mv;
+                hk_scale_min_k4(j, x->scales, &sv, &mv);
+                sc[j] = sv;
+                mn[j] = mv;
+            }
+            for (int j = 0; j < 8; j++) {
+                const int16_t pair[2] = {sc[j], sc[j]};
+                memcpy(blk + X5_SC + 32 * j + 4 * r, pair, 4);
+            }
+            for (int j = 0; j < 4; j++) memcpy(blk + X5_MN + 32 * j + 4 * r, mn + 2 * j, 4);
+            const float d = hk_half(&x->d), dmin = hk_half(&x->dmin);
+            memcpy(blk + X5_D + 4 * r, &d, 4);
+            memcpy(blk + X5_DMIN + 4 * r, &dmin, 4);
+        }
+    }
+}
+
+// Eight packed Q5_K rows against NC columns (1..4) in the K_TILED order.
+HK_INLINE HK_AVX2 void q5k_x8_cols(const uint8_t *packed, const uint8_t *const *a, const int NC, int64_t nb,
+                                   float *out, size_t out_stride) {
+    __m256 acc[4];
+    for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = packed + (size_t)i * X5_BLOCK;
+        const hk_q8_K *y[4];
+        __m256i sum[4];
+        for (int c = 0; c < NC; c++) {
+            y[c] = (const hk_q8_K *)a[c] + i;
+            sum[c] = _mm256_setzero_si256();
+        }
+        // Four words of products stay within int16: 4 * 2 * 31 * 128 < 32768.
+        for (int k = 0; k < 16; k++) {
+            const __m256i q0 = _mm256_load_si256((const __m256i *)(blk + X5_Q + 128 * k));
+            const __m256i q1 = _mm256_load_si256((const __m256i *)(blk + X5_Q + 128 * k + 32));
+            const __m256i q2 = _mm256_load_si256((const __m256i *)(blk + X5_Q + 128 * k + 64));
+            const __m256i q3 = _mm256_load_si256((const __m256i *)(blk + X5_Q + 128 * k + 96));
+            const __m256i sc = _mm256_load_si256((const __m256i *)(blk + X5_SC + 32 * (k / 2)));
+            for (int c = 0; c < NC; c++) {
+                int32_t v[4];
+                memcpy(v, y[c]->qs + 16 * k, 16);
+                const __m256i p = _mm256_add_epi16(
+                    _mm256_add_epi16(_mm256_maddubs_epi16(q0, _mm256_set1_epi32(v[0])),
+                                     _mm256_maddubs_epi16(q1, _mm256_set1_epi32(v[1]))),
+                    _mm256_add_epi16(_mm256_maddubs_epi16(q2, _mm256_set1_epi32(v[2])),
+                                     _mm256_maddubs_epi16(q3, _mm256_set1_epi32(v[3]))));
+                sum[c] = _mm256_add_epi32(sum[c], _mm256_madd_epi16(p, sc));
+            }
+        }
+        const __m256 d = _mm256_load_ps((const float *)(blk + X5_D));
+        const __m256 dmin = _mm256_load_ps((const float *)(blk + X5_DMIN));
+        for (int c = 0; c < NC; c++) {
+            const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y[c]->bsums),
+                                                 _mm_loadu_si128((const __m128i *)(y[c]->bsums + 8)));
+            const __m256i p = _mm256_broadcastsi128_si256(pairs);
+            __m256i m = _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(blk + X5_MN)), _mm256_shuffle_epi32(p, 0x00));
+            m = _mm256_add_epi32(m, _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(blk + X5_MN + 32)), _mm256_shuffle_epi32(p, 0x55)));
+            m = _mm256_add_epi32(m, _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(blk + X5_MN + 64)), _mm256_shuffle_epi32(p, 0xAA)));
+            m = _mm256_add_epi32(m, _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(blk + X5_MN + 96)), _mm256_shuffle_epi32(p, 0xFF)));
+            const __m256 t = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(m), _mm256_mul_ps(d, _mm256_cvtepi32_ps(sum[c])));
+            acc[c] = _mm256_fmadd_ps(t, _mm256_set1_ps(y[c]->d), acc[c]);
+        }
+    }
+    for (int c = 0; c < NC; c++) _mm256_storeu_ps(out + (size_t)c * out_stride, acc[c]);
+}
+
+static HK_AVX2 void q5k_x8(const uint8_t *packed, const uint8_t *const *a, const int NC, int64_t nb, float *out,
+                           size_t out_stride) {
+    switch (NC) {
+    case 4: q5k_x8_cols(packed, a, 4, nb, out, out_stride); break;
+    case 3: q5k_x8_cols(packed, a, 3, nb, out, out_stride); break;
+    case 2: q5k_x8_cols(packed, a, 2, nb, out, out_stride); break;
+    default: q5k_x8_cols(packed, a, 1, nb, out, out_stride); break;
+    }
+}
+
 // Rows in chunks that stay in L1 while each group of columns passes over them.
 HK_INLINE HK_AVX2 void k_matmul(const int kind, const uint8_t *w, size_t row_bytes, int64_t rows,
                                 const uint8_t *a, size_t a_stride, int64_t cols, int64_t n,
@@ -313,18 +624,42 @@ HK_INLINE HK_AVX2 void k_matmul(const int kind, const uint8_t *w, size_t row_byt
         return;
     }
     const int64_t ng = k_groups(kind, cols, runs, n_runs, groups);
-    const int64_t nb = n / QK_K, chunk = 16;
+    const int64_t nb = n / QK_K;
+    // Eight rows packed once per call serve every group of columns in the order the packed
+    // kernels sum in: K_PAIRS for Q4_K, K_TILED for Q5_K and Q6_K.
+    const int packed_order = kind == K_Q4 ? K_PAIRS : K_TILED;
+    int64_t packable = 0;
+    for (int64_t gi = 0; gi < ng; gi++) packable += groups[gi].order == packed_order;
+    const size_t block_bytes = kind == K_Q4 ? X8_BLOCK : kind == K_Q5 ? X5_BLOCK : X6_BLOCK;
+    _Alignas(32) uint8_t packed_stack[8 * X6_BLOCK];
+    uint8_t *packed = NULL;
+    if (rows >= 8 && packable > 0) {
+        const size_t need = (size_t)nb * block_bytes;
+        packed = need <= sizeof packed_stack ? packed_stack : aligned_alloc(32, need);
+    }
+    const int64_t chunk = packed ? 8 : 16;
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
         const int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
+        const int x8 = packed && r1 - r0 == 8;
+        if (x8 && kind == K_Q4) q4k_pack8(w + (size_t)r0 * row_bytes, row_bytes, nb, packed);
+        if (x8 && kind == K_Q5) q5k_pack8(w + (size_t)r0 * row_bytes, row_bytes, nb, packed);
+        if (x8 && kind == K_Q6) q6k_pack8(w + (size_t)r0 * row_bytes, row_bytes, nb, packed);
         for (int64_t gi = 0; gi < ng; gi++) {
             const k_group g = groups[gi];
             const uint8_t *ap[4];
             for (int i = 0; i < 4; i++) ap[i] = a + (size_t)(g.first + (i < g.nc ? i : 0)) * a_stride;
             float *o = out + (size_t)g.first * out_stride;
+            if (x8 && g.order == packed_order) {
+                if (kind == K_Q4) q4k_x8_cols4(packed, ap, nb, o + r0, out_stride);
+                else if (kind == K_Q5) q5k_x8(packed, ap, g.nc, nb, o + r0, out_stride);
+                else q6k_x8(packed, ap, g.nc, nb, o + r0, out_stride);
+                continue;
+            }
             for (int64_t r = r0; r < r1; r++)
                 k_cols_o(kind, g.order, g.nc, w + (size_t)r * row_bytes, ap, nb, o + r, out_stride);
         }
     }
+    if (packed != packed_stack) free(packed);
     if (groups != stack) free(groups);
 }
 

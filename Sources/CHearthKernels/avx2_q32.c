@@ -168,10 +168,14 @@ HK_INLINE HK_AVX2 void row_scales(const int kind, const uint8_t *w, const float 
 
 // out[c * out_stride + r] = dot(weight row r, column c) for rows r0..<r1 and NC columns (2..8)
 // sharing each unpacked weight block. q holds the columns' quants, 8 * 32 bytes per block, and ds
-// their scales (scale_stride floats per block); scale is room for stride * nb + 8 floats.
+// their scales (scale_stride floats per block); scale is room for stride * nb + 8 floats. xq,
+// when not NULL, holds the rows' quants already unpacked (32 bytes per block, rows from r0).
+// With `offset` (Q5_0 only), xq holds the quants plus 16, unsigned, and offset the columns'
+// 16 * (sum of each 4 activations) in q's layout: the products then need no sign fix-up per
+// column, and subtracting the offset gives the same integers.
 HK_INLINE HK_AVX2 void tile_cols(const int kind, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1,
                                  const uint8_t *q, const float *ds, const int NC, int64_t nb, float *scale,
-                                 float *out, size_t out_stride) {
+                                 const uint8_t *xq, const uint8_t *offset, float *out, size_t out_stride) {
     const size_t wb = weight_bytes(kind), st = scale_stride(kind);
     const int cs = has_min(kind) ? 2 : 1;
     // Two columns are too few to pay for a pass over the scales: each block's scales are
@@ -192,13 +196,21 @@ HK_INLINE HK_AVX2 void tile_cols(const int kind, const uint8_t *w, size_t row_by
                     vdx = _mm256_moveldup_ps(vdx);
                 }
             }
-            const __m256i x = weight_quants(kind, wblk);
-            const __m256i ux = has_min(kind) ? x : _mm256_sign_epi8(x, x);
+            const __m256i x = xq ? _mm256_load_si256((const __m256i *)(xq + ((size_t)(r - r0) * nb + b) * 32))
+                                 : weight_quants(kind, wblk);
+            const __m256i ux = has_min(kind) || offset ? x : _mm256_sign_epi8(x, x);
             for (int c = 0; c < NC; c++) {
                 const __m256i y = _mm256_load_si256((const __m256i *)(q + (size_t)b * 256 + 32 * c));
                 const __m256 sc = pass ? _mm256_broadcast_ss(scale + st * b + cs * c)
                                        : _mm256_mul_ps(vdx, _mm256_broadcast_ss(ds + st * b + cs * c));
-                acc[c] = _mm256_fmadd_ps(sc, block_dot(kind, x, ux, y), acc[c]);
+                __m256 dot;
+                if (offset) {
+                    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ux, y), _mm256_set1_epi16(1));
+                    dot = _mm256_cvtepi32_ps(_mm256_sub_epi32(p, _mm256_load_si256((const __m256i *)(offset + (size_t)b * 256 + 32 * c))));
+                } else {
+                    dot = block_dot(kind, x, ux, y);
+                }
+                acc[c] = _mm256_fmadd_ps(sc, dot, acc[c]);
             }
         }
         float m[8];
@@ -267,22 +279,49 @@ HK_INLINE HK_AVX2 void matmul(const int kind, const uint8_t *w, size_t row_bytes
                 }
             }
     }
-    const int64_t chunk = 32;
+    // Q5_0 and Q5_1 quants take a dozen instructions to unpack: with two or more groups of
+    // columns, each chunk of rows is unpacked once into xq (kept within L1) instead of once per
+    // group.
+    int64_t chunk = 32;
+    uint8_t *xq = NULL;
+    _Alignas(32) uint8_t xq_stack[24576];
+    if ((kind == W_Q5_0 || kind == W_Q5_1) && groups >= 2) {
+        chunk = (int64_t)sizeof xq_stack / (nb * 32);
+        if (chunk > 32) chunk = 32;
+        if (chunk >= 4) xq = xq_stack;
+        else chunk = 32;
+    }
+    uint8_t *offsets = NULL;
+    if (xq && kind == W_Q5_0) offsets = aligned_alloc(32, (size_t)groups * (size_t)nb * 256);
+    for (int64_t g = 0; offsets && g < groups; g++) {
+        const uint8_t *q = buf + (size_t)g * group_bytes;
+        for (int64_t b = 0; b < nb * 8; b++) {
+            const __m256i y = _mm256_load_si256((const __m256i *)(q + 32 * b));
+            const __m256i sum = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(16), y), _mm256_set1_epi16(1));
+            _mm256_store_si256((__m256i *)(offsets + ((size_t)g * nb * 8 + b) * 32), sum);
+        }
+    }
+    const __m256i bias = offsets ? _mm256_set1_epi8(16) : _mm256_setzero_si256();
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
         const int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
+        for (int64_t r = r0; xq && r < r1; r++)
+            for (int64_t b = 0; b < nb; b++)
+                _mm256_store_si256((__m256i *)(xq + ((size_t)(r - r0) * nb + b) * 32),
+                                   _mm256_add_epi8(bias, weight_quants(kind, w + (size_t)r * row_bytes + (size_t)b * weight_bytes(kind))));
         for (int64_t g = 0; g < groups; g++) {
             const int64_t c = 8 * g, nc = cols - c < 8 ? cols - c : 8;
             const uint8_t *q = buf + (size_t)g * group_bytes;
             const float *ds = (const float *)(q + (size_t)nb * 256);
+            const uint8_t *off = offsets ? offsets + (size_t)g * nb * 256 : NULL;
             float *o = out + (size_t)c * out_stride;
             switch (nc) {
-            case 8: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 8, nb, scale, o, out_stride); break;
-            case 7: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 7, nb, scale, o, out_stride); break;
-            case 6: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 6, nb, scale, o, out_stride); break;
-            case 5: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 5, nb, scale, o, out_stride); break;
-            case 4: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 4, nb, scale, o, out_stride); break;
-            case 3: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 3, nb, scale, o, out_stride); break;
-            case 2: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 2, nb, scale, o, out_stride); break;
+            case 8: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 8, nb, scale, xq, off, o, out_stride); break;
+            case 7: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 7, nb, scale, xq, off, o, out_stride); break;
+            case 6: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 6, nb, scale, xq, off, o, out_stride); break;
+            case 5: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 5, nb, scale, xq, off, o, out_stride); break;
+            case 4: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 4, nb, scale, xq, off, o, out_stride); break;
+            case 3: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 3, nb, scale, xq, off, o, out_stride); break;
+            case 2: tile_cols(kind, w, row_bytes, r0, r1, q, ds, 2, nb, scale, xq, off, o, out_stride); break;
             default: {
                 // A lone column goes 4 rows at a time, as matVec does: the same floats, sooner.
                 const uint8_t *col = a + (size_t)c * a_stride;
@@ -294,6 +333,7 @@ HK_INLINE HK_AVX2 void matmul(const int kind, const uint8_t *w, size_t row_bytes
             }
         }
     }
+    free(offsets);
     if (buf != stack) free(buf);
 }
 

@@ -88,6 +88,50 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
         }
     }
 
+    /// On AVX2, matMul packs K-quant rows eight at a time (interleaved, so that each row's
+    /// integer sums stay in a lane of their own) and every group of columns passes over the
+    /// packed rows; fewer than eight rows take the row-by-row kernels. Both must give the same
+    /// bits: here every row alone against the same columns, at row offsets that are not
+    /// multiples of eight, with runs that mix the orders.
+    @Test(.enabled(if: avx2), arguments: [GGMLType.q4_K, .q5_K, .q6_K])
+    func packedRowsSumAsRowsAlone(_ type: GGMLType) throws {
+        let rowCount = 21
+        let cases: [(count: Int, runs: [Int])] = [
+            (256, [4]), (512, [5]), (768, [8]), (2048, [9]), (1024, [13]), (512, [33]), (1280, [16, 3, 12]),
+            (512, [1, 8, 2, 4, 7]), (256, [64, 64]), (2560, [12]),
+        ]
+        for (i, c) in cases.enumerated() {
+            let columns = c.runs.reduce(0, +)
+            let t = try DotCase(type, path: .best, count: c.count, rows: rowCount, columns: columns, seed: 1100 + UInt64(i))
+            func multiply(_ rows: Range<Int>) -> [Float] {
+                var out = [Float](repeating: .nan, count: rowCount * columns)
+                t.weights.withUnsafeBytes { w in
+                    t.activations.withUnsafeBytes { a in
+                        c.runs.withUnsafeBufferPointer { runs in
+                            t.kernel.matMul(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: rows, activations: a.baseAddress!,
+                                            activationStride: t.activationStride, columns: columns, count: c.count, runs: runs,
+                                            output: &out, outputStride: rowCount)
+                        }
+                    }
+                }
+                return out
+            }
+            let packed = multiply(0..<rowCount), shifted = multiply(3..<rowCount)
+            for r in 0..<rowCount {
+                let alone = multiply(r..<r + 1)
+                for col in 0..<columns {
+                    let want = alone[col * rowCount + r].bitPattern
+                    #expect(packed[col * rowCount + r].bitPattern == want,
+                            "\(type.name) count \(c.count) runs \(c.runs): row \(r) column \(col)")
+                    if r >= 3 {
+                        #expect(shifted[col * rowCount + r].bitPattern == want,
+                                "\(type.name) count \(c.count) runs \(c.runs), rows from 3: row \(r) column \(col)")
+                    }
+                }
+            }
+        }
+    }
+
     /// A forward pass lays several sequences' rows side by side; each sequence's run of columns
     /// sums as a batch of its own, so a call over many runs gives every run exactly what a call
     /// over that run alone gives, and a run of one what a lone dot product gives.
