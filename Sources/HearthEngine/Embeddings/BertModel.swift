@@ -187,7 +187,7 @@ public final class BertModel: @unchecked Sendable {
                             }
                         } else {
                             embed(sequences, sequences.indices, spans, into: buffers.hidden)
-                            for layer in layers { runShared(layer, tokens: total, sequences: spans, buffers) }
+                            runShared(tokens: total, sequences: spans, buffers)
                         }
                     }
                 }
@@ -266,23 +266,73 @@ public final class BertModel: @unchecked Sendable {
         for t in start..<start + tokens { layerNorm(b.hidden + t * h, adding: b.attended + t * h, layer.outputNorm) }
     }
 
-    /// One layer over all tokens, each step split across the threads.
-    private func runShared(_ layer: Layer, tokens: Int, sequences: [(start: Int, count: Int)], _ b: Buffers) {
-        let c = configuration, h = c.hiddenSize, width = c.intermediateSize
-        multiply(layer.qkv, b.hidden, inputStride: h, tokens: tokens, output: b.qkv, outputStride: 3 * h)
-        pool.parallelFor(sequences.count * c.headCount) { range in
-            self.attend(b.qkv, sequences: sequences, heads: range, output: b.attended)
-        }
-        // The attention projection into `qkv`'s first columns, then residual and norm.
-        multiply(layer.output, b.attended, inputStride: h, tokens: tokens, output: b.qkv, outputStride: 3 * h)
-        pool.parallelFor(tokens) { range in
-            for t in range { self.layerNorm(b.hidden + t * h, adding: b.qkv + t * 3 * h, layer.attentionNorm) }
-        }
-        multiply(layer.intermediate, b.hidden, inputStride: h, tokens: tokens, output: b.wide, outputStride: width,
-                 activation: .gelu)
-        multiply(layer.down, b.wide, inputStride: width, tokens: tokens, output: b.attended, outputStride: h)
-        pool.parallelFor(tokens) { range in
-            for t in range { self.layerNorm(b.hidden + t * h, adding: b.attended + t * h, layer.outputNorm) }
+    /// Every layer over all tokens, each step split across the threads. A layer norm's rows
+    /// are computed by every thread in full, right before the product that reads them: the
+    /// first thread's copy is the one kept, the others' are private, so the norm needs no
+    /// hand-over of its own.
+    private func runShared(tokens: Int, sequences: [(start: Int, count: Int)], _ b: Buffers) {
+        let c = configuration, h = c.hiddenSize, width = c.intermediateSize, threads = pool.threadCount
+        // (tokens, hidden): the attention block's normalized output, each layer.
+        var normed = [Float](repeating: 0, count: tokens * h)
+        // (threads - 1, tokens, hidden): the other threads' copies of a norm's rows.
+        var copies = [Float](repeating: 0, count: (threads - 1) * tokens * h)
+        normed.withUnsafeMutableBufferPointer { normed in
+            copies.withUnsafeMutableBufferPointer { copies in
+                let normed = normed.baseAddress!, copies = copies.baseAddress
+                func rows(_ thread: Int, kept: UnsafeMutablePointer<Float>) -> UnsafeMutablePointer<Float> {
+                    thread == 0 ? kept : copies! + (thread - 1) * tokens * h
+                }
+                // `into = norm(from + residual)` row by row over all tokens.
+                func normalize(into: UnsafeMutablePointer<Float>, from: UnsafePointer<Float>, adding residual: UnsafePointer<Float>,
+                               residualStride: Int, _ norm: Norm) {
+                    for t in 0..<tokens {
+                        (into + t * h).update(from: from + t * h, count: h)
+                        layerNorm(into + t * h, adding: residual + t * residualStride, norm)
+                    }
+                }
+                var pending: Layer?
+                for layer in layers {
+                    // The previous layer's last norm (of `normed` + its feed-forward output in
+                    // `attended`) into `hidden`, then Q, K and V.
+                    let previous = pending
+                    pool.run { thread in
+                        var x = b.hidden
+                        if let previous {
+                            x = rows(thread, kept: b.hidden)
+                            normalize(into: x, from: normed, adding: b.attended, residualStride: h, previous.outputNorm)
+                        }
+                        let part = WorkerPool.chunk(3 * h, part: thread, of: threads, granularity: 16)
+                        if !part.isEmpty {
+                            layer.qkv.multiply(x, inputStride: h, count: tokens, rows: part, output: b.qkv, outputStride: 3 * h)
+                        }
+                    }
+                    pool.parallelFor(sequences.count * c.headCount) { range in
+                        self.attend(b.qkv, sequences: sequences, heads: range, output: b.attended)
+                    }
+                    // The attention projection into `qkv`'s first columns.
+                    multiply(layer.output, b.attended, inputStride: h, tokens: tokens, output: b.qkv, outputStride: 3 * h)
+                    // Residual and norm into `normed`, then the feed-forward's first product and GELU.
+                    pool.run { thread in
+                        let y = rows(thread, kept: normed)
+                        normalize(into: y, from: b.hidden, adding: b.qkv, residualStride: 3 * h, layer.attentionNorm)
+                        let part = WorkerPool.chunk(width, part: thread, of: threads, granularity: 16)
+                        if !part.isEmpty {
+                            layer.intermediate.multiply(y, inputStride: h, count: tokens, rows: part, output: b.wide,
+                                                        outputStride: width, activation: .gelu)
+                        }
+                    }
+                    multiply(layer.down, b.wide, inputStride: width, tokens: tokens, output: b.attended, outputStride: h)
+                    pending = layer
+                }
+                if let last = pending {
+                    pool.parallelFor(tokens) { range in
+                        for t in range {
+                            (b.hidden + t * h).update(from: normed + t * h, count: h)
+                            self.layerNorm(b.hidden + t * h, adding: b.attended + t * h, last.outputNorm)
+                        }
+                    }
+                }
+            }
         }
     }
 
