@@ -5,37 +5,13 @@
 #include "hk_encoder.h"
 #include "avx2.h"
 #include "exp_approx.h"
+#include "gelu.h"
 #include <math.h>
 
 #pragma STDC FP_CONTRACT OFF
 
-// ---- GELU -----------------------------------------------------------------------------------
-
-// erfc(a) for a >= 0 by Abramowitz and Stegun 7.1.26: t (A1 + t (A2 + ... + t A5)) e^(-a^2)
-// with t = 1 / (1 + P a). GELU is x/2 (1 + erf(z)), z = x / sqrt 2; for x < 0 that is
-// x/2 erfc(|z|), taken directly rather than as 1 + erf, where the sum would cancel to 0.
-// The formula's error is absolute: below 1.5e-7 in erf, so below 7.5e-8 |x| in GELU.
-#define GELU_P 0.3275911f
-#define GELU_A1 0.254829592f
-#define GELU_A2 -0.284496736f
-#define GELU_A3 1.421413741f
-#define GELU_A4 -1.453152027f
-#define GELU_A5 1.061405429f
-#define SQRT1_2 0.70710678118654752f
-// erfc(10) is 2e-45: past it the result no longer changes, and e^(-a^2) stays finite.
-#define GELU_A_MAX 10.0f
-
-static inline float gelu_one(float x) {
-    const float a = fminf(fabsf(x) * SQRT1_2, GELU_A_MAX);
-    const float t = 1.0f / fmaf(GELU_P, a, 1.0f);
-    const float poly = t * fmaf(fmaf(fmaf(fmaf(GELU_A5, t, GELU_A4), t, GELU_A3), t, GELU_A2), t, GELU_A1);
-    const float q = poly * hk_exp_approx(-(a * a));
-    const float twice_phi = x < 0 ? q : 2.0f - q;
-    return 0.5f * x * twice_phi;
-}
-
 static void gelu_portable(float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) x[i] = gelu_one(x[i]);
+    for (int64_t i = 0; i < n; i++) x[i] = hk_gelu_one(x[i]);
 }
 
 // ---- Sums in 8 lanes ------------------------------------------------------------------------
@@ -119,24 +95,9 @@ static void attention_portable(const float *q, const float *k, const float *v, i
 #if HK_HAVE_AVX2
 
 static void HK_AVX2 gelu_avx2(float *x, int64_t n) {
-    const __m256 sign = _mm256_set1_ps(-0.0f), zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
-    const __m256 two = _mm256_set1_ps(2.0f), half = _mm256_set1_ps(0.5f);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(x + i);
-        const __m256 a = _mm256_min_ps(_mm256_mul_ps(_mm256_andnot_ps(sign, v), _mm256_set1_ps(SQRT1_2)),
-                                       _mm256_set1_ps(GELU_A_MAX));
-        const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(GELU_P), a, one));
-        __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(GELU_A5), t, _mm256_set1_ps(GELU_A4));
-        p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(GELU_A3));
-        p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(GELU_A2));
-        p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(GELU_A1));
-        p = _mm256_mul_ps(t, p);
-        const __m256 q = _mm256_mul_ps(p, hk_exp_approx8(_mm256_xor_ps(sign, _mm256_mul_ps(a, a))));
-        const __m256 twice_phi = _mm256_blendv_ps(_mm256_sub_ps(two, q), q, _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
-        _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_mul_ps(half, v), twice_phi));
-    }
-    for (; i < n; i++) x[i] = gelu_one(x[i]);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, hk_gelu8(_mm256_loadu_ps(x + i)));
+    for (; i < n; i++) x[i] = hk_gelu_one(x[i]);
 }
 
 static void HK_AVX2 layer_norm_avx2(float *row, const float *residual, const float *weight, const float *bias,

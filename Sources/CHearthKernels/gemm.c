@@ -1,133 +1,179 @@
-// Dense F32 matrix products for encoder models (BERT): weights and activations both have K
-// contiguous, so each output is a dot product. The AVX2 path computes a tile of 4 weight rows
-// by up to 3 activation rows at once: 7 loads feed 12 FMAs per 8 elements of K, which keeps the
-// FMA units rather than the loads busy. Tiles run block by block (see BLOCK_BYTES) so that the
-// rows they read come from the L2 cache.
+// Dense F32 matrix products for encoder models (BERT). The weights are packed once, at load, in
+// panels of 16 output features: a panel holds, for each k in order, the 16 features' weights
+// side by side (64 bytes, one aligned pair of AVX2 registers). The AVX2 path computes 6
+// activation rows by one panel at a time: for each k it loads the panel's 16 weights, broadcasts
+// each of the 6 activations, and does 12 FMAs into 12 accumulators, so each output is one
+// fused multiply-add chain over k with no horizontal sums. K runs in blocks of at most KC and
+// activation rows in blocks of MC, so that the activation block stays in L2 and a panel's block
+// in L1 while every group of 6 rows passes over it.
+//
+// Every output is summed in the same order whatever the rows beside it, the row range asked
+// for or the thread: bias + the first K block's chain, then each further block's chain added.
 #include "avx2.h"
+#include "gelu.h"
 #include "hk_gemm.h"
+#include <stdlib.h>
+#include <string.h>
 
-static float dot_portable(const float *a, const float *b, int64_t k) {
-    float s = 0;
-    for (int64_t i = 0; i < k; i++) s += a[i] * b[i];
-    return s;
+#pragma STDC FP_CONTRACT OFF
+
+#define NR 16
+#define MR 6
+// K block: a panel's block is KC * 64 bytes (24 KiB), 6 activation rows' 9 KiB beside it.
+#define KC 384
+// Activation rows per block: MC rows of a K block is 144 KiB, in L2.
+#define MC 96
+
+int64_t hk_gemm_packed_count(int64_t n, int64_t k) { return (n + NR - 1) / NR * NR * k; }
+
+void hk_gemm_pack_f32(const float *w, int64_t w_stride, int64_t n, int64_t k, float *packed) {
+    for (int64_t p = 0; p < (n + NR - 1) / NR; p++) {
+        float *panel = packed + p * NR * k;
+        for (int64_t kk = 0; kk < k; kk++)
+            for (int64_t j = 0; j < NR; j++) {
+                const int64_t r = p * NR + j;
+                panel[kk * NR + j] = r < n ? w[r * w_stride + kk] : 0.0f;
+            }
+    }
 }
 
-static void gemm_portable(const float *w, int64_t w_stride, int64_t r0, int64_t r1, const float *x,
-                          int64_t x_stride, int64_t cols, int64_t k, const float *bias, float *out,
-                          int64_t out_stride) {
-    for (int64_t c = 0; c < cols; c++) {
+// K blocks of equal size (the last one shorter), none longer than KC.
+static int64_t k_block(int64_t k) {
+    const int64_t blocks = (k + KC - 1) / KC;
+    return blocks > 1 ? (k + blocks - 1) / blocks : k;
+}
+
+// The portable path sums in the same order as the AVX2 one: one fused chain per K block.
+static void gemm_portable(const float *packed, int64_t k, int64_t r0, int64_t r1, const float *x, int64_t x_stride,
+                          int64_t m, const float *bias, int activation, float *out, int64_t out_stride) {
+    const int64_t kc = k_block(k);
+    for (int64_t c = 0; c < m; c++) {
+        const float *xc = x + c * x_stride;
         for (int64_t r = r0; r < r1; r++) {
-            out[c * out_stride + r] = (bias ? bias[r] : 0) + dot_portable(w + r * w_stride, x + c * x_stride, k);
+            const float *panel = packed + r / NR * NR * k + r % NR;
+            float sum = bias ? bias[r] : 0.0f;
+            for (int64_t k0 = 0; k0 < k; k0 += kc) {
+                const int64_t k1 = k0 + kc < k ? k0 + kc : k;
+                float chain = 0;
+                for (int64_t kk = k0; kk < k1; kk++) chain = fmaf(xc[kk], panel[kk * NR], chain);
+                sum = sum + chain;
+            }
+            out[c * out_stride + r] = activation == HK_GEMM_GELU ? hk_gelu_one(sum) : sum;
         }
     }
 }
 
 #if HK_HAVE_AVX2
 
-// Weight rows and activation rows are taken in blocks of about this many bytes each: one block
-// of each stays in L2 (512 KiB a core on the machines measured) while every tile of one meets
-// every tile of the other. Unblocked, a weight matrix larger than L2 was read again from L3 for
-// every 3 activation rows, which at a batch of 32 sentences cost more than the arithmetic.
-#define BLOCK_BYTES (128 * 1024)
-
-static float HK_AVX2 dot_avx2(const float *a, const float *b, int64_t k) {
-    __m256 acc = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= k; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-    float s = hk_hsum(acc);
-    for (; i < k; i++) s += a[i] * b[i];
-    return s;
-}
-
-// The sums of four accumulators, one per lane, in one __m128.
-HK_INLINE HK_AVX2 __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
-    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
-    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-}
-
-// out[(c0 + j) * out_stride + r0 + i] = bias + row i · column j for 4 rows and `n` (1 to 3)
-// columns. Inlined with a constant n, the loops over columns unroll and the accumulators stay
-// in registers.
-HK_INLINE HK_AVX2 void tile_4xn(const float *w, int64_t w_stride, const float *x, int64_t x_stride, int64_t k,
-                                 const int n, const float *bias, float *out, int64_t out_stride) {
-    const float *w0 = w, *w1 = w + w_stride, *w2 = w + 2 * w_stride, *w3 = w + 3 * w_stride;
-    __m256 acc[4][3];
-    for (int r = 0; r < 4; r++)
-        for (int j = 0; j < n; j++) acc[r][j] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= k; i += 8) {
-        __m256 a[3];
-        for (int j = 0; j < n; j++) a[j] = _mm256_loadu_ps(x + j * x_stride + i);
-        __m256 b = _mm256_loadu_ps(w0 + i);
-        for (int j = 0; j < n; j++) acc[0][j] = _mm256_fmadd_ps(b, a[j], acc[0][j]);
-        b = _mm256_loadu_ps(w1 + i);
-        for (int j = 0; j < n; j++) acc[1][j] = _mm256_fmadd_ps(b, a[j], acc[1][j]);
-        b = _mm256_loadu_ps(w2 + i);
-        for (int j = 0; j < n; j++) acc[2][j] = _mm256_fmadd_ps(b, a[j], acc[2][j]);
-        b = _mm256_loadu_ps(w3 + i);
-        for (int j = 0; j < n; j++) acc[3][j] = _mm256_fmadd_ps(b, a[j], acc[3][j]);
+// Rows of x (R of them, 1 to 6) against one panel's K block [k0, k0 + kc); the results go to
+// columns lo..<hi of the panel's 16 (all 16 when `full`). On the first K block the bias (16
+// floats at `bias`, or none) starts the sum, on later ones the output so far; on the last the
+// activation is applied.
+HK_INLINE HK_AVX2 void kernel(const int R, const float *x, int64_t x_stride, const float *b, int64_t kc, float *out,
+                              int64_t out_stride, int full, int lo, int hi, const float *bias, int first, int last,
+                              int activation) {
+    __m256 acc[MR][2];
+    for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    const float *xr[MR];
+    for (int i = 0; i < R; i++) xr[i] = x + i * x_stride;
+    // Unrolled so that the loop's counter and address updates take fewer of the front end's
+    // slots beside the 12 FMAs and 8 loads of each k.
+#pragma clang loop unroll_count(4)
+    for (int64_t kk = 0; kk < kc; kk++) {
+        const __m256 b0 = _mm256_load_ps(b + kk * NR), b1 = _mm256_load_ps(b + kk * NR + 8);
+        for (int i = 0; i < R; i++) {
+            const __m256 a = _mm256_broadcast_ss(xr[i] + kk);
+            acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+        }
     }
-    const __m128 base = bias ? _mm_loadu_ps(bias) : _mm_setzero_ps();
-    for (int j = 0; j < n; j++) {
-        __m128 s = _mm_add_ps(base, hsum4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
-        if (i < k) {
-            // K not a multiple of 8: the last elements one by one.
-            float rest[4];
-            const float *rows[4] = {w0, w1, w2, w3};
-            for (int r = 0; r < 4; r++) {
-                float t = 0;
-                for (int64_t e = i; e < k; e++) t += rows[r][e] * x[j * x_stride + e];
-                rest[r] = t;
+    __m256 base0 = _mm256_setzero_ps(), base1 = base0;
+    if (first && bias) {
+        if (full) {
+            base0 = _mm256_loadu_ps(bias);
+            base1 = _mm256_loadu_ps(bias + 8);
+        } else {
+            float t[NR] = {0};
+            for (int j = lo; j < hi; j++) t[j] = bias[j];
+            base0 = _mm256_loadu_ps(t);
+            base1 = _mm256_loadu_ps(t + 8);
+        }
+    }
+    for (int i = 0; i < R; i++) {
+        float *o = out + i * out_stride;
+        __m256 s0 = base0, s1 = base1;
+        if (!first) {
+            if (full) {
+                s0 = _mm256_loadu_ps(o);
+                s1 = _mm256_loadu_ps(o + 8);
+            } else {
+                float t[NR] = {0};
+                for (int j = lo; j < hi; j++) t[j] = o[j];
+                s0 = _mm256_loadu_ps(t);
+                s1 = _mm256_loadu_ps(t + 8);
             }
-            s = _mm_add_ps(s, _mm_loadu_ps(rest));
         }
-        _mm_storeu_ps(out + j * out_stride, s);
-    }
-}
-
-// Rows rb..<re against activation rows cb..<ce.
-static void HK_AVX2 gemm_block(const float *w, int64_t w_stride, int64_t rb, int64_t re, const float *x,
-                               int64_t x_stride, int64_t cb, int64_t ce, int64_t k, const float *bias, float *out,
-                               int64_t out_stride) {
-    int64_t r = rb;
-    for (; r + 4 <= re; r += 4) {
-        const float *wr = w + r * w_stride, *br = bias ? bias + r : NULL;
-        int64_t c = cb;
-        for (; c + 3 <= ce; c += 3) tile_4xn(wr, w_stride, x + c * x_stride, x_stride, k, 3, br, out + c * out_stride + r, out_stride);
-        if (ce - c == 2) tile_4xn(wr, w_stride, x + c * x_stride, x_stride, k, 2, br, out + c * out_stride + r, out_stride);
-        if (ce - c == 1) tile_4xn(wr, w_stride, x + c * x_stride, x_stride, k, 1, br, out + c * out_stride + r, out_stride);
-    }
-    for (; r < re; r++) {
-        for (int64_t c = cb; c < ce; c++) {
-            out[c * out_stride + r] = (bias ? bias[r] : 0) + dot_avx2(w + r * w_stride, x + c * x_stride, k);
+        s0 = _mm256_add_ps(s0, acc[i][0]);
+        s1 = _mm256_add_ps(s1, acc[i][1]);
+        if (last && activation == HK_GEMM_GELU) {
+            s0 = hk_gelu8(s0);
+            s1 = hk_gelu8(s1);
+        }
+        if (full) {
+            _mm256_storeu_ps(o, s0);
+            _mm256_storeu_ps(o + 8, s1);
+        } else {
+            float t[NR];
+            _mm256_storeu_ps(t, s0);
+            _mm256_storeu_ps(t + 8, s1);
+            for (int j = lo; j < hi; j++) o[j] = t[j];
         }
     }
 }
 
-static void HK_AVX2 gemm_avx2(const float *w, int64_t w_stride, int64_t r0, int64_t r1, const float *x,
-                              int64_t x_stride, int64_t cols, int64_t k, const float *bias, float *out,
-                              int64_t out_stride) {
-    const int64_t per_block = BLOCK_BYTES / (4 * (k > 0 ? k : 1));
-    const int64_t row_block = per_block < 8 ? 4 : per_block / 4 * 4;
-    const int64_t col_block = per_block < 6 ? 3 : per_block / 3 * 3;
-    for (int64_t rb = r0; rb < r1; rb += row_block) {
-        const int64_t re = rb + row_block < r1 ? rb + row_block : r1;
-        for (int64_t cb = 0; cb < cols; cb += col_block) {
-            const int64_t ce = cb + col_block < cols ? cb + col_block : cols;
-            gemm_block(w, w_stride, rb, re, x, x_stride, cb, ce, k, bias, out, out_stride);
+static void HK_AVX2 gemm_avx2(const float *packed, int64_t k, int64_t r0, int64_t r1, const float *x, int64_t x_stride,
+                              int64_t m, const float *bias, int activation, float *out, int64_t out_stride) {
+    const int64_t kc_max = k_block(k);
+    for (int64_t k0 = 0; k0 < k; k0 += kc_max) {
+        const int64_t kc = k0 + kc_max < k ? kc_max : k - k0;
+        const int first = k0 == 0, last = k0 + kc == k;
+        for (int64_t m0 = 0; m0 < m; m0 += MC) {
+            const int64_t m1 = m0 + MC < m ? m0 + MC : m;
+            for (int64_t p = r0 / NR; p * NR < r1; p++) {
+                const int64_t base = p * NR;
+                const int lo = (int)(r0 > base ? r0 - base : 0), hi = (int)(r1 < base + NR ? r1 - base : NR);
+                const int full = lo == 0 && hi == NR;
+                const float *b = packed + p * NR * k + k0 * NR;
+                const float *bp = bias ? bias + base : NULL;
+                float *o = out + base;
+                int64_t c = m0;
+                for (; c + MR <= m1; c += MR)
+                    kernel(6, x + c * x_stride + k0, x_stride, b, kc, o + c * out_stride, out_stride, full, lo, hi, bp,
+                           first, last, activation);
+                switch (m1 - c) {
+                case 5: kernel(5, x + c * x_stride + k0, x_stride, b, kc, o + c * out_stride, out_stride, full, lo, hi, bp, first, last, activation); break;
+                case 4: kernel(4, x + c * x_stride + k0, x_stride, b, kc, o + c * out_stride, out_stride, full, lo, hi, bp, first, last, activation); break;
+                case 3: kernel(3, x + c * x_stride + k0, x_stride, b, kc, o + c * out_stride, out_stride, full, lo, hi, bp, first, last, activation); break;
+                case 2: kernel(2, x + c * x_stride + k0, x_stride, b, kc, o + c * out_stride, out_stride, full, lo, hi, bp, first, last, activation); break;
+                case 1: kernel(1, x + c * x_stride + k0, x_stride, b, kc, o + c * out_stride, out_stride, full, lo, hi, bp, first, last, activation); break;
+                default: break;
+                }
+            }
         }
     }
 }
 
 #endif
 
-void hk_gemm_f32(int isa, const float *w, int64_t w_stride, int64_t r0, int64_t r1, const float *x,
-                 int64_t x_stride, int64_t cols, int64_t k, const float *bias, float *out, int64_t out_stride) {
+void hk_gemm_packed_f32(int isa, const float *packed, int64_t n, int64_t k, int64_t r0, int64_t r1, const float *x,
+                        int64_t x_stride, int64_t m, const float *bias, int activation, float *out, int64_t out_stride) {
+    if (r1 > n) r1 = n;
+    if (r0 >= r1 || m <= 0 || k <= 0) return;
 #if HK_HAVE_AVX2
     if (isa == HK_ISA_AVX2) {
-        gemm_avx2(w, w_stride, r0, r1, x, x_stride, cols, k, bias, out, out_stride);
+        gemm_avx2(packed, k, r0, r1, x, x_stride, m, bias, activation, out, out_stride);
         return;
     }
 #endif
-    gemm_portable(w, w_stride, r0, r1, x, x_stride, cols, k, bias, out, out_stride);
+    gemm_portable(packed, k, r0, r1, x, x_stride, m, bias, activation, out, out_stride);
 }

@@ -1,31 +1,82 @@
 import CHearthKernels
 
 /// A row-major F32 weight matrix, as encoder models in safetensors keep them, and its product
-/// with a batch of activation rows.
-public struct DenseMatrix: @unchecked Sendable {
+/// with a batch of activation rows. The weights are copied once into the layout the product
+/// reads (panels of 16 rows, k-major inside a panel), so the source need not outlive the matrix.
+public final class DenseMatrix: @unchecked Sendable {
     /// Output features.
     public let rows: Int
     /// Input features.
     public let columns: Int
-    /// `rows × columns` floats (in the file's mapping or owned by the model).
-    public let weights: UnsafePointer<Float>
     /// One per row, or nil.
-    public let bias: UnsafePointer<Float>?
+    private let bias: UnsafeMutablePointer<Float>?
+    /// `hk_gemm_packed_count(rows, columns)` floats.
+    private let packed: UnsafeMutableRawPointer
 
-    /// A matrix over `weights` with an optional `bias`; the memory must outlive it.
-    public init(rows: Int, columns: Int, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>?) {
-        self.rows = rows
-        self.columns = columns
-        self.weights = weights
-        self.bias = bias
+    /// What the product applies to each output after the bias.
+    public enum Activation: Sendable {
+        case none
+        /// GELU with the error function, as `EncoderKernels.gelu` computes it (the same bits).
+        case gelu
     }
 
-    /// `output[c * outputStride + r] = bias[r] + Σₖ W[r, k] · input[c * inputStride + k]` for the
-    /// output features `rows` and the `count` input rows.
+    /// A matrix of `rows × columns` floats at `weights` with an optional `bias` of `rows` floats.
+    public init(rows: Int, columns: Int, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>?) {
+        precondition(rows > 0 && columns > 0)
+        self.rows = rows
+        self.columns = columns
+        let count = Int(hk_gemm_packed_count(Int64(rows), Int64(columns)))
+        packed = UnsafeMutableRawPointer.allocate(byteCount: count * MemoryLayout<Float>.size, alignment: 64)
+        hk_gemm_pack_f32(weights, Int64(columns), Int64(rows), Int64(columns), packed.assumingMemoryBound(to: Float.self))
+        if let bias {
+            let copy = UnsafeMutablePointer<Float>.allocate(capacity: rows)
+            copy.initialize(from: bias, count: rows)
+            self.bias = copy
+        } else {
+            self.bias = nil
+        }
+    }
+
+    /// The matrices' rows one after another (Q, K and V as one product); they must have the
+    /// same number of columns. A missing bias counts as zeros.
+    public convenience init(stacking parts: [DenseMatrix]) {
+        precondition(!parts.isEmpty && parts.allSatisfy { $0.columns == parts[0].columns })
+        let columns = parts[0].columns, rows = parts.reduce(0) { $0 + $1.rows }
+        var weights = [Float](repeating: 0, count: rows * columns)
+        var bias = [Float](repeating: 0, count: rows)
+        var offset = 0
+        for part in parts {
+            part.copyWeights(into: &weights, row: offset)
+            if let b = part.bias { for r in 0..<part.rows { bias[offset + r] = b[r] } }
+            offset += part.rows
+        }
+        self.init(rows: rows, columns: columns, weights: weights, bias: bias)
+    }
+
+    deinit {
+        packed.deallocate()
+        bias?.deallocate()
+    }
+
+    /// Writes this matrix's rows, row-major, into `weights` from row `row` on.
+    private func copyWeights(into weights: inout [Float], row: Int) {
+        let p = packed.assumingMemoryBound(to: Float.self)
+        for r in 0..<rows {
+            let panel = p + (r / 16) * 16 * columns + r % 16
+            for k in 0..<columns { weights[(row + r) * columns + k] = panel[k * 16] }
+        }
+    }
+
+    /// `output[c * outputStride + r] = activation(bias[r] + Σₖ W[r, k] · input[c * inputStride + k])`
+    /// for the output features `rows` and the `count` input rows. Each output is summed in the
+    /// same order whatever `rows` and `count` are.
     public func multiply(_ input: UnsafePointer<Float>, inputStride: Int, count: Int, rows range: Range<Int>,
-                         output: UnsafeMutablePointer<Float>, outputStride: Int, path: KernelPath = .best) {
+                         output: UnsafeMutablePointer<Float>, outputStride: Int, activation: Activation = .none,
+                         path: KernelPath = .best) {
         precondition(range.lowerBound >= 0 && range.upperBound <= rows)
-        hk_gemm_f32(path.isa, weights, Int64(columns), Int64(range.lowerBound), Int64(range.upperBound),
-                    input, Int64(inputStride), Int64(count), Int64(columns), bias, output, Int64(outputStride))
+        hk_gemm_packed_f32(path.isa, packed.assumingMemoryBound(to: Float.self), Int64(rows), Int64(columns),
+                           Int64(range.lowerBound), Int64(range.upperBound), input, Int64(inputStride), Int64(count),
+                           bias, activation == .gelu ? Int32(HK_GEMM_GELU) : Int32(HK_GEMM_NONE), output,
+                           Int64(outputStride))
     }
 }

@@ -109,8 +109,9 @@ import Testing
         }
     }
 
-    @Test("F32 matrix product: each path within 1e-5 of a double reference, any row range and shape",
-          arguments: [(1, 1, 1), (5, 7, 3), (13, 8, 4), (64, 384, 20), (300, 384, 70), (130, 1536, 25), (37, 389, 11)])
+    @Test("F32 matrix product: each path within 1e-5 of a double reference, both paths the same bits, any row range and shape",
+          arguments: [(1, 1, 1), (5, 7, 3), (13, 8, 4), (64, 384, 20), (300, 384, 70), (130, 1536, 25), (37, 389, 11),
+                      (48, 800, 13)])
     func denseMatrix(shape: (rows: Int, columns: Int, count: Int)) {
         let (rows, k, count) = shape
         var random = SplitMix64(seed: UInt64(rows * 7919 + k * 31 + count))
@@ -119,17 +120,15 @@ import Testing
         // multiplies several matrices into one output.
         let inputStride = k + 3, outputStride = rows + 6
         let input = randomFloats(count * inputStride, 1, using: &random)
+        let matrix = DenseMatrix(rows: rows, columns: k, weights: weights, bias: bias)
         let ranges = [0..<rows, (rows / 3)..<(rows - rows / 4)]
         for range in ranges where !range.isEmpty {
+            var outputs: [[Float]] = []
             for path in KernelPath.allCases {
                 var out = [Float](repeating: .nan, count: count * outputStride)
-                weights.withUnsafeBufferPointer { w in
-                    bias.withUnsafeBufferPointer { b in
-                        let matrix = DenseMatrix(rows: rows, columns: k, weights: w.baseAddress!, bias: b.baseAddress!)
-                        matrix.multiply(input, inputStride: inputStride, count: count, rows: range, output: &out,
-                                        outputStride: outputStride, path: path)
-                    }
-                }
+                matrix.multiply(input, inputStride: inputStride, count: count, rows: range, output: &out,
+                                outputStride: outputStride, path: path)
+                outputs.append(out)
                 var worst = 0.0
                 for c in 0..<count {
                     for r in 0..<outputStride {
@@ -144,6 +143,66 @@ import Testing
                 }
                 #expect(worst <= 1e-5, "\(path) on \(range): error \(worst)")
             }
+            #expect(outputs[0].elementsEqual(outputs[1]) { $0.bitPattern == $1.bitPattern }, "\(range)")
         }
+    }
+
+    @Test("F32 matrix product: an output does not depend on the rows beside it, the row range or a GELU after it",
+          arguments: [(48, 384, 23), (1536, 384, 9), (40, 1536, 7)])
+    func denseMatrixInvariance(shape: (rows: Int, columns: Int, count: Int)) {
+        let (rows, k, count) = shape
+        var random = SplitMix64(seed: UInt64(rows + k + count))
+        let weights = randomFloats(rows * k, 1, using: &random), bias = randomFloats(rows, 1, using: &random)
+        let input = randomFloats(count * k, 1, using: &random)
+        let matrix = DenseMatrix(rows: rows, columns: k, weights: weights, bias: bias)
+        var whole = [Float](repeating: 0, count: count * rows)
+        matrix.multiply(input, inputStride: k, count: count, rows: 0..<rows, output: &whole, outputStride: rows)
+        // Each row alone, and the features in two uneven halves.
+        var pieces = [Float](repeating: 0, count: count * rows)
+        let cut = rows / 3 + 5
+        for c in 0..<count {
+            input.withUnsafeBufferPointer { x in
+                pieces.withUnsafeMutableBufferPointer { o in
+                    for range in [0..<cut, cut..<rows] {
+                        matrix.multiply(x.baseAddress! + c * k, inputStride: k, count: 1, rows: range,
+                                        output: o.baseAddress! + c * rows, outputStride: rows)
+                    }
+                }
+            }
+        }
+        #expect(whole.elementsEqual(pieces) { $0.bitPattern == $1.bitPattern })
+        for path in KernelPath.allCases {
+            var fused = [Float](repeating: 0, count: count * rows)
+            matrix.multiply(input, inputStride: k, count: count, rows: 0..<rows, output: &fused, outputStride: rows,
+                            activation: .gelu, path: path)
+            var separate = whole
+            EncoderKernels.gelu(&separate, count: separate.count, path: path)
+            #expect(fused.elementsEqual(separate) { $0.bitPattern == $1.bitPattern }, "\(path)")
+        }
+    }
+
+    @Test("stacked matrices give each part's outputs side by side")
+    func stackedMatrices() {
+        var random = SplitMix64(seed: 11)
+        let k = 40, count = 5, sizes = [24, 8, 19]
+        let parts = sizes.map { rows in
+            DenseMatrix(rows: rows, columns: k, weights: randomFloats(rows * k, 1, using: &random),
+                        bias: randomFloats(rows, 1, using: &random))
+        }
+        let stacked = DenseMatrix(stacking: parts)
+        let total = sizes.reduce(0, +)
+        let input = randomFloats(count * k, 1, using: &random)
+        var together = [Float](repeating: 0, count: count * total)
+        stacked.multiply(input, inputStride: k, count: count, rows: 0..<total, output: &together, outputStride: total)
+        var apart = [Float](repeating: 0, count: count * total)
+        var offset = 0
+        for part in parts {
+            apart.withUnsafeMutableBufferPointer { o in
+                part.multiply(input, inputStride: k, count: count, rows: 0..<part.rows, output: o.baseAddress! + offset,
+                              outputStride: total)
+            }
+            offset += part.rows
+        }
+        #expect(together.elementsEqual(apart) { $0.bitPattern == $1.bitPattern })
     }
 }

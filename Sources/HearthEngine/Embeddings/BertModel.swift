@@ -73,7 +73,9 @@ public final class BertModel: @unchecked Sendable {
     }
 
     private struct Layer {
-        let query, key, value, output, intermediate, down: DenseMatrix
+        /// Q, K and V stacked: 3 × hidden output features.
+        let qkv: DenseMatrix
+        let output, intermediate, down: DenseMatrix
         let attentionNorm, outputNorm: Norm
     }
 
@@ -121,9 +123,10 @@ public final class BertModel: @unchecked Sendable {
         embeddingNorm = try norm("embeddings.LayerNorm")
         layers = try (0..<c.layerCount).map { i in
             let p = "encoder.layer.\(i)."
-            return Layer(query: try dense(p + "attention.self.query", h, h),
-                         key: try dense(p + "attention.self.key", h, h),
-                         value: try dense(p + "attention.self.value", h, h),
+            let qkv = DenseMatrix(stacking: [try dense(p + "attention.self.query", h, h),
+                                             try dense(p + "attention.self.key", h, h),
+                                             try dense(p + "attention.self.value", h, h)])
+            return Layer(qkv: qkv,
                          output: try dense(p + "attention.output.dense", h, h),
                          intermediate: try dense(p + "intermediate.dense", c.intermediateSize, h),
                          down: try dense(p + "output.dense", h, c.intermediateSize),
@@ -166,15 +169,25 @@ public final class BertModel: @unchecked Sendable {
             starts.append(offset)
             offset += sequence.count
         }
+        let spans = zip(starts, sequences.map(\.count)).map { (start: $0, count: $1) }
         hidden.withUnsafeMutableBufferPointer { hidden in
             attended.withUnsafeMutableBufferPointer { attended in
                 qkv.withUnsafeMutableBufferPointer { qkv in
                     wide.withUnsafeMutableBufferPointer { wide in
-                        embed(sequences, into: hidden.baseAddress!)
-                        for layer in layers {
-                            run(layer, tokens: total, sequences: zip(starts, sequences.map(\.count)).map { ($0, $1) },
-                                hidden: hidden.baseAddress!, attended: attended.baseAddress!, qkv: qkv.baseAddress!,
-                                wide: wide.baseAddress!)
+                        let buffers = Buffers(hidden: hidden.baseAddress!, attended: attended.baseAddress!,
+                                              qkv: qkv.baseAddress!, wide: wide.baseAddress!)
+                        if let parts = sequenceParts(spans, total: total) {
+                            // Each thread takes whole sequences through every layer on its own:
+                            // no hand-over between threads until the end.
+                            pool.run { thread in
+                                let part = parts[thread]
+                                guard !part.isEmpty else { return }
+                                embed(sequences, part, spans, into: buffers.hidden)
+                                for layer in layers { runAlone(layer, spans[part], buffers) }
+                            }
+                        } else {
+                            embed(sequences, sequences.indices, spans, into: buffers.hidden)
+                            runShared(tokens: total, sequences: spans, buffers)
                         }
                     }
                 }
@@ -183,77 +196,172 @@ public final class BertModel: @unchecked Sendable {
         return hidden
     }
 
-    private func embed(_ sequences: [[Int32]], into hidden: UnsafeMutablePointer<Float>) {
+    private func embed(_ sequences: [[Int32]], _ indices: Range<Int>, _ spans: [(start: Int, count: Int)],
+                       into hidden: UnsafeMutablePointer<Float>) {
         let h = configuration.hiddenSize
-        var row = 0
-        for sequence in sequences {
-            for (position, token) in sequence.enumerated() {
-                let out = hidden + row * h
+        for i in indices {
+            for (position, token) in sequences[i].enumerated() {
+                let out = hidden + (spans[i].start + position) * h
                 let word = wordEmbeddings + Int(token) * h, place = positionEmbeddings + position * h
                 for j in 0..<h { out[j] = word[j] + place[j] + typeEmbeddings[j] }
                 layerNorm(out, adding: nil, embeddingNorm)
-                row += 1
             }
         }
     }
 
-    private func run(_ layer: Layer, tokens: Int, sequences: [(start: Int, count: Int)],
-                     hidden: UnsafeMutablePointer<Float>, attended: UnsafeMutablePointer<Float>,
-                     qkv: UnsafeMutablePointer<Float>, wide: UnsafeMutablePointer<Float>) {
-        let c = configuration, h = c.hiddenSize
-        // Q, K and V side by side in each row of `qkv`.
-        multiply([layer.query, layer.key, layer.value], hidden, inputStride: h, tokens: tokens, output: qkv, outputStride: 3 * h)
-        attend(qkv, sequences: sequences, output: attended)
-        // The attention projection into `qkv`'s first columns, then residual and norm.
-        multiply([layer.output], attended, inputStride: h, tokens: tokens, output: qkv, outputStride: 3 * h)
-        pool.parallelFor(tokens) { range in
-            for t in range { self.layerNorm(hidden + t * h, adding: qkv + t * 3 * h, layer.attentionNorm) }
-        }
-        multiply([layer.intermediate], hidden, inputStride: h, tokens: tokens, output: wide, outputStride: c.intermediateSize)
-        pool.parallelFor(tokens) { range in
-            let width = c.intermediateSize
-            EncoderKernels.gelu(wide + range.lowerBound * width, count: range.count * width)
-        }
-        multiply([layer.down], wide, inputStride: c.intermediateSize, tokens: tokens, output: attended, outputStride: h)
-        pool.parallelFor(tokens) { range in
-            for t in range { self.layerNorm(hidden + t * h, adding: attended + t * h, layer.outputNorm) }
-        }
+    /// The per-pass activations, one row per token (the sequences one after another).
+    private struct Buffers: @unchecked Sendable {
+        /// (tokens, hidden): the layers' input and output.
+        let hidden: UnsafeMutablePointer<Float>
+        /// (tokens, hidden): attention's output, then the feed-forward's.
+        let attended: UnsafeMutablePointer<Float>
+        /// (tokens, 3 × hidden): Q, K and V side by side, then the attention projection in the
+        /// first hidden columns.
+        let qkv: UnsafeMutablePointer<Float>
+        /// (tokens, intermediate): the feed-forward's hidden layer.
+        let wide: UnsafeMutablePointer<Float>
     }
 
-    /// The matrices' outputs side by side in each output row, output features split across
-    /// the threads in multiples of 4.
-    private func multiply(_ matrices: [DenseMatrix], _ input: UnsafeMutablePointer<Float>, inputStride: Int, tokens: Int,
-                          output: UnsafeMutablePointer<Float>, outputStride: Int) {
-        let total = matrices.reduce(0) { $0 + $1.rows }
-        pool.run { thread in
-            let part = WorkerPool.chunk(total, part: thread, of: pool.threadCount, granularity: 4)
-            var base = 0
-            for matrix in matrices {
-                let lower = max(part.lowerBound, base), upper = min(part.upperBound, base + matrix.rows)
-                if lower < upper {
-                    matrix.multiply(input, inputStride: inputStride, count: tokens, rows: (lower - base)..<(upper - base),
-                                    output: output + base, outputStride: outputStride)
+    /// Contiguous runs of whole sequences, one per thread, when they split the tokens evenly
+    /// enough (the largest share at most an eighth above an even one); nil otherwise, and then
+    /// every product is split across the threads instead.
+    private func sequenceParts(_ spans: [(start: Int, count: Int)], total: Int) -> [Range<Int>]? {
+        let threads = pool.threadCount
+        guard threads > 1, spans.count >= threads else { return nil }
+        var parts: [Range<Int>] = []
+        var first = 0, done = 0
+        for t in 0..<threads {
+            // Sequences up to the one that crosses this thread's even share of the tokens,
+            // whichever end of it lies nearer.
+            let target = total * (t + 1) / threads
+            var end = first, tokens = done
+            while end < spans.count, t == threads - 1 || tokens + spans[end].count <= target
+                    || target - tokens > tokens + spans[end].count - target {
+                tokens += spans[end].count
+                end += 1
+            }
+            parts.append(first..<end)
+            first = end
+            done = tokens
+        }
+        let largest = parts.map { r in r.reduce(0) { $0 + spans[$1].count } }.max() ?? total
+        return largest * 8 <= total * 9 / threads ? parts : nil
+    }
+
+    /// One layer over some whole sequences, on the calling thread alone.
+    private func runAlone(_ layer: Layer, _ sequences: ArraySlice<(start: Int, count: Int)>, _ b: Buffers) {
+        let c = configuration, h = c.hiddenSize, width = c.intermediateSize
+        guard let start = sequences.first?.start, let last = sequences.last else { return }
+        let tokens = last.start + last.count - start
+        layer.qkv.multiply(b.hidden + start * h, inputStride: h, count: tokens, rows: 0..<3 * h,
+                           output: b.qkv + start * 3 * h, outputStride: 3 * h)
+        attend(b.qkv, sequences: Array(sequences), heads: 0..<sequences.count * c.headCount, output: b.attended)
+        layer.output.multiply(b.attended + start * h, inputStride: h, count: tokens, rows: 0..<h,
+                              output: b.qkv + start * 3 * h, outputStride: 3 * h)
+        for t in start..<start + tokens { layerNorm(b.hidden + t * h, adding: b.qkv + t * 3 * h, layer.attentionNorm) }
+        layer.intermediate.multiply(b.hidden + start * h, inputStride: h, count: tokens, rows: 0..<width,
+                                    output: b.wide + start * width, outputStride: width, activation: .gelu)
+        layer.down.multiply(b.wide + start * width, inputStride: width, count: tokens, rows: 0..<h,
+                            output: b.attended + start * h, outputStride: h)
+        for t in start..<start + tokens { layerNorm(b.hidden + t * h, adding: b.attended + t * h, layer.outputNorm) }
+    }
+
+    /// Every layer over all tokens, each step split across the threads. A layer norm's rows
+    /// are computed by every thread in full, right before the product that reads them: the
+    /// first thread's copy is the one kept, the others' are private, so the norm needs no
+    /// hand-over of its own.
+    private func runShared(tokens: Int, sequences: [(start: Int, count: Int)], _ b: Buffers) {
+        let c = configuration, h = c.hiddenSize, width = c.intermediateSize, threads = pool.threadCount
+        // (tokens, hidden): the attention block's normalized output, each layer.
+        var normed = [Float](repeating: 0, count: tokens * h)
+        // (threads - 1, tokens, hidden): the other threads' copies of a norm's rows.
+        var copies = [Float](repeating: 0, count: (threads - 1) * tokens * h)
+        normed.withUnsafeMutableBufferPointer { normed in
+            copies.withUnsafeMutableBufferPointer { copies in
+                let normed = normed.baseAddress!, copies = copies.baseAddress
+                func rows(_ thread: Int, kept: UnsafeMutablePointer<Float>) -> UnsafeMutablePointer<Float> {
+                    thread == 0 ? kept : copies! + (thread - 1) * tokens * h
                 }
-                base += matrix.rows
+                // `into = norm(from + residual)` row by row over all tokens.
+                func normalize(into: UnsafeMutablePointer<Float>, from: UnsafePointer<Float>, adding residual: UnsafePointer<Float>,
+                               residualStride: Int, _ norm: Norm) {
+                    for t in 0..<tokens {
+                        (into + t * h).update(from: from + t * h, count: h)
+                        layerNorm(into + t * h, adding: residual + t * residualStride, norm)
+                    }
+                }
+                var pending: Layer?
+                for layer in layers {
+                    // The previous layer's last norm (of `normed` + its feed-forward output in
+                    // `attended`) into `hidden`, then Q, K and V.
+                    let previous = pending
+                    pool.run { thread in
+                        var x = b.hidden
+                        if let previous {
+                            x = rows(thread, kept: b.hidden)
+                            normalize(into: x, from: normed, adding: b.attended, residualStride: h, previous.outputNorm)
+                        }
+                        let part = WorkerPool.chunk(3 * h, part: thread, of: threads, granularity: 16)
+                        if !part.isEmpty {
+                            layer.qkv.multiply(x, inputStride: h, count: tokens, rows: part, output: b.qkv, outputStride: 3 * h)
+                        }
+                    }
+                    pool.parallelFor(sequences.count * c.headCount) { range in
+                        self.attend(b.qkv, sequences: sequences, heads: range, output: b.attended)
+                    }
+                    // The attention projection into `qkv`'s first columns.
+                    multiply(layer.output, b.attended, inputStride: h, tokens: tokens, output: b.qkv, outputStride: 3 * h)
+                    // Residual and norm into `normed`, then the feed-forward's first product and GELU.
+                    pool.run { thread in
+                        let y = rows(thread, kept: normed)
+                        normalize(into: y, from: b.hidden, adding: b.qkv, residualStride: 3 * h, layer.attentionNorm)
+                        let part = WorkerPool.chunk(width, part: thread, of: threads, granularity: 16)
+                        if !part.isEmpty {
+                            layer.intermediate.multiply(y, inputStride: h, count: tokens, rows: part, output: b.wide,
+                                                        outputStride: width, activation: .gelu)
+                        }
+                    }
+                    multiply(layer.down, b.wide, inputStride: width, tokens: tokens, output: b.attended, outputStride: h)
+                    pending = layer
+                }
+                if let last = pending {
+                    pool.parallelFor(tokens) { range in
+                        for t in range {
+                            (b.hidden + t * h).update(from: normed + t * h, count: h)
+                            self.layerNorm(b.hidden + t * h, adding: b.attended + t * h, last.outputNorm)
+                        }
+                    }
+                }
             }
         }
     }
 
-    /// Softmax attention of every head of every token over the tokens of its own sequence.
-    private func attend(_ qkv: UnsafeMutablePointer<Float>, sequences: [(start: Int, count: Int)],
+    /// The matrix's output features split across the threads in whole panels of 16.
+    private func multiply(_ matrix: DenseMatrix, _ input: UnsafeMutablePointer<Float>, inputStride: Int, tokens: Int,
+                          output: UnsafeMutablePointer<Float>, outputStride: Int, activation: DenseMatrix.Activation = .none) {
+        pool.run { thread in
+            let part = WorkerPool.chunk(matrix.rows, part: thread, of: pool.threadCount, granularity: 16)
+            if !part.isEmpty {
+                matrix.multiply(input, inputStride: inputStride, count: tokens, rows: part, output: output,
+                                outputStride: outputStride, activation: activation)
+            }
+        }
+    }
+
+    /// Softmax attention of the given (sequence, head) tasks, task i being head i % heads of
+    /// sequence i / heads, each over the tokens of its own sequence.
+    private func attend(_ qkv: UnsafeMutablePointer<Float>, sequences: [(start: Int, count: Int)], heads range: Range<Int>,
                         output: UnsafeMutablePointer<Float>) {
         let c = configuration, h = c.hiddenSize, d = c.headDimension, heads = c.headCount
         let scale = 1 / Float(d).squareRoot()
         let longest = sequences.map(\.count).max() ?? 0
-        pool.parallelFor(sequences.count * heads) { range in
-            withUnsafeTemporaryAllocation(of: Float.self, capacity: longest) { scores in
-                for task in range {
-                    let (start, count) = sequences[task / heads]
-                    let q = qkv + start * 3 * h + (task % heads) * d
-                    EncoderKernels.attention(query: q, key: q + h, value: q + 2 * h, stride: 3 * h, count: count,
-                                             headDimension: d, scale: scale, scratch: scores.baseAddress!,
-                                             output: output + start * h + (task % heads) * d, outputStride: h)
-                }
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: longest) { scores in
+            for task in range {
+                let (start, count) = sequences[task / heads]
+                let q = qkv + start * 3 * h + (task % heads) * d
+                EncoderKernels.attention(query: q, key: q + h, value: q + 2 * h, stride: 3 * h, count: count,
+                                         headDimension: d, scale: scale, scratch: scores.baseAddress!,
+                                         output: output + start * h + (task % heads) * d, outputStride: h)
             }
         }
     }
