@@ -3,7 +3,6 @@ import Hearth
 import HearthTestSupport
 import Testing
 
-/// What one generation gave: its tokens and statistics.
 /// What one generation gave: its tokens, each one's log-probability bits (equal bits mean
 /// equal arithmetic) and its statistics.
 private struct Run {
@@ -131,8 +130,10 @@ struct PromptCacheTests {
         // The rivers' copy went to make room for the stars'.
         let riversAgain = try await run(generator, tokens(rivers + "Question: how is flour stored?"), in: try model.makeSequence(contextLength: 1024))
         #expect(riversAgain.statistics.cachedPromptTokens == 0)
-        let starsAgain = try await run(generator, tokens(stars + "Question: what is a planet?"), in: try model.makeSequence(contextLength: 1024))
+        let planet = tokens(stars + "Question: what is a planet?")
+        let starsAgain = try await run(generator, planet, in: try model.makeSequence(contextLength: 1024))
         #expect(starsAgain.statistics.cachedPromptTokens >= 256)
+        #expect(starsAgain.logprobBits == (try alone(model, planet)).logprobBits)
 
         let none = try BatchedGenerator(model: model, maxRunning: 2, promptCacheBytes: 0)
         let d = try model.makeSequence(contextLength: 1024)
@@ -143,5 +144,32 @@ struct PromptCacheTests {
         let again = try await run(none, prompt, in: try model.makeSequence(contextLength: 1024))
         #expect(again.statistics.cachedPromptTokens == 0)
         #expect(again.tokens == (try alone(model, prompt)).tokens)
+    }
+
+    @Test("positions are shared only between sequences of one context length and chunk size; a refused prompt changes nothing")
+    func compatibilityAndRefusals() async throws {
+        let model = try TransformerModel(path: TestFiles.model(TestFiles.smolLM2), threads: 2)
+        let prompts = Prompts(model)
+        let generator = try BatchedGenerator(model: model, maxRunning: 2, promptCacheBytes: 256 << 20)
+        let a = try model.makeSequence(contextLength: 1024)
+        _ = try await run(generator, prompts.first, in: a)
+        // Another context length or chunk size: nothing is borrowed, the answer is still right.
+        for other in [try model.makeSequence(contextLength: 2048), try model.makeSequence(contextLength: 1024, chunkSize: 64)] {
+            let answer = try await run(generator, prompts.second, in: other)
+            #expect(answer.statistics.cachedPromptTokens == 0)
+            #expect(answer.tokens == (try alone(model, prompts.second)).tokens)
+        }
+        #expect(generator.activity.borrowedPrefixes == 0)
+        // A prompt that cannot run (a token outside the vocabulary) fails and leaves a's
+        // positions alone: the next prompt still starts from them.
+        let held = a.tokens
+        let bad = prompts.other + [Int32(model.configuration.vocabularySize)]
+        await #expect(throws: HearthError.self) { _ = try await run(generator, bad, in: a) }
+        #expect(a.tokens == held)
+        let again = try await run(generator, prompts.third, in: a)
+        #expect(again.statistics.cachedPromptTokens >= prompts.shared(prompts.third))
+        // A one-token prompt in a still keeps what a held.
+        _ = try await run(generator, [prompts.other[0]], in: a)
+        #expect(generator.activity.cachedSequences == 1)
     }
 }

@@ -108,6 +108,8 @@ public final class BatchedGenerator: Sendable {
     /// false stops the generation. `onEnd` is called once at the very end, with the error when
     /// the generation failed (after a last chunk with finish reason `error`, when one could be
     /// sent). A sequence runs one generation at a time: a second one submitted for it waits.
+    /// Once given to a generator, a sequence is read by it between steps (to share its
+    /// positions with other prompts): use it through this generator only from then on.
     @discardableResult
     public func submit(prompt: [Int32], options: GenerationOptions, sequence: SequenceState,
                        onChunk: @escaping @Sendable (GenerationChunk) -> Bool,
@@ -174,6 +176,8 @@ public final class BatchedGenerator: Sendable {
 
     private func start(_ entry: Entry) {
         do {
+            // A request that cannot run leaves its sequence as it was.
+            try GenerationRun.check(model: model, prompt: entry.prompt, options: entry.options, sequence: entry.sequence)
             try borrowPrefix(for: entry)
             let onChunk = entry.onChunk
             entry.run = try GenerationRun(model: model, prompt: entry.prompt, options: entry.options,
@@ -192,9 +196,12 @@ public final class BatchedGenerator: Sendable {
         let prompt = entry.prompt, sequence = entry.sequence
         guard sequence.owner == ObjectIdentifier(model) else { return }
         served.removeAll { $0.sequence == nil }
-        let others = served.compactMap(\.sequence).filter { $0 !== sequence && $0.chunkSize == sequence.chunkSize }
+        // Only sequences whose positions were computed as this one's would be: chunks of the same
+        // size, and the same context length (Phi-3 picks its rotation by it).
+        let others = served.compactMap(\.sequence).filter {
+            $0 !== sequence && $0.chunkSize == sequence.chunkSize && $0.contextLength == sequence.contextLength
+        }
         if !served.contains(where: { $0.sequence === sequence }) { served.append(WeakSequence(sequence)) }
-        guard prompt.count > 1 else { return }
         let own = sequence.reusablePrefixLength(for: prompt)
         // At least the prompt's last token is evaluated, for its logits; whole chunks only.
         func usable(_ shared: Int) -> Int { min(shared, prompt.count - 1) / sequence.chunkSize * sequence.chunkSize }
@@ -203,8 +210,10 @@ public final class BatchedGenerator: Sendable {
             let shared = usable(other.reproduciblePrefixLength(with: prompt))
             if shared > max(own, best?.shared ?? 0) { best = (other, shared) }
         }
-        if let cached = prefixes.longestPrefix(of: prompt), usable(cached.shared) > max(own, best?.shared ?? 0) {
+        var fromCache = false
+        if let cached = prefixes.longestPrefix(of: prompt, like: sequence), usable(cached.shared) > max(own, best?.shared ?? 0) {
             best = (cached.sequence, usable(cached.shared))
+            fromCache = true
         }
         let held = Array(sequence.tokens[..<(sequence.reproducible - sequence.reproducible % sequence.chunkSize)])
         if held.count > own, !others.contains(where: { $0.reproduciblePrefixLength(with: held) == held.count }) {
@@ -212,6 +221,7 @@ public final class BatchedGenerator: Sendable {
         }
         var borrowed = 0
         if let best, best.shared > own {
+            if fromCache { prefixes.touch(best.sequence) }
             try best.sequence.copyPrefix(best.shared, to: sequence)
             borrowed = best.shared - own
         }

@@ -33,11 +33,8 @@ final class GenerationRun {
     /// Set once the last chunk has gone out.
     private(set) var isFinished = false
 
-    /// Prepares to continue `prompt`, the whole sequence: whatever `sequence` already holds that
-    /// equals its beginning is reused rather than evaluated again, and the rest of the cache is
-    /// dropped. Throws for options or a prompt that cannot run.
-    init(model: TransformerModel, prompt: [Int32], options: GenerationOptions, sequence: SequenceState,
-         onChunk: @escaping (GenerationChunk) throws -> Bool) throws {
+    /// Throws for options or a prompt that cannot run in `sequence` on `model`.
+    static func check(model: TransformerModel, prompt: [Int32], options: GenerationOptions, sequence: SequenceState) throws {
         try options.validate(vocabularySize: model.configuration.vocabularySize)
         guard !prompt.isEmpty else { throw HearthError.invalidArgument("The prompt is empty.") }
         guard sequence.owner == ObjectIdentifier(model) else {
@@ -50,6 +47,14 @@ final class GenerationRun {
         if let bad = prompt.first(where: { $0 < 0 || $0 >= vocabulary }) {
             throw HearthError.invalidArgument("Token id \(bad) is outside the vocabulary (0..<\(vocabulary)).")
         }
+    }
+
+    /// Prepares to continue `prompt`, the whole sequence: whatever `sequence` already holds that
+    /// equals its beginning is reused rather than evaluated again, and the rest of the cache is
+    /// dropped. Throws for options or a prompt that cannot run.
+    init(model: TransformerModel, prompt: [Int32], options: GenerationOptions, sequence: SequenceState,
+         onChunk: @escaping (GenerationChunk) throws -> Bool) throws {
+        try Self.check(model: model, prompt: prompt, options: options, sequence: sequence)
         self.model = model
         self.sequence = sequence
         self.options = options

@@ -11,7 +11,14 @@ import HearthFormats
 final class PrefixCache {
     private struct Entry {
         let sequence: SequenceState
+        /// The context length of the sequence it was copied from: positions are shared only
+        /// between sequences of the same length and chunk size.
+        let contextLength: Int
         var lastUse: UInt64
+
+        func fits(_ other: SequenceState) -> Bool {
+            other.chunkSize == sequence.chunkSize && other.contextLength == contextLength
+        }
     }
 
     /// Most bytes the entries may take; 0 keeps nothing.
@@ -25,23 +32,27 @@ final class PrefixCache {
     /// Entries held now.
     var count: Int { entries.count }
 
-    /// The entry sharing the longest reproducible beginning with `prompt`, and how many tokens
-    /// it shares.
-    func longestPrefix(of prompt: [Int32]) -> (sequence: SequenceState, shared: Int)? {
-        var best: (index: Int, shared: Int)?
-        for (index, entry) in entries.enumerated() {
+    /// The entry for sequences like `target` sharing the longest reproducible beginning with
+    /// `prompt`, and how many tokens it shares.
+    func longestPrefix(of prompt: [Int32], like target: SequenceState) -> (sequence: SequenceState, shared: Int)? {
+        var best: (sequence: SequenceState, shared: Int)?
+        for entry in entries where entry.fits(target) {
             let shared = entry.sequence.reproduciblePrefixLength(with: prompt)
-            if shared > (best?.shared ?? 0) { best = (index, shared) }
+            if shared > (best?.shared ?? 0) { best = (entry.sequence, shared) }
         }
-        guard let best else { return nil }
-        uses += 1
-        entries[best.index].lastUse = uses
-        return (entries[best.index].sequence, best.shared)
+        return best
     }
 
-    /// Whether an entry already holds `tokens` as reproducible positions.
-    func covers(_ tokens: [Int32]) -> Bool {
-        entries.contains { $0.sequence.reproduciblePrefixLength(with: tokens) == tokens.count }
+    /// Marks the entry holding `sequence` as just used.
+    func touch(_ sequence: SequenceState) {
+        guard let index = entries.firstIndex(where: { $0.sequence === sequence }) else { return }
+        uses += 1
+        entries[index].lastUse = uses
+    }
+
+    /// Whether an entry for sequences like `source` already holds `tokens` as reproducible positions.
+    func covers(_ tokens: [Int32], like source: SequenceState) -> Bool {
+        entries.contains { $0.fits(source) && $0.sequence.reproduciblePrefixLength(with: tokens) == tokens.count }
     }
 
     /// Keeps a copy of `sequence`'s reproducible positions, made on `model`. Entries it extends
@@ -50,12 +61,13 @@ final class PrefixCache {
     func keep(_ sequence: SequenceState, model: TransformerModel) {
         let count = sequence.reproducible - sequence.reproducible % sequence.chunkSize
         let tokens = Array(sequence.tokens[..<count])
-        guard count > 0, !covers(tokens) else { return }
-        let copy = SequenceState(owner: ObjectIdentifier(model), configuration: model.configuration,
+        let c = model.configuration
+        let size = c.blockCount * count * c.kvWidth * 2 * MemoryLayout<UInt16>.stride
+        guard count > 0, size <= byteLimit, !covers(tokens, like: sequence) else { return }
+        let copy = SequenceState(owner: ObjectIdentifier(model), configuration: c,
                                  contextLength: count, chunkSize: sequence.chunkSize, withLogits: false)
-        guard copy.cacheBytes <= byteLimit else { return }
         entries.removeAll { entry in
-            let extended = tokens.starts(with: entry.sequence.tokens)
+            let extended = entry.fits(sequence) && tokens.starts(with: entry.sequence.tokens)
             if extended { bytes -= entry.sequence.cacheBytes }
             return extended
         }
@@ -65,7 +77,7 @@ final class PrefixCache {
         // Both belong to `model` and the copy has room for every position: this cannot fail.
         try? sequence.copyPrefix(count, to: copy)
         uses += 1
-        entries.append(Entry(sequence: copy, lastUse: uses))
+        entries.append(Entry(sequence: copy, contextLength: sequence.contextLength, lastUse: uses))
         bytes += copy.cacheBytes
     }
 }

@@ -98,5 +98,8 @@ public final class SequenceState: @unchecked Sendable {
         cache.copyPrefix(count, to: other.cache)
         other.tokens = Array(tokens[..<count])
         other.reproducible = other.chunkSize == chunkSize ? min(reproducible, count) : 0
+        // Copies made to keep (with no room for logits) keep the count; a sequence of another
+        // context length may rotate its positions differently (Phi-3), so it starts over.
+        if other.logitBuffer.count > 0, logitBuffer.count > 0, other.contextLength != contextLength { other.reproducible = 0 }
     }
 }
