@@ -312,6 +312,24 @@ static int64_t k_groups(const int kind, const int64_t cols, const int64_t *runs,
 #define X8_DMIN (X8_D + 32)
 #define X8_BLOCK (X8_DMIN + 32)
 
+// Row r's share of eight packed Q4_K or Q5_K rows: its eight 6-bit scales (each twice, as the
+// int16 pairs the multiply-add wants), its eight mins, and its two float scales, each in lane r.
+static HK_AVX2 void pack_scales8(const uint8_t *scales, const void *d, const void *dmin, int r, uint8_t *sc_out,
+                         uint8_t *mn_out, uint8_t *d_out, uint8_t *dmin_out) {
+    int16_t mn[8];
+    for (int j = 0; j < 8; j++) {
+        uint8_t s, m;
+        hk_scale_min_k4(j, scales, &s, &m);
+        const int16_t pair[2] = {s, s};
+        memcpy(sc_out + 32 * j + 4 * r, pair, 4);
+        mn[j] = m;
+    }
+    for (int j = 0; j < 4; j++) memcpy(mn_out + 32 * j + 4 * r, mn + 2 * j, 4);
+    const float df = hk_half(d), dminf = hk_half(dmin);
+    memcpy(d_out + 4 * r, &df, 4);
+    memcpy(dmin_out + 4 * r, &dminf, 4);
+}
+
 // Rows w (eight of row_bytes each), nb super-blocks, into dst (nb * X8_BLOCK bytes).
 static HK_AVX2 void q4k_pack8(const uint8_t *w, size_t row_bytes, int64_t nb, uint8_t *dst) {
     for (int64_t i = 0; i < nb; i++) {
@@ -319,21 +337,7 @@ static HK_AVX2 void q4k_pack8(const uint8_t *w, size_t row_bytes, int64_t nb, ui
         for (int r = 0; r < 8; r++) {
             const hk_q4_K *x = (const hk_q4_K *)(w + (size_t)r * row_bytes) + i;
             for (int k = 0; k < 32; k++) memcpy(blk + X8_QS + 32 * k + 4 * r, x->qs + 4 * k, 4);
-            int16_t sc[8], mn[8];
-            for (int j = 0; j < 8; j++) {
-                uint8_t s, m;
-                hk_scale_min_k4(j, x->scales, &s, &m);
-                sc[j] = s;
-                mn[j] = m;
-            }
-            for (int j = 0; j < 8; j++) {
-                const int16_t pair[2] = {sc[j], sc[j]};
-                memcpy(blk + X8_SC + 32 * j + 4 * r, pair, 4);
-            }
-            for (int j = 0; j < 4; j++) memcpy(blk + X8_MN + 32 * j + 4 * r, mn + 2 * j, 4);
-            const float d = hk_half(&x->d), dmin = hk_half(&x->dmin);
-            memcpy(blk + X8_D + 4 * r, &d, 4);
-            memcpy(blk + X8_DMIN + 4 * r, &dmin, 4);
+            pack_scales8(x->scales, &x->d, &x->dmin, r, blk + X8_SC, blk + X8_MN, blk + X8_D, blk + X8_DMIN);
         }
     }
 }
@@ -528,21 +532,7 @@ static HK_AVX2 void q5k_pack8(const uint8_t *w, size_t row_bytes, int64_t nb, ui
                     q[64 * j + 32 + l] = (uint8_t)((x->qs[32 * j + l] >> 4) | (((x->qh[l] >> (2 * j + 1)) & 1) << 4));
                 }
             for (int k = 0; k < 64; k++) memcpy(blk + X5_Q + 32 * k + 4 * r, q + 4 * k, 4);
-            int16_t sc[8], mn[8];
-            for (int j = 0; j < 8; j++) {
-                uint8_t sv, mv;
-                hk_scale_min_k4(j, x->scales, &sv, &mv);
-                sc[j] = sv;
-                mn[j] = mv;
-            }
-            for (int j = 0; j < 8; j++) {
-                const int16_t pair[2] = {sc[j], sc[j]};
-                memcpy(blk + X5_SC + 32 * j + 4 * r, pair, 4);
-            }
-            for (int j = 0; j < 4; j++) memcpy(blk + X5_MN + 32 * j + 4 * r, mn + 2 * j, 4);
-            const float d = hk_half(&x->d), dmin = hk_half(&x->dmin);
-            memcpy(blk + X5_D + 4 * r, &d, 4);
-            memcpy(blk + X5_DMIN + 4 * r, &dmin, 4);
+            pack_scales8(x->scales, &x->d, &x->dmin, r, blk + X5_SC, blk + X5_MN, blk + X5_D, blk + X5_DMIN);
         }
     }
 }

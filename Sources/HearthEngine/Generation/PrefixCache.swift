@@ -62,7 +62,7 @@ final class PrefixCache {
         let count = sequence.reproducible - sequence.reproducible % sequence.chunkSize
         let tokens = Array(sequence.tokens[..<count])
         let c = model.configuration
-        let size = c.blockCount * count * c.kvWidth * 2 * MemoryLayout<UInt16>.stride
+        let size = SequenceState.cacheBytes(layers: c.blockCount, width: c.kvWidth, positions: count)
         guard count > 0, size <= byteLimit, !covers(tokens, like: sequence) else { return }
         let copy = SequenceState(owner: ObjectIdentifier(model), configuration: c,
                                  contextLength: count, chunkSize: sequence.chunkSize, withLogits: false)

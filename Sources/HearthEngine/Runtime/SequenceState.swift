@@ -84,7 +84,12 @@ public final class SequenceState: @unchecked Sendable {
     }
 
     /// Bytes reserved for its keys and values.
-    var cacheBytes: Int { cache.layers * cache.capacity * cache.width * 2 * MemoryLayout<UInt16>.stride }
+    var cacheBytes: Int { Self.cacheBytes(layers: cache.layers, width: cache.width, positions: cache.capacity) }
+
+    /// Bytes the keys and values of `positions` positions take.
+    static func cacheBytes(layers: Int, width: Int, positions: Int) -> Int {
+        2 * layers * positions * width * MemoryLayout<UInt16>.stride
+    }
 
     /// Makes `other` hold this sequence's first `count` positions (keys, values and tokens), as
     /// if it had evaluated them itself: for prompts shared across requests and for beams.
