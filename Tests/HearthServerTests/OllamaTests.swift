@@ -83,7 +83,7 @@ struct OllamaTests {
     func keepAliveExpiry() async throws {
         let server = try await ServerFixture()
         defer { Task { await server.stop() } }
-        let answer = try await server.post("/api/generate", ["model": "smollm2", "prompt": "Hi", "stream": false, "keep_alive": "1s",
+        let answer = try await server.post("/api/generate", ["model": "smollm2", "prompt": "Hi", "stream": false, "keep_alive": "5s",
                                                             "options": ["num_predict": 2]])
         #expect(answer.status == 200)
         #expect((try await server.get("/api/ps").json()["models"] as? [[String: Any]])?.count == 1)
