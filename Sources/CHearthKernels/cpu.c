@@ -10,3 +10,8 @@ int hk_best_isa(void) {
 #endif
     return HK_ISA_PORTABLE;
 }
+
+void hk_prefetch(const void *p, size_t bytes) {
+    const char *c = (const char *)p;
+    for (size_t i = 0; i < bytes; i += 64) __builtin_prefetch(c + i, 0, 2);
+}

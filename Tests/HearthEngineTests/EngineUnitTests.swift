@@ -29,6 +29,23 @@ import Testing
         #expect(Set(indices) == [0, 1, 2, 3])
     }
 
+    /// Threads that read ahead while they wait (for the others, then for the next job) still
+    /// run every job once, in order, whatever the spans they are given.
+    @Test func readingAheadWhileWaitingChangesNoJob() {
+        let pool = WorkerPool(threadCount: 3)
+        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        defer { memory.deallocate() }
+        let spans = (0..<3).map { t in [UnsafeRawBufferPointer(rebasing: memory[t * 300_000..<(t + 1) * 300_000])] }
+        let ahead = Lookahead(spans: spans + [[UnsafeRawBufferPointer(rebasing: memory[0..<0])]])
+        let sums = UnsafeMutableBufferPointer<Int>.allocate(capacity: 3)
+        sums.initialize(repeating: 0)
+        defer { sums.deallocate() }
+        for job in 0..<500 {
+            pool.run(ahead: job % 3 == 0 ? nil : ahead) { index in sums[index] += job }
+        }
+        #expect(Array(sums) == Array(repeating: 500 * 499 / 2, count: 3))
+    }
+
     @Test func chunksPartitionTheRange() {
         for count in [0, 1, 7, 64, 100] {
             for parts in 1...5 {

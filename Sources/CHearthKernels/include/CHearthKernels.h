@@ -27,6 +27,9 @@ extern "C" {
 /// The fastest path this CPU can run.
 int hk_best_isa(void);
 
+/// Asks the caches for the `bytes` bytes from `p` (a hint: never faults, returns at once).
+void hk_prefetch(const void *p, size_t bytes);
+
 /// Activation type paired with a weight type for `hk_dot`, or -1 when there is no kernel.
 int32_t hk_activation_type(uint32_t weight_type);
 

@@ -86,7 +86,8 @@ final class ForwardPass {
         let rows = rows ?? self.rows
         let scratch = workspace.quantized(columns: columns, rows: rows)
         scratch.quantize(x, rows: rows, for: matrices, pool: pool)
-        pool.multiply(matrices, by: scratch, columns: rows, runs: runs ?? runLengths, output: output, outputStride: outputStride)
+        pool.multiply(matrices, by: scratch, columns: rows, runs: runs ?? runLengths, output: output, outputStride: outputStride,
+                      ahead: workspace.readOrder.product(matrices, threads: pool.threadCount))
     }
 
     /// Runs `body` for every row, split across the threads when the rows hold enough work

@@ -1,4 +1,5 @@
 import Foundation
+import HearthKernels
 import Synchronization
 
 /// A fixed set of threads that run one job at a time, split across them.
@@ -28,6 +29,8 @@ public final class WorkerPool: @unchecked Sendable {
         // Written by the running thread before `generation` is bumped, read by workers after
         // they see the new generation.
         nonisolated(unsafe) var job: ((Int) -> Void)?
+        // Published with a job when it names what each thread reads next (see `run(ahead:_:)`).
+        nonisolated(unsafe) var ahead: Lookahead?
 
         func publish() {
             generation.add(1, ordering: .sequentiallyConsistent)
@@ -38,9 +41,11 @@ public final class WorkerPool: @unchecked Sendable {
             }
         }
 
-        func waitForWorkers() {
+        func waitForWorkers(reading next: Lookahead.Cursor? = nil) {
+            var next = next
             var spins = 0
             while pending.load(ordering: .acquiring) > 0 {
+                if next?.step() == true { continue }
                 spins += 1
                 if spins > WorkerPool.spinIterations { sched_yield() }
             }
@@ -48,10 +53,15 @@ public final class WorkerPool: @unchecked Sendable {
 
         func workerLoop(index: Int) {
             var seen = 0
+            var next: Lookahead.Cursor?
             while true {
                 var spins = 0
                 var current = generation.load(ordering: .acquiring)
                 while current == seen {
+                    if next?.step() == true {
+                        current = generation.load(ordering: .acquiring)
+                        continue
+                    }
                     spins += 1
                     if spins < WorkerPool.spinIterations {
                         current = generation.load(ordering: .acquiring)
@@ -73,6 +83,7 @@ public final class WorkerPool: @unchecked Sendable {
                     return
                 }
                 job?(index)
+                if let ahead { next = ahead.cursor(thread: index) }
                 pending.subtract(1, ordering: .releasing)
             }
         }
@@ -100,7 +111,12 @@ public final class WorkerPool: @unchecked Sendable {
 
     /// Runs `body(threadIndex)` once on each of the pool's threads and returns when all are done.
     /// `threadIndex` runs from 0 (the calling thread) to `threadCount - 1`.
-    public func run(_ body: (Int) -> Void) {
+    ///
+    /// `ahead` names the memory each thread reads first in the job expected next: a thread that
+    /// has finished its share and would only wait (for the others, or for the calling thread's
+    /// work between jobs) asks the caches for those bytes meanwhile, so memory keeps streaming
+    /// while the threads hand work over.
+    public func run(ahead: Lookahead? = nil, _ body: (Int) -> Void) {
         if threadCount == 1 {
             body(0)
             return
@@ -109,23 +125,25 @@ public final class WorkerPool: @unchecked Sendable {
         defer { runLock.unlock() }
         withoutActuallyEscaping(body) { body in
             shared.job = body
+            shared.ahead = ahead
             shared.pending.store(threadCount - 1, ordering: .sequentiallyConsistent)
             shared.publish()
             body(0)
-            shared.waitForWorkers()
+            shared.waitForWorkers(reading: ahead?.cursor(thread: 0))
             shared.job = nil
+            shared.ahead = nil
         }
     }
 
     /// Splits `0..<count` into one contiguous chunk per thread (chunk boundaries a multiple of
     /// `granularity`) and runs `body(range)` on each non-empty chunk.
-    public func parallelFor(_ count: Int, granularity: Int = 1, _ body: (Range<Int>) -> Void) {
+    public func parallelFor(_ count: Int, granularity: Int = 1, ahead: Lookahead? = nil, _ body: (Range<Int>) -> Void) {
         let threads = threadCount
         if threads == 1 || count <= granularity {
             if count > 0 { body(0..<count) }
             return
         }
-        run { index in
+        run(ahead: ahead) { index in
             let range = Self.chunk(count, part: index, of: threads, granularity: granularity)
             if !range.isEmpty { body(range) }
         }
@@ -139,3 +157,46 @@ public final class WorkerPool: @unchecked Sendable {
         return lower..<upper
     }
 }
+
+/// The memory each thread of a pool reads first in a job to come: a few spans per thread,
+/// in the order the thread will read them.
+public struct Lookahead: @unchecked Sendable {
+    /// Spans per thread.
+    public let spans: [[UnsafeRawBufferPointer]]
+
+    public init(spans: [[UnsafeRawBufferPointer]]) {
+        self.spans = spans
+    }
+
+    /// Walks one thread's spans a few cache lines per step.
+    struct Cursor {
+        let spans: [UnsafeRawBufferPointer]
+        var span = 0
+        var offset = 0
+
+        /// Bytes asked for per step: short enough that a waiting thread notices its next job
+        /// soon after it is published.
+        static let stepBytes = 2048
+
+        /// Asks for the next few lines; false once every span has been asked for.
+        mutating func step() -> Bool {
+            while span < spans.count {
+                let current = spans[span]
+                if offset < current.count, let base = current.baseAddress {
+                    let count = min(Self.stepBytes, current.count - offset)
+                    CacheHint.prefetch(base + offset, count: count)
+                    offset += count
+                    return true
+                }
+                span += 1
+                offset = 0
+            }
+            return false
+        }
+    }
+
+    func cursor(thread: Int) -> Cursor? {
+        thread < spans.count && !spans[thread].isEmpty ? Cursor(spans: spans[thread]) : nil
+    }
+}
+

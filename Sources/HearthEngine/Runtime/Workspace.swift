@@ -24,6 +24,8 @@ final class Workspace: @unchecked Sendable {
     private var buffers: [FloatBuffer?] = Array(repeating: nil, count: Slot.allCases.count)
     private var tables: [ObjectIdentifier: FloatBuffer] = [:]
     private var quantized: [Int: QuantizedActivations] = [:]
+    /// The order the model's products read their weights in.
+    let readOrder = ReadOrder()
 
     /// A buffer of at least `count` floats for `slot`. Its contents survive as long as the slot is
     /// asked for with no larger count; a larger one gives a new, uninitialised buffer.
