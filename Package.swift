@@ -26,6 +26,7 @@ let package = Package(
         .target(name: "HearthKernels", dependencies: ["CHearthKernels", "HearthFormats"]),
         .target(name: "HearthTokenizers", dependencies: ["HearthFormats"]),
         .target(name: "HearthTemplates", dependencies: ["HearthFormats"]),
+        .target(name: "HearthSpeech", dependencies: ["HearthFormats", "HearthKernels", "CHearthKernels"]),
         .target(name: "HearthEngine", dependencies: ["HearthFormats", "HearthKernels", "HearthTokenizers", "HearthTemplates"]),
         .target(
             name: "HearthHub",
@@ -92,6 +93,7 @@ let package = Package(
         .testTarget(name: "HearthTemplatesTests", dependencies: ["HearthTemplates", "HearthTestSupport"]),
         .testTarget(name: "HearthCLITests", dependencies: ["HearthFormats", "HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "Hearth", "HearthTestSupport"]),
+        .testTarget(name: "HearthSpeechTests", dependencies: ["HearthSpeech", "HearthTestSupport"]),
         .testTarget(name: "HearthTests", dependencies: ["Hearth", "HearthTestSupport"]),
         .testTarget(
             name: "HearthServerTests",

@@ -15,6 +15,8 @@ public enum HearthError: Error, Sendable, Equatable {
     case insufficientMemory(needed: Int, available: Int)
     /// A model file is damaged or is not in the format it claims to be.
     case invalidModelFile(path: String, reason: String)
+    /// An audio file that cannot be decoded, or holds no audio.
+    case invalidAudioFile(path: String, reason: String)
     /// A model file is well formed, but uses something Hearth does not implement.
     case unsupportedModel(reason: String)
     /// A value given by the caller is out of range or malformed.
@@ -77,6 +79,8 @@ public enum HearthError: Error, Sendable, Equatable {
             return "The model needs about \(ModelSummary.formatBytes(needed)) of memory (weights and KV cache) but only \(ModelSummary.formatBytes(available)) is available. Use a smaller quantization or model, or a shorter context."
         case .invalidModelFile(let path, let reason):
             return "\(path) is not a valid model file: \(reason). Download it again; if it still fails, the file is not a GGUF/safetensors model Hearth can read."
+        case .invalidAudioFile(let path, let reason):
+            return "Cannot read the audio in \(path): \(reason)."
         case .unsupportedModel(let reason):
             return "Unsupported model: \(reason). Use a model with a supported architecture and quantization (see `hearth inspect`)."
         case .invalidArgument(let text):
@@ -146,7 +150,7 @@ public enum HearthError: Error, Sendable, Equatable {
     /// The part of the system the error comes from.
     public var category: Category {
         switch self {
-        case .fileNotFound, .modelNotFound, .invalidArgument, .invalidTemplate, .threadNotFound: return .input
+        case .fileNotFound, .modelNotFound, .invalidArgument, .invalidTemplate, .threadNotFound, .invalidAudioFile: return .input
         case .invalidModelFile, .unsupportedModel: return .model
         case .contextOverflow, .generationFailed: return .generation
         case .resourceUnavailable, .insufficientMemory, .insufficientDiskSpace,

@@ -5,6 +5,7 @@
 #include "hk_activations.h"
 #include "hk_gemm.h"
 #include "hk_encoder.h"
+#include "hk_audio.h"
 
 // C kernels behind HearthKernels. Type arguments are GGML type numbers (GGMLType.rawValue).
 // Every function takes an instruction-set path `isa` so that callers (and tests) can run the
