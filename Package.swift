@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "HearthKernels", dependencies: ["CHearthKernels", "HearthFormats"]),
         .target(name: "HearthTokenizers", dependencies: ["HearthFormats"]),
         .target(name: "HearthTemplates", dependencies: ["HearthFormats"]),
-        .target(name: "HearthSpeech", dependencies: ["HearthFormats", "HearthKernels", "CHearthKernels"]),
+        .target(name: "HearthSpeech", dependencies: ["HearthFormats", "HearthKernels", "CHearthKernels", "HearthTokenizers"]),
         .target(name: "HearthEngine", dependencies: ["HearthFormats", "HearthKernels", "HearthTokenizers", "HearthTemplates"]),
         .target(
             name: "HearthHub",

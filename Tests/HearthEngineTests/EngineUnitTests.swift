@@ -1,5 +1,6 @@
 import Foundation
 import Hearth
+import HearthKernels
 import Synchronization
 import Testing
 

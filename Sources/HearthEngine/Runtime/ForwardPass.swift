@@ -1,3 +1,5 @@
+import HearthKernels
+
 /// One forward pass in progress: a batch's rows laid out for the layers, with the model's
 /// workspace and threads. Layers find each row's sequence and position here; architectures
 /// never touch positions or caches themselves.

@@ -1,5 +1,4 @@
 import Foundation
-import HearthKernels
 import Synchronization
 
 /// A fixed set of threads that run one job at a time, split across them.

@@ -1,0 +1,297 @@
+import Foundation
+import HearthFormats
+
+/// What to transcribe and how.
+public struct TranscriptionConfig: Sendable {
+    /// The spoken language's code (`en`, `de`…), or nil to detect it from the first 30 seconds.
+    public var language: String?
+    /// Translate into English instead of transcribing.
+    public var translate: Bool
+    /// Text that comes before the audio, to steer spelling and style.
+    public var initialPrompt: String?
+    /// Each window's prompt holds the text of the windows before it.
+    public var conditionOnPreviousText: Bool
+    /// Text only, without timestamp tokens (one segment per window).
+    public var withoutTimestamps: Bool
+    /// The first timestamp of a window is at most this many seconds.
+    public var maxInitialTimestamp: Double
+    /// A window whose no-speech probability exceeds this (and whose average log-probability is
+    /// below `logProbThreshold`) is skipped as silence.
+    public var noSpeechThreshold: Double?
+    public var logProbThreshold: Double?
+
+    public init(language: String? = nil, translate: Bool = false, initialPrompt: String? = nil,
+                conditionOnPreviousText: Bool = true, withoutTimestamps: Bool = false, maxInitialTimestamp: Double = 1,
+                noSpeechThreshold: Double? = 0.6, logProbThreshold: Double? = -1) {
+        self.language = language
+        self.translate = translate
+        self.initialPrompt = initialPrompt
+        self.conditionOnPreviousText = conditionOnPreviousText
+        self.withoutTimestamps = withoutTimestamps
+        self.maxInitialTimestamp = maxInitialTimestamp
+        self.noSpeechThreshold = noSpeechThreshold
+        self.logProbThreshold = logProbThreshold
+    }
+}
+
+/// A stretch of speech and its text.
+public struct TranscriptionSegment: Sendable, Equatable {
+    public var start: Double
+    public var end: Double
+    public var text: String
+    public var tokens: [Int]
+    /// Average log-probability of the window's tokens.
+    public var averageLogProbability: Double
+    /// Probability that the window holds no speech.
+    public var noSpeechProbability: Double
+}
+
+/// A transcription: the text, its segments and the language.
+public struct Transcription: Sendable {
+    public var text: String { segments.map(\.text).joined() }
+    public var language: String
+    public var languageProbability: Double
+    /// Seconds of audio.
+    public var duration: Double
+    public var segments: [TranscriptionSegment]
+}
+
+/// Speech to text with a Whisper model: the 30-second window loop with timestamp tokens,
+/// language detection and the prompt of previous text, decoding greedily under Whisper's
+/// token rules, as faster-whisper does with beam size 1 and temperature 0.
+public final class Transcriber: @unchecked Sendable {
+    public let model: WhisperModel
+    public let tokenizer: WhisperTokenizer
+    /// Tokens never generated (the model's `suppress_ids` and the task tokens).
+    let suppressed: [Int]
+    /// Tokens not generated first (a blank and end of text).
+    let suppressedAtBegin: [Int]
+
+    /// Loads a faster-whisper model folder: `model.bin`, `tokenizer.json` and `config.json`.
+    public init(contentsOf directory: URL, threads: Int = ProcessInfo.processInfo.activeProcessorCount) throws {
+        model = try WhisperModel(contentsOf: directory, threads: threads)
+        tokenizer = try WhisperTokenizer(contentsOf: directory)
+        struct Config: Decodable {
+            let suppress_ids: [Int]?
+            let suppress_ids_begin: [Int]?
+        }
+        let configURL = directory.appendingPathComponent("config.json")
+        var config = Config(suppress_ids: nil, suppress_ids_begin: nil)
+        if let data = FileManager.default.contents(atPath: configURL.path) {
+            do {
+                config = try JSONDecoder().decode(Config.self, from: data)
+            } catch {
+                throw HearthError.invalidModelFile(path: configURL.path, reason: "it is not valid JSON (\(error))")
+            }
+        }
+        let t = tokenizer
+        suppressed = Array(Set((config.suppress_ids ?? []) + [t.transcribe, t.translate, t.startOfTranscript, t.startOfPrevious,
+                                                             t.startOfLM, t.noSpeech])).sorted()
+        suppressedAtBegin = config.suppress_ids_begin ?? (t.encode(" ") + [t.endOfText])
+        guard model.dimensions.vocabularySize > t.timestampBegin else {
+            throw HearthError.invalidModelFile(path: directory.path, reason: "its vocabulary has no room for timestamp tokens")
+        }
+    }
+
+    /// Language probabilities of the window `mel` starts (the first 30 seconds), most likely first.
+    public func detectLanguage(_ mel: LogMelSpectrogram) throws -> [(code: String, probability: Double)] {
+        let encoded = encodeWindow(mel, from: 0, frames: min(mel.frameCount, model.dimensions.windowFrames))
+        return try detectLanguage(encoded: encoded)
+    }
+
+    func detectLanguage(encoded: [Float]) throws -> [(code: String, probability: Double)] {
+        let decoding = model.startDecoding(encoded)
+        let logits = try model.decode([tokenizer.startOfTranscript], in: decoding)
+        let languages = tokenizer.languages
+        let largest = languages.map { Double(logits[$0.token]) }.max() ?? 0
+        let weights = languages.map { Foundation.exp(Double(logits[$0.token]) - largest) }
+        let total = weights.reduce(0, +)
+        return zip(languages, weights).map { ($0.code, $1 / total) }.sorted { $0.probability > $1.probability }
+    }
+
+    /// The encoder's output for `frames` mel frames from `start`, zero-padded to a window.
+    func encodeWindow(_ mel: LogMelSpectrogram, from start: Int, frames: Int) -> [Float] {
+        let d = model.dimensions, window = d.windowFrames
+        var segment = [Float](repeating: 0, count: d.melCount * window)
+        for m in 0..<d.melCount {
+            for f in 0..<frames { segment[m * window + f] = mel.values[m * mel.frameCount + start + f] }
+        }
+        return segment.withUnsafeBufferPointer { model.encode($0.baseAddress!, frameStride: window) }
+    }
+
+    /// Transcribes 16 kHz mono samples.
+    public func transcribe(samples: [Float], config: TranscriptionConfig = TranscriptionConfig()) throws -> Transcription {
+        let d = model.dimensions, t = tokenizer
+        guard !samples.isEmpty else { throw HearthError.invalidArgument("there is no audio to transcribe") }
+        let mel = LogMelSpectrogram(samples: samples, melCount: d.melCount)
+        let contentFrames = mel.frameCount - 1
+        let framesPerSecond = 100.0
+        let inputStride = d.windowFrames / d.audioContext
+
+        var language = config.language
+        var languageProbability = 1.0
+        if let code = language {
+            guard t.languageToken(code) != nil else {
+                throw HearthError.invalidArgument("\"\(code)\" is not a language this model knows; use one of \(t.languages.map(\.code).joined(separator: ", "))")
+            }
+        } else {
+            let ranked = try detectLanguage(mel)
+            language = ranked[0].code
+            languageProbability = ranked[0].probability
+        }
+        let sotSequence = [t.startOfTranscript, t.languageToken(language!)!, config.translate ? t.translate : t.transcribe]
+
+        var allTokens: [Int] = []
+        if let prompt = config.initialPrompt { allTokens += t.encode(" " + prompt.trimmingCharacters(in: .whitespaces)) }
+        var promptResetSince = 0
+        var segments: [TranscriptionSegment] = []
+        var seek = 0
+        while seek < contentFrames {
+            let timeOffset = Double(seek) / framesPerSecond
+            let segmentSize = min(d.windowFrames, contentFrames - seek)
+            let segmentDuration = Double(segmentSize) / framesPerSecond
+            let encoded = encodeWindow(mel, from: seek, frames: segmentSize)
+
+            var prompt: [Int] = []
+            let previous = Array(allTokens[promptResetSince...])
+            if !previous.isEmpty {
+                prompt.append(t.startOfPrevious)
+                prompt += previous.suffix(d.textContext / 2 - 1)
+            }
+            prompt += sotSequence
+            if config.withoutTimestamps { prompt.append(t.noTimestamps) }
+
+            let result = try generate(encoded: encoded, prompt: prompt, config: config)
+            if let threshold = config.noSpeechThreshold, result.noSpeechProbability > threshold,
+               !(config.logProbThreshold.map { result.averageLogProbability > $0 } ?? false) {
+                seek += segmentSize
+                continue
+            }
+            let (pieces, nextSeek) = split(result.tokens, timeOffset: timeOffset, segmentSize: segmentSize,
+                                           segmentDuration: segmentDuration, seek: seek, inputStride: inputStride)
+            seek = nextSeek
+            for piece in pieces {
+                let text = t.decode(piece.tokens)
+                if piece.start == piece.end || text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { continue }
+                allTokens += piece.tokens
+                segments.append(TranscriptionSegment(start: piece.start, end: piece.end, text: text, tokens: piece.tokens,
+                                                     averageLogProbability: result.averageLogProbability,
+                                                     noSpeechProbability: result.noSpeechProbability))
+            }
+            if !config.conditionOnPreviousText { promptResetSince = allTokens.count }
+        }
+        return Transcription(language: language!, languageProbability: languageProbability,
+                             duration: Double(samples.count) / Double(AudioSamples.whisperRate), segments: segments)
+    }
+
+    struct Generated {
+        var tokens: [Int]
+        var averageLogProbability: Double
+        var noSpeechProbability: Double
+    }
+
+    /// Greedy decoding of one window after `prompt`, under Whisper's rules: no blank or end of
+    /// text first, suppressed tokens never, timestamps in pairs, never decreasing, the first
+    /// one within `maxInitialTimestamp`, and a timestamp whenever all timestamps together are
+    /// likelier than any text token.
+    func generate(encoded: [Float], prompt: [Int], config: TranscriptionConfig) throws -> Generated {
+        let d = model.dimensions, t = tokenizer
+        let decoding = model.startDecoding(encoded)
+        let sotIndex = prompt.firstIndex(of: t.startOfTranscript)!
+        let atStart = try model.decode(Array(prompt[...sotIndex]), in: decoding)
+        let noSpeech = Self.logSoftmax(atStart)[t.noSpeech]
+        var logits = sotIndex + 1 < prompt.count ? try model.decode(Array(prompt[(sotIndex + 1)...]), in: decoding) : atStart
+        let maxInitial = Int((config.maxInitialTimestamp / WhisperTokenizer.timePrecision).rounded())
+        var tokens: [Int] = []
+        var sumLogProbability = 0.0
+        while true {
+            apply(rules: &logits, generated: tokens, config: config, maxInitial: maxInitial)
+            var best = 0
+            for i in 1..<logits.count where logits[i] > logits[best] { best = i }
+            sumLogProbability += Self.logSoftmax(logits)[best]
+            if best == t.endOfText { break }
+            tokens.append(best)
+            if prompt.count + tokens.count >= d.textContext { break }
+            logits = try model.decode([best], in: decoding)
+        }
+        return Generated(tokens: tokens, averageLogProbability: sumLogProbability / Double(tokens.count + 1),
+                         noSpeechProbability: Foundation.exp(noSpeech))
+    }
+
+    func apply(rules logits: inout [Float], generated tokens: [Int], config: TranscriptionConfig, maxInitial: Int) {
+        let t = tokenizer, begin = t.timestampBegin, vocabulary = logits.count
+        if tokens.isEmpty { for s in suppressedAtBegin where s < vocabulary { logits[s] = -.infinity } }
+        for s in suppressed where s < vocabulary { logits[s] = -.infinity }
+        if config.withoutTimestamps {
+            for i in begin..<vocabulary { logits[i] = -.infinity }
+            return
+        }
+        logits[t.noTimestamps] = -.infinity
+        let lastWasTimestamp = tokens.last.map { $0 >= begin } ?? false
+        let penultimateWasTimestamp = tokens.count < 2 || tokens[tokens.count - 2] >= begin
+        if lastWasTimestamp {
+            if penultimateWasTimestamp {
+                for i in begin..<vocabulary { logits[i] = -.infinity }
+            } else {
+                for i in 0..<t.endOfText { logits[i] = -.infinity }
+            }
+        }
+        if let lastTimestamp = tokens.last(where: { $0 >= begin }) {
+            let bound = lastWasTimestamp && !penultimateWasTimestamp ? lastTimestamp : lastTimestamp + 1
+            for i in begin..<min(bound, vocabulary) { logits[i] = -.infinity }
+        }
+        if tokens.isEmpty {
+            for i in 0..<begin { logits[i] = -.infinity }
+            for i in min(vocabulary, begin + maxInitial + 1)..<vocabulary { logits[i] = -.infinity }
+        }
+        let logProbabilities = Self.logSoftmax(logits)
+        let textBest = logProbabilities[..<begin].max() ?? -.infinity
+        let timestampLargest = logProbabilities[begin...].max() ?? -.infinity
+        if timestampLargest > -.infinity {
+            let timestampTotal = timestampLargest + Foundation.log(logProbabilities[begin...].reduce(0) { $0 + Foundation.exp($1 - timestampLargest) })
+            if timestampTotal > textBest { for i in 0..<begin { logits[i] = -.infinity } }
+        }
+    }
+
+    static func logSoftmax(_ logits: [Float]) -> [Double] {
+        let largest = Double(logits.max() ?? 0)
+        let total = logits.reduce(0.0) { $0 + Foundation.exp(Double($1) - largest) }
+        let shift = largest + Foundation.log(total)
+        return logits.map { Double($0) - shift }
+    }
+
+    /// Cuts a window's tokens into segments at timestamp pairs and says where the next window
+    /// starts (faster-whisper's `_split_segments_by_timestamps`).
+    func split(_ tokens: [Int], timeOffset: Double, segmentSize: Int, segmentDuration: Double, seek: Int,
+               inputStride: Int) -> ([(start: Double, end: Double, tokens: [Int])], Int) {
+        let begin = tokenizer.timestampBegin, precision = WhisperTokenizer.timePrecision
+        var pieces: [(start: Double, end: Double, tokens: [Int])] = []
+        var seek = seek
+        let singleTimestampEnding = tokens.count >= 2 && tokens[tokens.count - 2] < begin && tokens[tokens.count - 1] >= begin
+        let consecutive = tokens.indices.filter { $0 > 0 && tokens[$0] >= begin && tokens[$0 - 1] >= begin }
+        if !consecutive.isEmpty {
+            var slices = consecutive
+            if singleTimestampEnding { slices.append(tokens.count) }
+            var last = 0
+            for current in slices {
+                let sliced = Array(tokens[last..<current])
+                pieces.append((timeOffset + Double(sliced[0] - begin) * precision,
+                               timeOffset + Double(sliced[sliced.count - 1] - begin) * precision, sliced))
+                last = current
+            }
+            if singleTimestampEnding {
+                seek += segmentSize
+            } else {
+                seek += (tokens[last - 1] - begin) * inputStride
+            }
+        } else {
+            var duration = segmentDuration
+            if let lastTimestamp = tokens.last(where: { $0 >= begin }), lastTimestamp != begin {
+                duration = Double(lastTimestamp - begin) * precision
+            }
+            pieces.append((timeOffset, timeOffset + duration, tokens))
+            seek += segmentSize
+        }
+        return (pieces, seek)
+    }
+}
