@@ -42,7 +42,7 @@ let package = Package(
         .target(
             name: "Hearth",
             dependencies: [
-                "HearthEngine", "HearthHub",
+                "HearthEngine", "HearthHub", "HearthSpeech",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

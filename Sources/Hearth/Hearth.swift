@@ -1,6 +1,7 @@
 @_exported import HearthEngine
 @_exported import HearthFormats
 @_exported import HearthHub
+@_exported import HearthSpeech
 @_exported import HearthTokenizers
 import Foundation
 

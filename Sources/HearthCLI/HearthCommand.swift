@@ -6,6 +6,7 @@ struct HearthCommand: AsyncParsableCommand {
         commandName: "hearth",
         abstract: "Run language models locally.",
         subcommands: [RunCommand.self, ChatCommand.self, EmbedCommand.self, SimilarCommand.self, PullCommand.self, SearchCommand.self, ListCommand.self,
-                      ShowCommand.self, RemoveCommand.self, PruneCommand.self, ServeCommand.self, BenchCommand.self, TokenizeCommand.self, InspectCommand.self]
+                      ShowCommand.self, RemoveCommand.self, PruneCommand.self, ServeCommand.self, BenchCommand.self, TokenizeCommand.self, InspectCommand.self,
+                      TranscribeCommand.self]
     )
 }

@@ -119,8 +119,10 @@ public final class Transcriber: @unchecked Sendable {
         return segment.withUnsafeBufferPointer { model.encode($0.baseAddress!, frameStride: window) }
     }
 
-    /// Transcribes 16 kHz mono samples.
-    public func transcribe(samples: [Float], config: TranscriptionConfig = TranscriptionConfig()) throws -> Transcription {
+    /// Transcribes 16 kHz mono samples. `progress` hears the seconds of audio done after each
+    /// window, with every segment that window finished.
+    public func transcribe(samples: [Float], config: TranscriptionConfig = TranscriptionConfig(),
+                           progress: (_ secondsDone: Double, _ newSegments: [TranscriptionSegment]) -> Void = { _, _ in }) throws -> Transcription {
         let d = model.dimensions, t = tokenizer
         guard !samples.isEmpty else { throw HearthError.invalidArgument("there is no audio to transcribe") }
         let mel = LogMelSpectrogram(samples: samples, melCount: d.melCount)
@@ -165,8 +167,10 @@ public final class Transcriber: @unchecked Sendable {
             if let threshold = config.noSpeechThreshold, result.noSpeechProbability > threshold,
                !(config.logProbThreshold.map { result.averageLogProbability > $0 } ?? false) {
                 seek += segmentSize
+                progress(Double(min(seek, contentFrames)) / framesPerSecond, [])
                 continue
             }
+            let before = segments.count
             let (pieces, nextSeek) = split(result.tokens, timeOffset: timeOffset, segmentSize: segmentSize,
                                            segmentDuration: segmentDuration, seek: seek, inputStride: inputStride)
             seek = nextSeek
@@ -179,6 +183,7 @@ public final class Transcriber: @unchecked Sendable {
                                                      noSpeechProbability: result.noSpeechProbability))
             }
             if !config.conditionOnPreviousText { promptResetSince = allTokens.count }
+            progress(Double(min(seek, contentFrames)) / framesPerSecond, Array(segments[before...]))
         }
         return Transcription(language: language!, languageProbability: languageProbability,
                              duration: Double(samples.count) / Double(AudioSamples.whisperRate), segments: segments)

@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import Hearth
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct TranscribeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "transcribe",
+        abstract: "Turn speech in audio files into text with a Whisper model.",
+        discussion: """
+            MODEL is a faster-whisper (CTranslate2) folder such as models/whisper-base, or a Hub repository in \
+            that form (Systran/faster-whisper-base), pulled first if needed. FILE is a WAV file (any rate, any \
+            channels) or, with ffmpeg installed, any audio or video file ffmpeg reads. Without -o the result goes \
+            to standard output; with -o DIR each FILE becomes DIR/NAME.EXT. Long files show their progress on \
+            standard error.
+            """
+    )
+
+    @Argument(help: "A Whisper model: a faster-whisper folder or a Hub repository.")
+    var model: String
+
+    @Argument(help: "Audio files to transcribe.")
+    var files: [String]
+
+    @Option(help: "The spoken language's code (en, de, fr…); detected from the first 30 seconds if not given.")
+    var language: String?
+
+    @Flag(help: "Translate the speech into English.")
+    var translate = false
+
+    @Option(help: "Output format: text, json, srt or vtt.")
+    var format: String = "text"
+
+    @Option(name: .customLong("initial-prompt"), help: "Text that comes before the audio, to steer spelling and style.")
+    var initialPrompt: String?
+
+    @Option(name: [.short, .customLong("output-dir")], help: "Write each file's result into this folder.")
+    var outputDirectory: String?
+
+    @Option(name: [.short, .customLong("threads")], help: "Threads to run on (default: one per core).")
+    var threads: Int?
+
+    @Flag(name: .customLong("yes"), help: "Pull the model without asking if it is not in the cache.")
+    var yes = false
+
+    func validate() throws {
+        guard !files.isEmpty else { throw ValidationError("Give at least one audio file.") }
+        guard TranscriptFormat(rawValue: format) != nil else {
+            throw ValidationError("--format must be one of \(TranscriptFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512.") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let format = TranscriptFormat(rawValue: format)!
+            for file in files where !FileManager.default.fileExists(atPath: file) {
+                throw HearthError.fileNotFound(path: file)
+            }
+            let hearth = Hearth(configuration: .init(threads: threads))
+            if !FileManager.default.fileExists(atPath: (model as NSString).expandingTildeInPath) {
+                try await pullIfMissing(model, hearth: hearth, yes: yes)
+            }
+            let speech = try await hearth.loadTranscriber(model, pullIfMissing: false)
+            let config = TranscriptionConfig(language: language, translate: translate, initialPrompt: initialPrompt)
+            if let outputDirectory {
+                try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
+            }
+            let terminal = isatty(STDERR_FILENO) != 0
+            for file in files {
+                let audio = try AudioSamples.load(contentsOf: URL(fileURLWithPath: file))
+                let duration = audio.duration
+                let name = (file as NSString).lastPathComponent
+                let result = try await speech.transcribe(samples: audio.samples, config: config) { done, _ in
+                    // Progress for anything longer than one window.
+                    guard duration > 30 else { return }
+                    let fraction = min(1, done / duration)
+                    let line = "\(name): \(Int(fraction * 100))% (\(Int(done)) of \(Int(duration.rounded())) s)"
+                    FileHandle.standardError.write(Data((terminal ? "\r" + line : line + "\n").utf8))
+                }
+                if duration > 30, terminal { FileHandle.standardError.write(Data("\n".utf8)) }
+                let text = result.formatted(format)
+                if let outputDirectory {
+                    let base = ((file as NSString).lastPathComponent as NSString).deletingPathExtension
+                    let target = URL(fileURLWithPath: outputDirectory).appendingPathComponent("\(base).\(format.fileExtension)")
+                    try Data(text.utf8).write(to: target, options: .atomic)
+                    FileHandle.standardError.write(Data("\(file) → \(target.path)\n".utf8))
+                } else {
+                    if files.count > 1, format == .text { print("\(file):") }
+                    print(text, terminator: "")
+                }
+            }
+        }
+    }
+}
