@@ -20,14 +20,15 @@ public final class DenseMatrix: @unchecked Sendable {
         case gelu
     }
 
-    /// A matrix of `rows × columns` floats at `weights` with an optional `bias` of `rows` floats.
-    public init(rows: Int, columns: Int, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>?) {
-        precondition(rows > 0 && columns > 0)
+    /// A matrix of `rows × columns` floats at `weights`, row `r` starting `r * rowStride` floats
+    /// in (`columns` when nil), with an optional `bias` of `rows` floats.
+    public init(rows: Int, columns: Int, weights: UnsafePointer<Float>, rowStride: Int? = nil, bias: UnsafePointer<Float>?) {
+        precondition(rows > 0 && columns > 0 && (rowStride ?? columns) >= columns)
         self.rows = rows
         self.columns = columns
         let count = Int(hk_gemm_packed_count(Int64(rows), Int64(columns)))
         packed = UnsafeMutableRawPointer.allocate(byteCount: count * MemoryLayout<Float>.size, alignment: 64)
-        hk_gemm_pack_f32(weights, Int64(columns), Int64(rows), Int64(columns), packed.assumingMemoryBound(to: Float.self))
+        hk_gemm_pack_f32(weights, Int64(rowStride ?? columns), Int64(rows), Int64(columns), packed.assumingMemoryBound(to: Float.self))
         if let bias {
             let copy = UnsafeMutablePointer<Float>.allocate(capacity: rows)
             copy.initialize(from: bias, count: rows)

@@ -158,6 +158,15 @@ public enum VectorMath {
         hk_axpy_f32(bestISA, alpha, x, y, Int64(count))
     }
 
+    /// One query of `headDimension` floats over `count` keys and values (key `j` at
+    /// `keys + j * stride`): `output = Σⱼ softmaxⱼ(scale · q·kⱼ) vⱼ`, the sums by `dot` and
+    /// `axpy`. `scores` holds `count` floats.
+    public static func attend(query: UnsafePointer<Float>, keys: UnsafePointer<Float>, values: UnsafePointer<Float>, stride: Int,
+                              count: Int, headDimension: Int, scale: Float, scores: UnsafeMutablePointer<Float>,
+                              output: UnsafeMutablePointer<Float>) {
+        hk_attend_one_f32(bestISA, query, keys, values, Int64(stride), Int64(count), Int64(headDimension), scale, scores, output)
+    }
+
     /// Sum of a[i] * b[i] on a chosen path.
     public static func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count: Int, path: KernelPath) -> Float {
         hk_dot_f32(path.isa, a, b, Int64(count))

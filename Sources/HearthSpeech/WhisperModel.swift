@@ -51,17 +51,41 @@ public final class WhisperModel: @unchecked Sendable {
         let down: DenseMatrix
     }
 
+    /// A decoder matrix, multiplied with one token's vector at a time: half-precision weights
+    /// stay half (half the bytes a token reads), others are float.
+    enum VectorMatrix {
+        case half(HalfMatrix)
+        case float(DenseMatrix)
+
+        var rows: Int {
+            switch self {
+            case .half(let m): return m.rows
+            case .float(let m): return m.rows
+            }
+        }
+
+        /// `count` vectors of `columns` floats, one after another, into rows of `rows` results.
+        func multiply(_ x: UnsafePointer<Float>, count: Int, rows range: Range<Int>, output: UnsafeMutablePointer<Float>) {
+            switch self {
+            case .half(let m):
+                m.multiply(x, inputStride: m.columns, count: count, rows: range, output: output, outputStride: m.rows)
+            case .float(let m):
+                m.multiply(x, inputStride: m.columns, count: count, rows: range, output: output, outputStride: m.rows)
+            }
+        }
+    }
+
     struct DecoderLayer {
         let selfNorm: LayerNorm
-        let selfQKV: DenseMatrix
-        let selfOutput: DenseMatrix
+        let selfQKV: VectorMatrix
+        let selfOutput: VectorMatrix
         let crossNorm: LayerNorm
-        let crossQuery: DenseMatrix
+        let crossQuery: VectorMatrix
         let crossKV: DenseMatrix        // (2 width, width) over the encoder's output
-        let crossOutput: DenseMatrix
+        let crossOutput: VectorMatrix
         let feedForwardNorm: LayerNorm
-        let up: DenseMatrix
-        let down: DenseMatrix
+        let up: VectorMatrix
+        let down: VectorMatrix
     }
 
     let conv1: DenseMatrix              // (width, mels * 3)
@@ -69,8 +93,8 @@ public final class WhisperModel: @unchecked Sendable {
     let encoderPositions: [Float]
     let encoderLayers: [EncoderLayer]
     let encoderNorm: LayerNorm
-    let embedding: [Float]              // (vocab, width)
-    let projection: DenseMatrix         // the embedding, tied
+    let embedding: VectorMatrix         // (vocab, width), also the output projection
+    let floatEmbedding: [Float]?        // its rows, when they are not half precision
     let decoderPositions: [Float]
     let decoderLayers: [DecoderLayer]
     let decoderNorm: LayerNorm
@@ -147,6 +171,15 @@ public final class WhisperModel: @unchecked Sendable {
                 return DenseMatrix(rows: rows, columns: columns, weights: w.baseAddress!, bias: nil)
             }
         }
+        func vector(_ name: String, rows: Int, columns: Int, bias: Bool = true) throws -> VectorMatrix {
+            let v = try variable(name + "/weight")
+            guard v.dtype == .float16 else { return .float(try dense(name, rows: rows, columns: columns, bias: bias)) }
+            guard v.shape == [rows, columns] else {
+                throw HearthError.invalidModelFile(path: path, reason: "variable \(name)/weight has shape \(v.shape), expected \([rows, columns])")
+            }
+            return .half(HalfMatrix(rows: rows, columns: columns, halfBits: file.data(for: v).baseAddress!,
+                                    bias: bias ? try floats(name + "/bias", [rows]) : nil))
+        }
         func norm(_ name: String) throws -> LayerNorm {
             LayerNorm(weight: try floats(name + "/gamma", [width]), bias: try floats(name + "/beta", [width]))
         }
@@ -169,22 +202,26 @@ public final class WhisperModel: @unchecked Sendable {
                 down: try dense(p + "ffn/linear_1", rows: width, columns: 4 * width))
         }
         encoderNorm = try norm("encoder/layer_norm")
-        embedding = try floats("decoder/embeddings/weight", [d.vocabularySize, width])
-        projection = embedding.withUnsafeBufferPointer { DenseMatrix(rows: d.vocabularySize, columns: width, weights: $0.baseAddress!, bias: nil) }
+        embedding = try vector("decoder/embeddings", rows: d.vocabularySize, columns: width, bias: false)
+        if case .half = embedding {
+            floatEmbedding = nil
+        } else {
+            floatEmbedding = try floats("decoder/embeddings/weight", [d.vocabularySize, width])
+        }
         decoderPositions = try floats("decoder/position_encodings/encodings", [d.textContext, width])
         decoderLayers = try (0..<d.decoderLayers).map { i in
             let p = "decoder/layer_\(i)/"
             return DecoderLayer(
                 selfNorm: try norm(p + "self_attention/layer_norm"),
-                selfQKV: try dense(p + "self_attention/linear_0", rows: 3 * width, columns: width),
-                selfOutput: try dense(p + "self_attention/linear_1", rows: width, columns: width),
+                selfQKV: try vector(p + "self_attention/linear_0", rows: 3 * width, columns: width),
+                selfOutput: try vector(p + "self_attention/linear_1", rows: width, columns: width),
                 crossNorm: try norm(p + "attention/layer_norm"),
-                crossQuery: try dense(p + "attention/linear_0", rows: width, columns: width),
+                crossQuery: try vector(p + "attention/linear_0", rows: width, columns: width),
                 crossKV: try dense(p + "attention/linear_1", rows: 2 * width, columns: width),
-                crossOutput: try dense(p + "attention/linear_2", rows: width, columns: width),
+                crossOutput: try vector(p + "attention/linear_2", rows: width, columns: width),
                 feedForwardNorm: try norm(p + "ffn/layer_norm"),
-                up: try dense(p + "ffn/linear_0", rows: 4 * width, columns: width),
-                down: try dense(p + "ffn/linear_1", rows: width, columns: 4 * width))
+                up: try vector(p + "ffn/linear_0", rows: 4 * width, columns: width),
+                down: try vector(p + "ffn/linear_1", rows: width, columns: 4 * width))
         }
         decoderNorm = try norm("decoder/layer_norm")
         pool = WorkerPool(threadCount: max(1, threads))
@@ -200,6 +237,16 @@ public final class WhisperModel: @unchecked Sendable {
                 matrix.multiply(input, inputStride: matrix.columns, count: count, rows: part, output: output,
                                 outputStride: outputStride ?? matrix.rows, activation: activation)
             }
+        }
+    }
+
+    /// `output = matrix · x` for `count` vectors (rows of `matrix.columns` floats, results rows of
+    /// `matrix.rows`), the matrix's rows split across the threads.
+    private func multiply(_ matrix: VectorMatrix, _ x: UnsafePointer<Float>, count: Int, output: UnsafeMutablePointer<Float>) {
+        let threads = pool.threadCount
+        pool.run { thread in
+            let part = WorkerPool.chunk(matrix.rows, part: thread, of: threads, granularity: 16)
+            if !part.isEmpty { matrix.multiply(x, count: count, rows: part, output: output) }
         }
     }
 
@@ -277,17 +324,31 @@ public final class WhisperModel: @unchecked Sendable {
         return x
     }
 
-    /// Self-attention of every position over all positions, one head per task.
+    /// Self-attention of every position over all positions, one head per task, as three
+    /// products: scores = (scale · Q) Kᵀ, a softmax per row, then scores · V.
     private func attendAll(_ qkv: UnsafeMutablePointer<Float>, count: Int, output: UnsafeMutablePointer<Float>) {
         let d = dimensions, width = d.width, hd = d.headDimension, threads = pool.threadCount
         let scale = 1 / Float(hd).squareRoot()
         pool.run { thread in
-            withUnsafeTemporaryAllocation(of: Float.self, capacity: count) { scratch in
-                for head in WorkerPool.chunk(d.heads, part: thread, of: threads) {
-                    EncoderKernels.attention(query: qkv + head * hd, key: qkv + width + head * hd, value: qkv + 2 * width + head * hd,
-                                             stride: 3 * width, count: count, headDimension: hd, scale: scale,
-                                             scratch: scratch.baseAddress!, output: output + head * hd, outputStride: width)
+            let heads = WorkerPool.chunk(d.heads, part: thread, of: threads)
+            guard !heads.isEmpty else { return }
+            let scores = UnsafeMutablePointer<Float>.allocate(capacity: count * count)
+            let queries = UnsafeMutablePointer<Float>.allocate(capacity: count * hd)
+            let transposed = UnsafeMutablePointer<Float>.allocate(capacity: hd * count)
+            defer { scores.deallocate(); queries.deallocate(); transposed.deallocate() }
+            for head in heads {
+                let q = qkv + head * hd, k = qkv + width + head * hd, v = qkv + 2 * width + head * hd
+                for t in 0..<count {
+                    for i in 0..<hd {
+                        queries[t * hd + i] = q[t * 3 * width + i] * scale
+                        transposed[i * count + t] = v[t * 3 * width + i]
+                    }
                 }
+                let keys = DenseMatrix(rows: count, columns: hd, weights: k, rowStride: 3 * width, bias: nil)
+                keys.multiply(queries, inputStride: hd, count: count, rows: 0..<count, output: scores, outputStride: count)
+                for t in 0..<count { Activations.softmaxRow(scores + t * count, count: count) }
+                let values = DenseMatrix(rows: hd, columns: count, weights: transposed, bias: nil)
+                values.multiply(scores, inputStride: count, count: count, rows: 0..<hd, output: output + head * hd, outputStride: width)
             }
         }
     }
@@ -329,9 +390,10 @@ public final class WhisperModel: @unchecked Sendable {
     }
 
     /// Evaluates `tokens` after the decoding's current tokens and returns the logits after the
-    /// last one (vocabularySize floats).
+    /// last one (vocabularySize floats). Tokens go through in chunks of up to 8, each matrix's
+    /// weights read once per chunk; every token's result is the one it gets alone.
     public func decode(_ tokens: [Int], in state: Decoding) throws -> [Float] {
-        let d = dimensions, width = d.width, hd = d.headDimension
+        let d = dimensions, width = d.width
         guard !tokens.isEmpty else { throw HearthError.invalidArgument("nothing to decode") }
         guard state.length + tokens.count <= d.textContext else {
             throw HearthError.contextOverflow(needed: state.length + tokens.count, limit: d.textContext)
@@ -339,90 +401,92 @@ public final class WhisperModel: @unchecked Sendable {
         guard tokens.allSatisfy({ $0 >= 0 && $0 < d.vocabularySize }) else {
             throw HearthError.invalidArgument("a token id is outside Whisper's vocabulary of \(d.vocabularySize)")
         }
-        var x = [Float](repeating: 0, count: width)
-        var normed = [Float](repeating: 0, count: width)
-        var qkv = [Float](repeating: 0, count: 3 * width)
-        var attended = [Float](repeating: 0, count: width)
-        var projected = [Float](repeating: 0, count: width)
-        var hidden = [Float](repeating: 0, count: 4 * width)
-        var scores = [Float](repeating: 0, count: max(d.audioContext, d.textContext))
-        let scale = 1 / Float(hd).squareRoot()
-        for token in tokens {
-            let position = state.length
-            for i in 0..<width { x[i] = embedding[token * width + i] + decoderPositions[position * width + i] }
-            for (l, layer) in decoderLayers.enumerated() {
-                // Self-attention over this token and those before it.
-                normed = x
-                normed.withUnsafeMutableBufferPointer { layer.selfNorm($0.baseAddress!) }
-                normed.withUnsafeBufferPointer { n in qkv.withUnsafeMutableBufferPointer { multiply(layer.selfQKV, n.baseAddress!, count: 1, output: $0.baseAddress!) } }
-                for i in 0..<width {
-                    state.keys[l][position * width + i] = qkv[width + i]
-                    state.values[l][position * width + i] = qkv[2 * width + i]
+        let chunk = 8
+        let x = UnsafeMutablePointer<Float>.allocate(capacity: chunk * width)
+        let normed = UnsafeMutablePointer<Float>.allocate(capacity: chunk * width)
+        let qkv = UnsafeMutablePointer<Float>.allocate(capacity: chunk * 3 * width)
+        let attended = UnsafeMutablePointer<Float>.allocate(capacity: chunk * width)
+        let projected = UnsafeMutablePointer<Float>.allocate(capacity: chunk * width)
+        let hidden = UnsafeMutablePointer<Float>.allocate(capacity: chunk * 4 * width)
+        let scores = UnsafeMutablePointer<Float>.allocate(capacity: pool.threadCount * max(d.audioContext, d.textContext))
+        defer { [x, normed, qkv, attended, projected, hidden, scores].forEach { $0.deallocate() } }
+        let scale = 1 / Float(d.headDimension).squareRoot()
+        for start in stride(from: 0, to: tokens.count, by: chunk) {
+            let rows = Array(tokens[start..<min(start + chunk, tokens.count)])
+            let n = rows.count, first = state.length
+            for (j, token) in rows.enumerated() {
+                let row = x + j * width
+                if case .half(let m) = embedding {
+                    m.row(token, into: row)
+                } else if let floatEmbedding {
+                    for i in 0..<width { row[i] = floatEmbedding[token * width + i] }
                 }
-                state.keys[l].withUnsafeBufferPointer { keys in
-                    state.values[l].withUnsafeBufferPointer { values in
-                        qkv.withUnsafeBufferPointer { q in
-                            attended.withUnsafeMutableBufferPointer { out in
-                                scores.withUnsafeMutableBufferPointer { s in
-                                    attendOne(query: q.baseAddress!, keys: keys.baseAddress!, values: values.baseAddress!, stride: width,
-                                              count: position + 1, scale: scale, scores: s.baseAddress!, output: out.baseAddress!)
-                                }
-                            }
-                        }
-                    }
-                }
-                attended.withUnsafeBufferPointer { a in projected.withUnsafeMutableBufferPointer { multiply(layer.selfOutput, a.baseAddress!, count: 1, output: $0.baseAddress!) } }
-                for i in 0..<width { x[i] += projected[i] }
-                // Cross-attention over the encoder's output.
-                normed = x
-                normed.withUnsafeMutableBufferPointer { layer.crossNorm($0.baseAddress!) }
-                normed.withUnsafeBufferPointer { n in qkv.withUnsafeMutableBufferPointer { multiply(layer.crossQuery, n.baseAddress!, count: 1, output: $0.baseAddress!) } }
-                state.cross[l].withUnsafeBufferPointer { kv in
-                    qkv.withUnsafeBufferPointer { q in
-                        attended.withUnsafeMutableBufferPointer { out in
-                            scores.withUnsafeMutableBufferPointer { s in
-                                attendOne(query: q.baseAddress!, keys: kv.baseAddress!, values: kv.baseAddress! + width, stride: 2 * width,
-                                          count: d.audioContext, scale: scale, scores: s.baseAddress!, output: out.baseAddress!)
-                            }
-                        }
-                    }
-                }
-                attended.withUnsafeBufferPointer { a in projected.withUnsafeMutableBufferPointer { multiply(layer.crossOutput, a.baseAddress!, count: 1, output: $0.baseAddress!) } }
-                for i in 0..<width { x[i] += projected[i] }
-                // Feed-forward.
-                normed = x
-                normed.withUnsafeMutableBufferPointer { layer.feedForwardNorm($0.baseAddress!) }
-                normed.withUnsafeBufferPointer { n in hidden.withUnsafeMutableBufferPointer { multiply(layer.up, n.baseAddress!, count: 1, output: $0.baseAddress!, activation: .gelu) } }
-                hidden.withUnsafeBufferPointer { h in projected.withUnsafeMutableBufferPointer { multiply(layer.down, h.baseAddress!, count: 1, output: $0.baseAddress!) } }
-                for i in 0..<width { x[i] += projected[i] }
+                for i in 0..<width { row[i] += decoderPositions[(first + j) * width + i] }
             }
-            state.advance()
+            func norm(_ layerNorm: LayerNorm) {
+                normed.update(from: x, count: n * width)
+                for j in 0..<n { layerNorm(normed + j * width) }
+            }
+            func addProjected() {
+                for i in 0..<n * width { x[i] += projected[i] }
+            }
+            for (l, layer) in decoderLayers.enumerated() {
+                // Self-attention: each token over itself and the tokens before it.
+                norm(layer.selfNorm)
+                multiply(layer.selfQKV, normed, count: n, output: qkv)
+                state.keys[l].withUnsafeMutableBufferPointer { keys in
+                    state.values[l].withUnsafeMutableBufferPointer { values in
+                        for j in 0..<n {
+                            (keys.baseAddress! + (first + j) * width).update(from: qkv + j * 3 * width + width, count: width)
+                            (values.baseAddress! + (first + j) * width).update(from: qkv + j * 3 * width + 2 * width, count: width)
+                        }
+                        for j in 0..<n {
+                            attendOne(query: qkv + j * 3 * width, keys: keys.baseAddress!, values: values.baseAddress!, stride: width,
+                                      count: first + j + 1, scale: scale, scores: scores, output: attended + j * width)
+                        }
+                    }
+                }
+                multiply(layer.selfOutput, attended, count: n, output: projected)
+                addProjected()
+                // Cross-attention over the encoder's output.
+                norm(layer.crossNorm)
+                multiply(layer.crossQuery, normed, count: n, output: qkv)
+                state.cross[l].withUnsafeBufferPointer { kv in
+                    for j in 0..<n {
+                        attendOne(query: qkv + j * width, keys: kv.baseAddress!, values: kv.baseAddress! + width, stride: 2 * width,
+                                  count: d.audioContext, scale: scale, scores: scores, output: attended + j * width)
+                    }
+                }
+                multiply(layer.crossOutput, attended, count: n, output: projected)
+                addProjected()
+                // Feed-forward.
+                norm(layer.feedForwardNorm)
+                multiply(layer.up, normed, count: n, output: hidden)
+                EncoderKernels.gelu(hidden, count: n * 4 * width)
+                multiply(layer.down, hidden, count: n, output: projected)
+                addProjected()
+            }
+            for _ in 0..<n { state.advance() }
         }
-        x.withUnsafeMutableBufferPointer { decoderNorm($0.baseAddress!) }
+        // The logits of the last token only.
+        let last = x + ((tokens.count - 1) % chunk) * width
+        decoderNorm(last)
         var logits = [Float](repeating: 0, count: d.vocabularySize)
-        x.withUnsafeBufferPointer { x in logits.withUnsafeMutableBufferPointer { multiply(projection, x.baseAddress!, count: 1, output: $0.baseAddress!) } }
+        logits.withUnsafeMutableBufferPointer { multiply(embedding, last, count: 1, output: $0.baseAddress!) }
         return logits
     }
 
-    /// One query (all heads) over `count` keys and values: softmax(scale · q·k) v per head.
+    /// One query (all heads) over `count` keys and values: softmax(scale · q·k) v per head, the
+    /// heads split across the threads. `scores` holds `threads * count` floats.
     private func attendOne(query: UnsafePointer<Float>, keys: UnsafePointer<Float>, values: UnsafePointer<Float>, stride: Int,
                            count: Int, scale: Float, scores: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>) {
-        let hd = dimensions.headDimension
-        for head in 0..<dimensions.heads {
-            let q = query + head * hd
-            var largest = -Float.infinity
-            for j in 0..<count {
-                scores[j] = VectorMath.dot(q, keys + j * stride + head * hd, count: hd) * scale
-                largest = max(largest, scores[j])
+        let hd = dimensions.headDimension, heads = dimensions.heads, threads = pool.threadCount
+        pool.run { thread in
+            let scores = scores + thread * count
+            for head in WorkerPool.chunk(heads, part: thread, of: threads) {
+                VectorMath.attend(query: query + head * hd, keys: keys + head * hd, values: values + head * hd, stride: stride,
+                                  count: count, headDimension: hd, scale: scale, scores: scores, output: output + head * hd)
             }
-            var sum: Float = 0
-            for j in 0..<count {
-                scores[j] = Foundation.exp(scores[j] - largest)
-                sum += scores[j]
-            }
-            let out = output + head * hd
-            out.initialize(repeating: 0, count: hd)
-            for j in 0..<count { VectorMath.axpy(scores[j] / sum, values + j * stride + head * hd, out, count: hd) }
         }
     }
 }

@@ -15,6 +15,25 @@ extern "C" {
 float hk_log_mel_frames(const float *samples, int64_t n, const float *filters, int64_t n_mels,
                         int64_t f0, int64_t f1, float *out, int64_t out_stride);
 
+/// out[r] = bias[r] + Σᵢ w[r * n + i] · x[i] for rows r0..<r1 of half-precision weights (n per
+/// row) and float x; `bias` may be NULL. Products and sums are float: 8 lanes of fused
+/// multiply-adds, reduced in a fixed order, then the last n % 8 elements; both paths give the
+/// same bits.
+void hk_matvec_f16w_f32(int isa, const uint16_t *w, int64_t r0, int64_t r1, int64_t n, const float *x,
+                        const float *bias, float *out);
+
+/// hk_matvec_f16w_f32 for `cols` vectors (vector c at x + c * x_stride, its outputs at
+/// out + c * out_stride): each row's weights are read once for up to 8 vectors, and each
+/// vector's results are the bits hk_matvec_f16w_f32 gives it alone.
+void hk_matmul_f16w_f32(int isa, const uint16_t *w, int64_t r0, int64_t r1, int64_t n, const float *x, int64_t x_stride,
+                        int64_t cols, const float *bias, float *out, int64_t out_stride);
+
+/// One query of head_dim floats over `count` keys and values (key j at keys + j * stride):
+/// out = Σⱼ softmaxⱼ(scale · q·kⱼ) vⱼ, with hk_dot_f32 and hk_axpy_f32 doing the sums.
+/// `scores` holds `count` floats.
+void hk_attend_one_f32(int isa, const float *q, const float *keys, const float *values, int64_t stride, int64_t count,
+                       int64_t head_dim, float scale, float *scores, float *out);
+
 #ifdef __cplusplus
 }
 #endif

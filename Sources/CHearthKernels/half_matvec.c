@@ -1,0 +1,131 @@
+// Half-precision weight rows times a float vector, with float products and sums: the weights
+// stay at 2 bytes each in memory (half the bytes of float weights) and every product is the
+// one float weights give. Both paths give the same bits: each row sums in 8 lanes (lane l takes
+// elements l, l + 8, ...) by fused multiply-adds, reduced in hk_hsum's order, then the elements
+// past the last whole 8 added one by one, then the bias.
+#include "CHearthKernels.h"
+#include "hk_audio.h"
+#include "avx2.h"
+#include <math.h>
+
+#pragma STDC FP_CONTRACT OFF
+
+static inline float reduce8(const float *v) {
+    const float a0 = v[0] + v[4], a1 = v[1] + v[5], a2 = v[2] + v[6], a3 = v[3] + v[7];
+    const float b0 = a0 + a2, b1 = a1 + a3;
+    return b0 + b1;
+}
+
+static float row_portable(const uint16_t *w, const float *x, int64_t n) {
+    float lanes[8] = {0};
+    const int64_t whole = n - n % 8;
+    for (int64_t i = 0; i < whole; i += 8)
+        for (int l = 0; l < 8; l++) lanes[l] = fmaf(hk_fp16_to_fp32(w[i + l]), x[i + l], lanes[l]);
+    float sum = reduce8(lanes);
+    for (int64_t i = whole; i < n; i++) sum = fmaf(hk_fp16_to_fp32(w[i]), x[i], sum);
+    return sum;
+}
+
+#if HK_HAVE_AVX2
+static HK_AVX2 void rows_avx2(const uint16_t *w, int64_t r0, int64_t r1, int64_t n, const float *x, float *out) {
+    const int64_t whole = n - n % 8;
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) {
+        const uint16_t *p[4] = {w + r * n, w + (r + 1) * n, w + (r + 2) * n, w + (r + 3) * n};
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int64_t i = 0; i < whole; i += 8) {
+            const __m256 xv = _mm256_loadu_ps(x + i);
+            for (int k = 0; k < 4; k++)
+                acc[k] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p[k] + i))), xv, acc[k]);
+        }
+        for (int k = 0; k < 4; k++) {
+            float sum = hk_hsum(acc[k]);
+            for (int64_t i = whole; i < n; i++) sum = fmaf(hk_fp16_to_fp32(p[k][i]), x[i], sum);
+            out[r + k] = sum;
+        }
+    }
+    for (; r < r1; r++) {
+        __m256 acc = _mm256_setzero_ps();
+        const uint16_t *p = w + r * n;
+        for (int64_t i = 0; i < whole; i += 8)
+            acc = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + i))), _mm256_loadu_ps(x + i), acc);
+        float sum = hk_hsum(acc);
+        for (int64_t i = whole; i < n; i++) sum = fmaf(hk_fp16_to_fp32(p[i]), x[i], sum);
+        out[r] = sum;
+    }
+}
+#endif
+
+#if HK_HAVE_AVX2
+// Up to 8 vectors against each row: the row's weights are read and widened once for all of
+// them; each vector's sum is the one rows_avx2 gives it alone.
+static HK_AVX2 void columns_avx2(const uint16_t *w, int64_t r0, int64_t r1, int64_t n, const float *x, int64_t x_stride,
+                                 int cols, float *out, int64_t out_stride) {
+    const int64_t whole = n - n % 8;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint16_t *p = w + r * n;
+        __m256 acc[8];
+        for (int c = 0; c < cols; c++) acc[c] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < whole; i += 8) {
+            const __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + i)));
+            for (int c = 0; c < cols; c++) acc[c] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + c * x_stride + i), acc[c]);
+        }
+        for (int c = 0; c < cols; c++) {
+            float sum = hk_hsum(acc[c]);
+            for (int64_t i = whole; i < n; i++) sum = fmaf(hk_fp16_to_fp32(p[i]), x[c * x_stride + i], sum);
+            out[c * out_stride + r] = sum;
+        }
+    }
+}
+#endif
+
+void hk_matmul_f16w_f32(int isa, const uint16_t *w, int64_t r0, int64_t r1, int64_t n, const float *x, int64_t x_stride,
+                        int64_t cols, const float *bias, float *out, int64_t out_stride) {
+    for (int64_t c0 = 0; c0 < cols; c0 += 8) {
+        const int group = (int)(cols - c0 < 8 ? cols - c0 : 8);
+#if HK_HAVE_AVX2
+        if (isa == HK_ISA_AVX2 && group == 1) {
+            rows_avx2(w, r0, r1, n, x + c0 * x_stride, out + c0 * out_stride);
+        } else if (isa == HK_ISA_AVX2) {
+            columns_avx2(w, r0, r1, n, x + c0 * x_stride, x_stride, group, out + c0 * out_stride, out_stride);
+        } else
+#endif
+        {
+            for (int c = 0; c < group; c++)
+                for (int64_t r = r0; r < r1; r++) out[(c0 + c) * out_stride + r] = row_portable(w + r * n, x + (c0 + c) * x_stride, n);
+        }
+    }
+    if (bias)
+        for (int64_t c = 0; c < cols; c++)
+            for (int64_t r = r0; r < r1; r++) out[c * out_stride + r] += bias[r];
+}
+
+void hk_matvec_f16w_f32(int isa, const uint16_t *w, int64_t r0, int64_t r1, int64_t n, const float *x,
+                        const float *bias, float *out) {
+#if HK_HAVE_AVX2
+    if (isa == HK_ISA_AVX2) {
+        rows_avx2(w, r0, r1, n, x, out);
+    } else
+#endif
+    {
+        for (int64_t r = r0; r < r1; r++) out[r] = row_portable(w + r * n, x, n);
+    }
+    if (bias)
+        for (int64_t r = r0; r < r1; r++) out[r] += bias[r];
+}
+
+void hk_attend_one_f32(int isa, const float *q, const float *keys, const float *values, int64_t stride, int64_t count,
+                       int64_t head_dim, float scale, float *scores, float *out) {
+    float largest = -INFINITY;
+    for (int64_t j = 0; j < count; j++) {
+        scores[j] = hk_dot_f32(isa, q, keys + j * stride, head_dim) * scale;
+        if (scores[j] > largest) largest = scores[j];
+    }
+    float sum = 0;
+    for (int64_t j = 0; j < count; j++) {
+        scores[j] = expf(scores[j] - largest);
+        sum += scores[j];
+    }
+    for (int64_t i = 0; i < head_dim; i++) out[i] = 0;
+    for (int64_t j = 0; j < count; j++) hk_axpy_f32(isa, scores[j] / sum, values + j * stride, out, head_dim);
+}
