@@ -50,13 +50,17 @@ extension Hearth {
     /// (`all-minilm`). A model that is not on disk is pulled first unless `pullIfMissing` is
     /// false (and never in offline mode).
     public func loadEmbedder(_ name: String, pullIfMissing: Bool = true) async throws -> Embedder {
+        try Embedder(path: try await modelFolder(name, pullIfMissing: pullIfMissing), name: name, threads: configuration.threads)
+    }
+
+    /// The folder `name` names: a path on disk (which always wins over a Hub name of the same
+    /// shape), else a Hub repository in the cache, pulled first unless `pullIfMissing` is false.
+    func modelFolder(_ name: String, pullIfMissing: Bool) async throws -> String {
         let path = (name as NSString).expandingTildeInPath
-        if FileManager.default.fileExists(atPath: path) {
-            return try Embedder(path: path, name: name, threads: configuration.threads)
-        }
+        if FileManager.default.fileExists(atPath: path) { return path }
         if name.hasPrefix("/") || name.hasPrefix(".") || name.hasPrefix("~") { throw HearthError.fileNotFound(path: path) }
         let folder = try await localModel(name, pullIfMissing: pullIfMissing)
         markUsed(name)
-        return try Embedder(path: folder.path, name: name, threads: configuration.threads)
+        return folder.path
     }
 }

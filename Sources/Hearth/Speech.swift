@@ -50,13 +50,6 @@ extension Hearth {
     /// `tokenizer.json`, `config.json`) or a Hub repository in that form
     /// (`Systran/faster-whisper-base`), pulled first unless `pullIfMissing` is false.
     public func loadTranscriber(_ name: String, pullIfMissing: Bool = true) async throws -> SpeechModel {
-        let path = (name as NSString).expandingTildeInPath
-        if FileManager.default.fileExists(atPath: path) {
-            return try SpeechModel(path: path, name: name, threads: configuration.threads)
-        }
-        if name.hasPrefix("/") || name.hasPrefix(".") || name.hasPrefix("~") { throw HearthError.fileNotFound(path: path) }
-        let folder = try await localModel(name, pullIfMissing: pullIfMissing)
-        markUsed(name)
-        return try SpeechModel(path: folder.path, name: name, threads: configuration.threads)
+        try SpeechModel(path: try await modelFolder(name, pullIfMissing: pullIfMissing), name: name, threads: configuration.threads)
     }
 }
