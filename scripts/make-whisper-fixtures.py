@@ -15,7 +15,9 @@ Usage: pip install faster-whisper; scripts/make-whisper-fixtures.py [MODEL_DIR] 
 import glob
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import wave
 
 import numpy as np
@@ -27,6 +29,21 @@ MODEL = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "models", "whis
 OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "Tests", "Fixtures", "whisper")
 DATA = "/usr/share/pocketsphinx/test/data"
 MEL_CLIP = "librivox/sense_and_sensibility_01_austen_64kb-0880.wav"
+# Generated speech in other languages: espeak-ng voice and text. The tests make the same WAV
+# with the same commands (espeak_wav below).
+SPOKEN = [
+    ("de", "Guten Morgen. Heute scheint die Sonne, und wir gehen zusammen in den Park."),
+    ("fr", "Bonjour à tous. Aujourd'hui il fait beau, et nous allons nous promener au parc."),
+    ("es", "Buenos días. Hoy hace sol, y vamos a caminar juntos por el parque."),
+]
+
+
+def espeak_wav(voice, text, path):
+    """espeak-ng's speech as 16 kHz mono 16-bit PCM (sox resamples it)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = os.path.join(tmp, "raw.wav")
+        subprocess.run(["espeak-ng", "-v", voice, "-w", raw, text], check=True)
+        subprocess.run(["sox", raw, "-r", "16000", "-c", "1", "-b", "16", path], check=True)
 
 
 def read_wav(path):
@@ -80,8 +97,20 @@ def main():
             }
         )
         print(os.path.basename(path), repr(records[-1]["greedy"]["text"]), file=sys.stderr)
+    spoken = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for voice, text in SPOKEN:
+            path = os.path.join(tmp, voice + ".wav")
+            espeak_wav(voice, text, path)
+            audio = read_wav(path)
+            language, probability, _ = model.detect_language(audio)
+            translated, _ = model.transcribe(audio, beam_size=1, temperature=0.0, task="translate", vad_filter=False)
+            spoken.append({"voice": voice, "text": text, "samples": len(audio), "language": language,
+                           "language_probability": probability,
+                           "translation": "".join(s.text for s in translated)})
+            print(voice, language, probability, repr(spoken[-1]["translation"]), file=sys.stderr)
     with open(os.path.join(OUT, "faster-whisper.json"), "w") as f:
-        json.dump({"model": "whisper-base (CTranslate2, float32)", "clips": records}, f, indent=1)
+        json.dump({"model": "whisper-base (CTranslate2, float32)", "clips": records, "spoken": spoken}, f, indent=1)
         f.write("\n")
 
     audio = read_wav(os.path.join(DATA, MEL_CLIP))

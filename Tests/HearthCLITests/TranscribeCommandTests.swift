@@ -63,4 +63,44 @@ struct TranscribeCommandTests {
         let format = try await hearth(["transcribe", "models/whisper-base", "talk.wav", "--format", "doc"], in: directory)
         #expect(format.status != 0 && format.errors.contains("--format"), "\(format.errors)")
     }
+
+    /// Ten minutes of espeak-ng speech: a progress line after every window up to the whole
+    /// duration, segments in order across the windows, the words it says, and a peak resident
+    /// size that does not grow with the audio (measured by /usr/bin/time).
+    @Test("a 10-minute file shows its progress and stays within bounded memory")
+    func tenMinutes() async throws {
+        let directory = try Self.workspace()
+        let raw = directory.file("raw.wav")
+        let sentence = "The quick brown fox jumps over the lazy dog. Speech recognition turns spoken words into text. "
+        for (tool, arguments) in [("espeak-ng", ["-s", "160", "-w", raw.path, String(repeating: sentence, count: 120)]),
+                                  ("sox", [raw.path, "-r", "16000", "-c", "1", "-b", "16", directory.file("long.wav").path, "trim", "0", "600"])] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/" + tool)
+            process.arguments = arguments
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(tool) failed: apt install espeak-ng sox")
+        }
+        let environment = ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1"]) { _, new in new }
+        let child = try Child(URL(fileURLWithPath: "/usr/bin/time"),
+                              ["-f", "peak %M KB", try TestFiles.hearthBinary.path, "transcribe", "models/whisper-base", "long.wav",
+                               "--language", "en", "--format", "json", "-t", "2"],
+                              environment: environment, directory: directory, workingDirectory: directory.url)
+        let status = await child.wait()
+        #expect(status == 0, "\(child.errorText.suffix(500))")
+        let progress = child.errorText.split(separator: "\n").filter { $0.hasPrefix("long.wav: ") }
+        #expect(progress.count >= 20, "\(child.errorText.prefix(500))")
+        #expect(progress.last?.contains("100% (600 of 600 s)") == true, "\(progress.last ?? "")")
+        let peak = try #require(child.errorText.split(separator: "\n").last { $0.hasPrefix("peak ") })
+        let kilobytes = try #require(Int(peak.split(separator: " ")[1]))
+        #expect(kilobytes < 700_000, "peak resident size \(kilobytes) KB")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(child.outputText.utf8)) as? [String: Any])
+        let segments = try #require(object["segments"] as? [[String: Any]])
+        let times = segments.compactMap { s in (s["start"] as? Double).flatMap { start in (s["end"] as? Double).map { (start, $0) } } }
+        #expect(times.count == segments.count && times.last!.1 > 590)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0.0 <= $1.0 && $0.1 <= $1.0 + 0.02 })
+        let text = (object["text"] as? String ?? "").lowercased()
+        #expect(text.components(separatedBy: "lazy dog").count > 50, "\(text.prefix(300))")
+    }
 }
+

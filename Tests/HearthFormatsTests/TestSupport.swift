@@ -108,15 +108,3 @@ func damaged(_ byte: UInt8, using random: inout SplitMix64) -> UInt8 {
     default: return 0
     }
 }
-
-/// The largest resident size this process has reached, in bytes.
-func peakResidentBytes() -> Int {
-    var usage = rusage()
-    #if os(Linux)
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Int(usage.ru_maxrss) * 1024
-    #else
-    getrusage(RUSAGE_SELF, &usage)
-    return Int(usage.ru_maxrss)
-    #endif
-}

@@ -25,7 +25,17 @@ struct FasterWhisperFixture: Decodable {
         let greedy: Result
         let `default`: Result
     }
+    /// espeak-ng speech in other languages.
+    struct Spoken: Decodable {
+        let voice: String
+        let text: String
+        let samples: Int
+        let language: String
+        let language_probability: Double
+        let translation: String
+    }
     let clips: [Clip]
+    let spoken: [Spoken]
 
     static func load() throws -> FasterWhisperFixture {
         try JSONDecoder().decode(FasterWhisperFixture.self, from: Data(contentsOf: SpeechClips.fixture("faster-whisper.json")))
@@ -68,5 +78,36 @@ enum WhisperBase {
             let got = try #require(ranked.first { $0.code == code })
             #expect(abs(got.probability - probability) < 1e-3, "\(code): \(got.probability) vs \(probability)")
         }
+    }
+
+    /// espeak-ng speech in German, French and Spanish, made as the fixture script makes it:
+    /// the detected language and its probability agree with faster-whisper's, and greedy
+    /// translation into English gives its text.
+    @Test(arguments: try FasterWhisperFixture.load().spoken.map(\.voice))
+    func otherLanguagesAndTranslation(voice: String) throws {
+        let transcriber = try WhisperBase.transcriber.get()
+        let expected = try #require(try FasterWhisperFixture.load().spoken.first { $0.voice == voice })
+        let directory = try TemporaryDirectory()
+        let raw = directory.file("raw.wav"), wav = directory.file("speech.wav")
+        for (tool, arguments) in [("espeak-ng", ["-v", voice, "-w", raw.path, expected.text]),
+                                  ("sox", [raw.path, "-r", "16000", "-c", "1", "-b", "16", wav.path])] {
+            guard let path = ["/usr/bin/", "/usr/local/bin/"].map({ $0 + tool }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+                throw TestFiles.Missing(description: "\(tool) is missing: apt install espeak-ng sox")
+            }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+        }
+        let audio = try AudioSamples.load(contentsOf: wav)
+        #expect(audio.samples.count == expected.samples)
+        let ranked = try transcriber.detectLanguage(LogMelSpectrogram(samples: audio.samples))
+        #expect(ranked[0].code == expected.language)
+        #expect(abs(ranked[0].probability - expected.language_probability) < 0.01)
+        let translated = try transcriber.transcribe(samples: audio.samples, config: TranscriptionConfig(translate: true))
+        #expect(translated.language == expected.language)
+        #expect(translated.text == expected.translation)
     }
 }
