@@ -314,7 +314,13 @@ struct PullTests {
         let folder = hub.cache.repoDirectory(repo.id)
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("snapshots/\(repo.commit)/model.gguf").path))
         #expect(!incompleteFiles(hub.cache).isEmpty)
-        let before = hub.emulator.bytesServed("model.gguf")
+        // The server may still be trickling into the cancelled connections; let it stop first,
+        // so that only the resumed pull's bytes are counted below.
+        var before = -1
+        while before != hub.emulator.bytesServed("model.gguf") {
+            before = hub.emulator.bytesServed("model.gguf")
+            try await Task.sleep(for: .milliseconds(300))
+        }
         hub.emulator.clearFaults()
         let snapshot = try await downloader.download(repo.id) { _ in }
         #expect(try Data(contentsOf: snapshot.url(of: "model.gguf")) == testBytes(size, seed: 7))
@@ -365,6 +371,9 @@ struct PullTests {
         let (a, b) = try await (first, second)
         #expect(a.url == b.url)
         #expect(try Data(contentsOf: a.url(of: "model.gguf")) == testBytes(size, seed: 8))
-        #expect(hub.emulator.bytesServed("model.gguf") == size)
+        // One download between them: a second would serve the whole size again. On a loaded
+        // machine a ranged request that stalled may be retried and serve a few KB twice.
+        let served = hub.emulator.bytesServed("model.gguf")
+        #expect(served >= size && served < size + size / 4, "\(served) bytes served for \(size)")
     }
 }
