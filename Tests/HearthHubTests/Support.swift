@@ -36,7 +36,9 @@ final class HubFixture: @unchecked Sendable {
         HubEnvironment(endpoint: emulator.endpoint, token: token, offline: offline, cacheDirectory: cache.root)
     }
 
-    func client(token: String? = nil, offline: Bool = false, readTimeout: Duration = .seconds(5)) -> HubClient {
+    /// A client of the emulator with the product's read timeout: a shorter one fired on a
+    /// machine busy with the whole suite and turned into retries the tests then counted.
+    func client(token: String? = nil, offline: Bool = false, readTimeout: Duration = .seconds(30)) -> HubClient {
         HubClient(environment: environment(token: token, offline: offline), retry: Self.fastRetry, readTimeout: readTimeout)
     }
 
