@@ -100,20 +100,6 @@ void hk_matmul_f16w_f32(int isa, const uint16_t *w, int64_t r0, int64_t r1, int6
             for (int64_t r = r0; r < r1; r++) out[c * out_stride + r] += bias[r];
 }
 
-void hk_matvec_f16w_f32(int isa, const uint16_t *w, int64_t r0, int64_t r1, int64_t n, const float *x,
-                        const float *bias, float *out) {
-#if HK_HAVE_AVX2
-    if (isa == HK_ISA_AVX2) {
-        rows_avx2(w, r0, r1, n, x, out);
-    } else
-#endif
-    {
-        for (int64_t r = r0; r < r1; r++) out[r] = row_portable(w + r * n, x, n);
-    }
-    if (bias)
-        for (int64_t r = r0; r < r1; r++) out[r] += bias[r];
-}
-
 void hk_attend_one_f32(int isa, const float *q, const float *keys, const float *values, int64_t stride, int64_t count,
                        int64_t head_dim, float scale, float *scores, float *out) {
     float largest = -INFINITY;

@@ -61,11 +61,15 @@ public final class DenseMatrix: @unchecked Sendable {
 
     /// Writes this matrix's rows, row-major, into `weights` from row `row` on.
     private func copyWeights(into weights: inout [Float], row: Int) {
-        let p = packed.assumingMemoryBound(to: Float.self)
-        for r in 0..<rows {
-            let panel = p + (r / 16) * 16 * columns + r % 16
-            for k in 0..<columns { weights[(row + r) * columns + k] = panel[k * 16] }
+        weights.withUnsafeMutableBufferPointer { w in
+            for r in 0..<rows { self.row(r, into: w.baseAddress! + (row + r) * columns) }
         }
+    }
+
+    /// Row `r` of the weights into `output` (`columns` floats).
+    public func row(_ r: Int, into output: UnsafeMutablePointer<Float>) {
+        let panel = packed.assumingMemoryBound(to: Float.self) + (r / 16) * 16 * columns + r % 16
+        for k in 0..<columns { output[k] = panel[k * 16] }
     }
 
     /// `output[c * outputStride + r] = activation(bias[r] + Σₖ W[r, k] · input[c * inputStride + k])`

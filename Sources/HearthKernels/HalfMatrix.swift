@@ -33,15 +33,8 @@ public final class HalfMatrix: @unchecked Sendable {
         bias?.deallocate()
     }
 
-    /// `output[r] = bias[r] + Σₖ W[r, k] · x[k]` for the rows in `range`.
-    public func multiply(_ x: UnsafePointer<Float>, rows range: Range<Int>, output: UnsafeMutablePointer<Float>,
-                         path: KernelPath = .best) {
-        precondition(range.lowerBound >= 0 && range.upperBound <= rows)
-        hk_matvec_f16w_f32(path.isa, weights, Int64(range.lowerBound), Int64(range.upperBound), Int64(columns), x, bias, output)
-    }
-
     /// `output[c * outputStride + r] = bias[r] + Σₖ W[r, k] · x[c * inputStride + k]` for the
-    /// rows in `range` and `count` vectors, each with the bits `multiply(_:rows:output:)` gives it.
+    /// rows in `range` and `count` vectors; each vector's results are the bits it gets alone.
     public func multiply(_ x: UnsafePointer<Float>, inputStride: Int, count: Int, rows range: Range<Int>,
                          output: UnsafeMutablePointer<Float>, outputStride: Int, path: KernelPath = .best) {
         precondition(range.lowerBound >= 0 && range.upperBound <= rows)

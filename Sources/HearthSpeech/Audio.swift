@@ -142,7 +142,17 @@ enum FFmpegDecoder {
         process.executableURL = URL(fileURLWithPath: ffmpeg)
         process.arguments = ["-nostdin", "-hide_banner", "-loglevel", "error", "-i", path,
                              "-f", "f32le", "-ac", "1", "-ar", String(sampleRate), "-"]
-        let output = Pipe(), errors = Pipe()
+        // ffmpeg's messages go to a file, so that only one pipe needs reading while it runs.
+        let messages = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-ffmpeg-\(UUID().uuidString).log")
+        guard FileManager.default.createFile(atPath: messages.path, contents: nil),
+              let errors = try? FileHandle(forWritingTo: messages) else {
+            throw HearthError.resourceUnavailable("Cannot create \(messages.path) for ffmpeg's messages")
+        }
+        defer {
+            try? errors.close()
+            try? FileManager.default.removeItem(at: messages)
+        }
+        let output = Pipe()
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
@@ -151,18 +161,10 @@ enum FFmpegDecoder {
         } catch {
             throw HearthError.resourceUnavailable("Cannot run \(ffmpeg): \(error.localizedDescription)")
         }
-        // Read both pipes while ffmpeg runs, so that neither fills up and blocks it.
-        let errorData = Locked(Data())
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            errorData.set(errors.fileHandleForReading.readDataToEndOfFile())
-            done.signal()
-        }
         let pcm = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        done.wait()
         guard process.terminationStatus == 0 else {
-            let message = String(decoding: errorData.value, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let message = ((try? String(contentsOf: messages, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             let last = message.split(separator: "\n").last.map(String.init) ?? "exit status \(process.terminationStatus)"
             throw HearthError.invalidAudioFile(path: path, reason: "ffmpeg could not decode it (\(last))")
         }
@@ -183,22 +185,6 @@ enum FFmpegDecoder {
         }
         return nil
     }
-}
-
-/// A value set by another thread.
-private final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
-
-    init(_ value: Value) { stored = value }
-
-    func set(_ value: Value) {
-        lock.lock()
-        stored = value
-        lock.unlock()
-    }
-
-    var value: Value { lock.lock(); defer { lock.unlock() }; return stored }
 }
 
 /// Band-limited resampling: each output sample is a sum of input samples weighted by a

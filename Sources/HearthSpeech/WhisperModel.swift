@@ -64,6 +64,14 @@ public final class WhisperModel: @unchecked Sendable {
             }
         }
 
+        /// Row `r` as floats.
+        func row(_ r: Int, into output: UnsafeMutablePointer<Float>) {
+            switch self {
+            case .half(let m): m.row(r, into: output)
+            case .float(let m): m.row(r, into: output)
+            }
+        }
+
         /// `count` vectors of `columns` floats, one after another, into rows of `rows` results.
         func multiply(_ x: UnsafePointer<Float>, count: Int, rows range: Range<Int>, output: UnsafeMutablePointer<Float>) {
             switch self {
@@ -94,7 +102,6 @@ public final class WhisperModel: @unchecked Sendable {
     let encoderLayers: [EncoderLayer]
     let encoderNorm: LayerNorm
     let embedding: VectorMatrix         // (vocab, width), also the output projection
-    let floatEmbedding: [Float]?        // its rows, when they are not half precision
     let decoderPositions: [Float]
     let decoderLayers: [DecoderLayer]
     let decoderNorm: LayerNorm
@@ -123,17 +130,19 @@ public final class WhisperModel: @unchecked Sendable {
             guard v.shape == shape else {
                 throw HearthError.invalidModelFile(path: path, reason: "variable \(name) has shape \(v.shape), expected \(shape)")
             }
-            let data = file.data(for: v)
+            let type: GGMLType
             switch v.dtype {
-            case .float32:
-                return (0..<v.elementCount).map { Float(bitPattern: UInt32(littleEndian: data.loadUnaligned(fromByteOffset: 4 * $0, as: UInt32.self))) }
-            case .float16:
-                return (0..<v.elementCount).map { Half(bits: UInt16(littleEndian: data.loadUnaligned(fromByteOffset: 2 * $0, as: UInt16.self))).float }
-            case .bfloat16:
-                return (0..<v.elementCount).map { BFloat16(bits: UInt16(littleEndian: data.loadUnaligned(fromByteOffset: 2 * $0, as: UInt16.self))).float }
+            case .float32: type = .f32
+            case .float16: type = .f16
+            case .bfloat16: type = .bf16
             default:
                 throw HearthError.unsupportedModel(reason: "variable \(name) of \(path) is \(v.dtype); Hearth reads float32, float16 and bfloat16 Whisper weights (convert with --quantization float16)")
             }
+            var values = [Float](repeating: 0, count: v.elementCount)
+            try values.withUnsafeMutableBufferPointer {
+                try dequantizeRow(type, file.data(for: v).baseAddress!, into: $0.baseAddress!, count: v.elementCount)
+            }
+            return values
         }
         let embeddingShape = try variable("decoder/embeddings/weight").shape
         let convShape = try variable("encoder/conv1/weight").shape
@@ -163,17 +172,23 @@ public final class WhisperModel: @unchecked Sendable {
         guard d.encoderLayers > 0, d.decoderLayers > 0 else {
             throw HearthError.invalidModelFile(path: path, reason: "it has no encoder or decoder layers")
         }
-        func dense(_ name: String, rows: Int, columns: Int, bias: Bool = true) throws -> DenseMatrix {
-            let w = try floats(name + "/weight", [rows, columns])
-            let b = bias ? try floats(name + "/bias", [rows]) : nil
+        /// `name/weight` of `shape` as a matrix of shape[0] rows (a convolution's kernel taps
+        /// folded into its columns), with `name/bias` when `bias`.
+        func dense(_ name: String, shape: [Int], bias: Bool = true) throws -> DenseMatrix {
+            let w = try floats(name + "/weight", shape)
+            let b = bias ? try floats(name + "/bias", [shape[0]]) : nil
+            let rows = shape[0], columns = shape.dropFirst().reduce(1, *)
             return w.withUnsafeBufferPointer { w in
                 if let b { return b.withUnsafeBufferPointer { DenseMatrix(rows: rows, columns: columns, weights: w.baseAddress!, bias: $0.baseAddress!) } }
                 return DenseMatrix(rows: rows, columns: columns, weights: w.baseAddress!, bias: nil)
             }
         }
+        func dense(_ name: String, rows: Int, columns: Int) throws -> DenseMatrix {
+            try dense(name, shape: [rows, columns])
+        }
         func vector(_ name: String, rows: Int, columns: Int, bias: Bool = true) throws -> VectorMatrix {
             let v = try variable(name + "/weight")
-            guard v.dtype == .float16 else { return .float(try dense(name, rows: rows, columns: columns, bias: bias)) }
+            guard v.dtype == .float16 else { return .float(try dense(name, shape: [rows, columns], bias: bias)) }
             guard v.shape == [rows, columns] else {
                 throw HearthError.invalidModelFile(path: path, reason: "variable \(name)/weight has shape \(v.shape), expected \([rows, columns])")
             }
@@ -183,13 +198,8 @@ public final class WhisperModel: @unchecked Sendable {
         func norm(_ name: String) throws -> LayerNorm {
             LayerNorm(weight: try floats(name + "/gamma", [width]), bias: try floats(name + "/beta", [width]))
         }
-        func conv(_ name: String, inputs: Int) throws -> DenseMatrix {
-            let w = try floats(name + "/weight", [width, inputs, 3])
-            let b = try floats(name + "/bias", [width])
-            return w.withUnsafeBufferPointer { w in b.withUnsafeBufferPointer { DenseMatrix(rows: width, columns: inputs * 3, weights: w.baseAddress!, bias: $0.baseAddress!) } }
-        }
-        conv1 = try conv("encoder/conv1", inputs: d.melCount)
-        conv2 = try conv("encoder/conv2", inputs: width)
+        conv1 = try dense("encoder/conv1", shape: [width, d.melCount, 3])
+        conv2 = try dense("encoder/conv2", shape: [width, width, 3])
         encoderPositions = try floats("encoder/position_encodings/encodings", [d.audioContext, width])
         encoderLayers = try (0..<d.encoderLayers).map { i in
             let p = "encoder/layer_\(i)/"
@@ -203,11 +213,6 @@ public final class WhisperModel: @unchecked Sendable {
         }
         encoderNorm = try norm("encoder/layer_norm")
         embedding = try vector("decoder/embeddings", rows: d.vocabularySize, columns: width, bias: false)
-        if case .half = embedding {
-            floatEmbedding = nil
-        } else {
-            floatEmbedding = try floats("decoder/embeddings/weight", [d.vocabularySize, width])
-        }
         decoderPositions = try floats("decoder/position_encodings/encodings", [d.textContext, width])
         decoderLayers = try (0..<d.decoderLayers).map { i in
             let p = "decoder/layer_\(i)/"
@@ -416,11 +421,7 @@ public final class WhisperModel: @unchecked Sendable {
             let n = rows.count, first = state.length
             for (j, token) in rows.enumerated() {
                 let row = x + j * width
-                if case .half(let m) = embedding {
-                    m.row(token, into: row)
-                } else if let floatEmbedding {
-                    for i in 0..<width { row[i] = floatEmbedding[token * width + i] }
-                }
+                embedding.row(token, into: row)
                 for i in 0..<width { row[i] += decoderPositions[(first + j) * width + i] }
             }
             func norm(_ layerNorm: LayerNorm) {

@@ -70,19 +70,10 @@ struct TranscribeCommandTests {
     @Test("a 10-minute file shows its progress and stays within bounded memory")
     func tenMinutes() async throws {
         let directory = try Self.workspace()
-        let raw = directory.file("raw.wav")
         let sentence = "The quick brown fox jumps over the lazy dog. Speech recognition turns spoken words into text. "
-        for (tool, arguments) in [("espeak-ng", ["-s", "160", "-w", raw.path, String(repeating: sentence, count: 120)]),
-                                  ("sox", [raw.path, "-r", "16000", "-c", "1", "-b", "16", directory.file("long.wav").path, "trim", "0", "600"])] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/" + tool)
-            process.arguments = arguments
-            try process.run()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(tool) failed: apt install espeak-ng sox")
-        }
+        try Tools.speech(String(repeating: sentence, count: 120), options: ["-s", "160"], to: directory.file("long.wav"), seconds: 600)
         let environment = ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1"]) { _, new in new }
-        let child = try Child(URL(fileURLWithPath: "/usr/bin/time"),
+        let child = try Child(try Tools.path("time"),
                               ["-f", "peak %M KB", try TestFiles.hearthBinary.path, "transcribe", "models/whisper-base", "long.wav",
                                "--language", "en", "--format", "json", "-t", "2"],
                               environment: environment, directory: directory, workingDirectory: directory.url)

@@ -21,7 +21,7 @@ import Testing
             for c in 0..<count {
                 var alone = [Float](repeating: 0, count: rows)
                 x.withUnsafeBufferPointer { x in
-                    alone.withUnsafeMutableBufferPointer { matrix.multiply(x.baseAddress! + c * columns, rows: 0..<rows, output: $0.baseAddress!, path: path) }
+                    alone.withUnsafeMutableBufferPointer { matrix.multiply(x.baseAddress! + c * columns, inputStride: columns, count: 1, rows: 0..<rows, output: $0.baseAddress!, outputStride: rows, path: path) }
                 }
                 #expect(Array(batched[c * rows..<(c + 1) * rows]) == alone, "\(path), vector \(c)")
                 for r in 0..<rows {

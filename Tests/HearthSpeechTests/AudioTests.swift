@@ -134,20 +134,10 @@ func wavFile(format: UInt16, channels: UInt16, rate: UInt32, bits: UInt16, data:
 
     /// Formats other than WAV go through ffmpeg: a FLAC copy of a clip decodes to its samples.
     @Test func otherFormatsThroughFFmpeg() throws {
-        let ffmpeg = ["/usr/bin/ffmpeg", "/usr/local/bin/ffmpeg"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        guard let ffmpeg else {
-            Issue.record("ffmpeg is not installed (apt install ffmpeg)")
-            return
-        }
         let directory = try TemporaryDirectory()
         let wav = try SpeechClips.url("cards/001.wav")
         let flac = directory.file("001.flac")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ffmpeg)
-        process.arguments = ["-nostdin", "-loglevel", "error", "-i", wav.path, flac.path]
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(try Tools.run("ffmpeg", ["-nostdin", "-loglevel", "error", "-i", wav.path, flac.path]) == 0)
         let fromFLAC = try AudioSamples.load(contentsOf: flac)
         let fromWAV = try AudioSamples.load(contentsOf: wav)
         #expect(fromFLAC.samples == fromWAV.samples)

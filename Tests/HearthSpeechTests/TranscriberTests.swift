@@ -88,19 +88,8 @@ enum WhisperBase {
         let transcriber = try WhisperBase.transcriber.get()
         let expected = try #require(try FasterWhisperFixture.load().spoken.first { $0.voice == voice })
         let directory = try TemporaryDirectory()
-        let raw = directory.file("raw.wav"), wav = directory.file("speech.wav")
-        for (tool, arguments) in [("espeak-ng", ["-v", voice, "-w", raw.path, expected.text]),
-                                  ("sox", [raw.path, "-r", "16000", "-c", "1", "-b", "16", wav.path])] {
-            guard let path = ["/usr/bin/", "/usr/local/bin/"].map({ $0 + tool }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-                throw TestFiles.Missing(description: "\(tool) is missing: apt install espeak-ng sox")
-            }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = arguments
-            try process.run()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
-        }
+        let wav = directory.file("speech.wav")
+        try Tools.speech(expected.text, options: ["-v", voice], to: wav)
         let audio = try AudioSamples.load(contentsOf: wav)
         #expect(audio.samples.count == expected.samples)
         let ranked = try transcriber.detectLanguage(LogMelSpectrogram(samples: audio.samples))

@@ -15,16 +15,11 @@ extern "C" {
 float hk_log_mel_frames(const float *samples, int64_t n, const float *filters, int64_t n_mels,
                         int64_t f0, int64_t f1, float *out, int64_t out_stride);
 
-/// out[r] = bias[r] + Σᵢ w[r * n + i] · x[i] for rows r0..<r1 of half-precision weights (n per
-/// row) and float x; `bias` may be NULL. Products and sums are float: 8 lanes of fused
-/// multiply-adds, reduced in a fixed order, then the last n % 8 elements; both paths give the
-/// same bits.
-void hk_matvec_f16w_f32(int isa, const uint16_t *w, int64_t r0, int64_t r1, int64_t n, const float *x,
-                        const float *bias, float *out);
-
-/// hk_matvec_f16w_f32 for `cols` vectors (vector c at x + c * x_stride, its outputs at
-/// out + c * out_stride): each row's weights are read once for up to 8 vectors, and each
-/// vector's results are the bits hk_matvec_f16w_f32 gives it alone.
+/// out[c * out_stride + r] = bias[r] + Σᵢ w[r * n + i] · x[c * x_stride + i] for rows r0..<r1 of
+/// half-precision weights (n per row) and `cols` float vectors; `bias` may be NULL. Products
+/// and sums are float: 8 lanes of fused multiply-adds, reduced in a fixed order, then the last
+/// n % 8 elements. Each row's weights are read once for up to 8 vectors, each vector's results
+/// are the bits it gets alone, and both paths give the same bits.
 void hk_matmul_f16w_f32(int isa, const uint16_t *w, int64_t r0, int64_t r1, int64_t n, const float *x, int64_t x_stride,
                         int64_t cols, const float *bias, float *out, int64_t out_stride);
 

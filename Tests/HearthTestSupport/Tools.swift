@@ -1,0 +1,37 @@
+import Foundation
+
+/// Programs from Debian's packages the tests drive (espeak-ng, sox, ffmpeg).
+public enum Tools {
+    /// The path of `name` in /usr/bin or /usr/local/bin, or an error naming the package to install.
+    public static func path(_ name: String, package: String? = nil) throws -> URL {
+        guard let path = ["/usr/bin/", "/usr/local/bin/"].map({ $0 + name }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw TestFiles.Missing(description: "\(name) is missing: apt install \(package ?? name)")
+        }
+        return URL(fileURLWithPath: path)
+    }
+
+    /// Runs `name` with `arguments` to its end and returns its exit status.
+    @discardableResult
+    public static func run(_ name: String, _ arguments: [String], package: String? = nil) throws -> Int32 {
+        let process = Process()
+        process.executableURL = try path(name, package: package)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// espeak-ng's speech of `text` (with `options` such as a voice) as 16 kHz mono 16-bit PCM
+    /// at `wav`, resampled by sox and cut after `seconds` when given.
+    public static func speech(_ text: String, options: [String] = [], to wav: URL, seconds: Int? = nil) throws {
+        let raw = wav.deletingPathExtension().appendingPathExtension("raw.wav")
+        defer { try? FileManager.default.removeItem(at: raw) }
+        guard try run("espeak-ng", options + ["-w", raw.path, text]) == 0 else {
+            throw TestFiles.Missing(description: "espeak-ng failed to speak")
+        }
+        let trim = seconds.map { ["trim", "0", String($0)] } ?? []
+        guard try run("sox", [raw.path, "-r", "16000", "-c", "1", "-b", "16", wav.path] + trim) == 0 else {
+            throw TestFiles.Missing(description: "sox failed to resample espeak-ng's speech")
+        }
+    }
+}
