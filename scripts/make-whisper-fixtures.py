@@ -39,11 +39,11 @@ SPOKEN = [
 
 
 def espeak_wav(voice, text, path):
-    """espeak-ng's speech as 16 kHz mono 16-bit PCM (sox resamples it)."""
+    """espeak-ng's speech as 16 kHz mono 16-bit PCM (sox resamples it, without its random dither)."""
     with tempfile.TemporaryDirectory() as tmp:
         raw = os.path.join(tmp, "raw.wav")
         subprocess.run(["espeak-ng", "-v", voice, "-w", raw, text], check=True)
-        subprocess.run(["sox", raw, "-r", "16000", "-c", "1", "-b", "16", path], check=True)
+        subprocess.run(["sox", "-D", raw, "-r", "16000", "-c", "1", "-b", "16", path], check=True)
 
 
 def read_wav(path):

@@ -22,7 +22,8 @@ public enum Tools {
     }
 
     /// espeak-ng's speech of `text` (with `options` such as a voice) as 16 kHz mono 16-bit PCM
-    /// at `wav`, resampled by sox and cut after `seconds` when given.
+    /// at `wav`, resampled by sox without dither (so the same text always gives the same samples)
+    /// and cut after `seconds` when given.
     public static func speech(_ text: String, options: [String] = [], to wav: URL, seconds: Int? = nil) throws {
         let raw = wav.deletingPathExtension().appendingPathExtension("raw.wav")
         defer { try? FileManager.default.removeItem(at: raw) }
@@ -30,7 +31,7 @@ public enum Tools {
             throw TestFiles.Missing(description: "espeak-ng failed to speak")
         }
         let trim = seconds.map { ["trim", "0", String($0)] } ?? []
-        guard try run("sox", [raw.path, "-r", "16000", "-c", "1", "-b", "16", wav.path] + trim) == 0 else {
+        guard try run("sox", ["-D", raw.path, "-r", "16000", "-c", "1", "-b", "16", wav.path] + trim) == 0 else {
             throw TestFiles.Missing(description: "sox failed to resample espeak-ng's speech")
         }
     }
