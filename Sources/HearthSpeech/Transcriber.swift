@@ -1,61 +1,6 @@
 import Foundation
 import HearthFormats
 
-/// What to transcribe and how.
-public struct TranscriptionConfig: Sendable {
-    /// The spoken language's code (`en`, `de`…), or nil to detect it from the first 30 seconds.
-    public var language: String?
-    /// Translate into English instead of transcribing.
-    public var translate: Bool
-    /// Text that comes before the audio, to steer spelling and style.
-    public var initialPrompt: String?
-    /// Each window's prompt holds the text of the windows before it.
-    public var conditionOnPreviousText: Bool
-    /// Text only, without timestamp tokens (one segment per window).
-    public var withoutTimestamps: Bool
-    /// The first timestamp of a window is at most this many seconds.
-    public var maxInitialTimestamp: Double
-    /// A window whose no-speech probability exceeds this (and whose average log-probability is
-    /// below `logProbThreshold`) is skipped as silence.
-    public var noSpeechThreshold: Double?
-    public var logProbThreshold: Double?
-
-    public init(language: String? = nil, translate: Bool = false, initialPrompt: String? = nil,
-                conditionOnPreviousText: Bool = true, withoutTimestamps: Bool = false, maxInitialTimestamp: Double = 1,
-                noSpeechThreshold: Double? = 0.6, logProbThreshold: Double? = -1) {
-        self.language = language
-        self.translate = translate
-        self.initialPrompt = initialPrompt
-        self.conditionOnPreviousText = conditionOnPreviousText
-        self.withoutTimestamps = withoutTimestamps
-        self.maxInitialTimestamp = maxInitialTimestamp
-        self.noSpeechThreshold = noSpeechThreshold
-        self.logProbThreshold = logProbThreshold
-    }
-}
-
-/// A stretch of speech and its text.
-public struct TranscriptionSegment: Sendable, Equatable {
-    public var start: Double
-    public var end: Double
-    public var text: String
-    public var tokens: [Int]
-    /// Average log-probability of the window's tokens.
-    public var averageLogProbability: Double
-    /// Probability that the window holds no speech.
-    public var noSpeechProbability: Double
-}
-
-/// A transcription: the text, its segments and the language.
-public struct Transcription: Sendable {
-    public var text: String { segments.map(\.text).joined() }
-    public var language: String
-    public var languageProbability: Double
-    /// Seconds of audio.
-    public var duration: Double
-    public var segments: [TranscriptionSegment]
-}
-
 /// Speech to text with a Whisper model: the 30-second window loop with timestamp tokens,
 /// language detection and the prompt of previous text, decoding greedily under Whisper's
 /// token rules, as faster-whisper does with beam size 1 and temperature 0.
@@ -67,29 +12,24 @@ public final class Transcriber: @unchecked Sendable {
     /// Tokens not generated first (a blank and end of text).
     let suppressedAtBegin: [Int]
 
-    /// Loads a faster-whisper model folder: `model.bin`, `tokenizer.json` and `config.json`.
-    public init(contentsOf directory: URL, threads: Int = ProcessInfo.processInfo.activeProcessorCount) throws {
-        model = try WhisperModel(contentsOf: directory, threads: threads)
-        tokenizer = try WhisperTokenizer(contentsOf: directory)
-        struct Config: Decodable {
-            let suppress_ids: [Int]?
-            let suppress_ids_begin: [Int]?
-        }
-        let configURL = directory.appendingPathComponent("config.json")
-        var config = Config(suppress_ids: nil, suppress_ids_begin: nil)
-        if let data = FileManager.default.contents(atPath: configURL.path) {
-            do {
-                config = try JSONDecoder().decode(Config.self, from: data)
-            } catch {
-                throw HearthError.invalidModelFile(path: configURL.path, reason: "it is not valid JSON (\(error))")
-            }
-        }
+    /// Cross-attention heads that follow the alignment of text to audio.
+    let alignmentHeads: [(layer: Int, head: Int)]
+
+    /// Loads a Whisper model folder (see `WhisperFiles.load`).
+    public convenience init(contentsOf directory: URL, threads: Int = ProcessInfo.processInfo.activeProcessorCount) throws {
+        try self.init(try WhisperFiles.load(directory, threads: threads))
+    }
+
+    public init(_ files: WhisperFiles) throws {
+        model = files.model
+        tokenizer = files.tokenizer
         let t = tokenizer
-        suppressed = Array(Set((config.suppress_ids ?? []) + [t.transcribe, t.translate, t.startOfTranscript, t.startOfPrevious,
-                                                             t.startOfLM, t.noSpeech])).sorted()
-        suppressedAtBegin = config.suppress_ids_begin ?? (t.encode(" ") + [t.endOfText])
+        suppressed = Array(Set(files.settings.suppressed + [t.transcribe, t.translate, t.startOfTranscript, t.startOfPrevious,
+                                                           t.startOfLM, t.noSpeech])).sorted()
+        suppressedAtBegin = files.settings.suppressedAtBegin ?? (t.encode(" ") + [t.endOfText])
+        alignmentHeads = files.settings.alignmentHeads
         guard model.dimensions.vocabularySize > t.timestampBegin else {
-            throw HearthError.invalidModelFile(path: directory.path, reason: "its vocabulary has no room for timestamp tokens")
+            throw HearthError.invalidModelFile(path: model.path, reason: "its vocabulary has no room for timestamp tokens")
         }
     }
 
@@ -170,7 +110,7 @@ public final class Transcriber: @unchecked Sendable {
                 progress(Double(min(seek, contentFrames)) / framesPerSecond, [])
                 continue
             }
-            let before = segments.count
+            let before = segments.count, windowStart = seek
             let (pieces, nextSeek) = split(result.tokens, timeOffset: timeOffset, segmentSize: segmentSize,
                                            segmentDuration: segmentDuration, seek: seek, inputStride: inputStride)
             seek = nextSeek
@@ -178,9 +118,9 @@ public final class Transcriber: @unchecked Sendable {
                 let text = t.decode(piece.tokens)
                 if piece.start == piece.end || text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { continue }
                 allTokens += piece.tokens
-                segments.append(TranscriptionSegment(start: piece.start, end: piece.end, text: text, tokens: piece.tokens,
-                                                     averageLogProbability: result.averageLogProbability,
-                                                     noSpeechProbability: result.noSpeechProbability))
+                segments.append(TranscriptionSegment(seek: windowStart, start: piece.start, end: piece.end, text: text, tokens: piece.tokens,
+                                                     temperature: 0, averageLogProbability: result.averageLogProbability,
+                                                     compressionRatio: 0, noSpeechProbability: result.noSpeechProbability, words: nil))
             }
             if !config.conditionOnPreviousText { promptResetSince = allTokens.count }
             progress(Double(min(seek, contentFrames)) / framesPerSecond, Array(segments[before...]))

@@ -40,6 +40,8 @@ struct LayerNorm {
 /// output.
 public final class WhisperModel: @unchecked Sendable {
     public let dimensions: WhisperDimensions
+    /// The file the weights came from.
+    public let path: String
     let pool: WorkerPool
 
     struct EncoderLayer {
@@ -116,6 +118,7 @@ public final class WhisperModel: @unchecked Sendable {
 
     public init(_ file: CTranslate2File, threads: Int) throws {
         let path = file.mapping.path
+        self.path = path
         guard file.specName == "WhisperSpec" else {
             throw HearthError.unsupportedModel(reason: "\(path) holds a CTranslate2 \(file.specName.isEmpty ? "model" : file.specName), not Whisper")
         }
