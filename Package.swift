@@ -22,11 +22,13 @@ let package = Package(
     ],
     targets: [
         .target(name: "CHearthKernels"),
+        // zlib, for the compression ratio that tells a repetitive transcription.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "HearthFormats"),
         .target(name: "HearthKernels", dependencies: ["CHearthKernels", "HearthFormats"]),
         .target(name: "HearthTokenizers", dependencies: ["HearthFormats"]),
         .target(name: "HearthTemplates", dependencies: ["HearthFormats"]),
-        .target(name: "HearthSpeech", dependencies: ["HearthFormats", "HearthKernels", "CHearthKernels", "HearthTokenizers"]),
+        .target(name: "HearthSpeech", dependencies: ["HearthFormats", "HearthKernels", "CHearthKernels", "HearthTokenizers", "CZlib"]),
         .target(name: "HearthEngine", dependencies: ["HearthFormats", "HearthKernels", "HearthTokenizers", "HearthTemplates"]),
         .target(
             name: "HearthHub",

@@ -6,6 +6,7 @@ the whisper-base model folder that scripts/fetch-models makes:
   - greedy decoding (beam 1, temperature 0, no fallback): text, segments with times, tokens,
     average log-probability and no-speech probability;
   - the defaults (beam 5, temperature fallback): text and segments;
+  - word timestamps, greedy and with the defaults: segments with their words;
   - the language probabilities of the first window;
 and for one clip the log-mel spectrogram faster-whisper feeds the encoder (80 x frames,
 float32 little-endian, the frames of the audio itself, before the 30-second padding).
@@ -55,18 +56,25 @@ def read_wav(path):
 
 
 def segments(result):
-    return [
-        {
+    out = []
+    for s in result:
+        segment = {
+            "seek": s.seek,
             "start": s.start,
             "end": s.end,
             "text": s.text,
             "tokens": s.tokens,
+            "temperature": s.temperature,
             "avg_logprob": s.avg_logprob,
             "no_speech_prob": s.no_speech_prob,
             "compression_ratio": s.compression_ratio,
         }
-        for s in result
-    ]
+        if s.words is not None:
+            segment["words"] = [
+                {"start": w.start, "end": w.end, "word": w.word, "probability": w.probability} for w in s.words
+            ]
+        out.append(segment)
+    return out
 
 
 def main():
@@ -84,6 +92,12 @@ def main():
         greedy = segments(greedy)
         default, _ = model.transcribe(audio)
         default = segments(default)
+        greedy_words, _ = model.transcribe(
+            audio, beam_size=1, temperature=0.0, word_timestamps=True, vad_filter=False
+        )
+        greedy_words = segments(greedy_words)
+        default_words, _ = model.transcribe(audio, word_timestamps=True)
+        default_words = segments(default_words)
         language, probability, all_probabilities = model.detect_language(audio)
         records.append(
             {
@@ -94,6 +108,8 @@ def main():
                 "language_probabilities": {k: v for k, v in all_probabilities[:10]},
                 "greedy": {"text": "".join(s["text"] for s in greedy), "segments": greedy},
                 "default": {"text": "".join(s["text"] for s in default), "segments": default},
+                "greedy_words": {"text": "".join(s["text"] for s in greedy_words), "segments": greedy_words},
+                "default_words": {"text": "".join(s["text"] for s in default_words), "segments": default_words},
             }
         )
         print(os.path.basename(path), repr(records[-1]["greedy"]["text"]), file=sys.stderr)

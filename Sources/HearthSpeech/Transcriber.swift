@@ -1,9 +1,11 @@
 import Foundation
 import HearthFormats
 
-/// Speech to text with a Whisper model: the 30-second window loop with timestamp tokens,
-/// language detection and the prompt of previous text, decoding greedily under Whisper's
-/// token rules, as faster-whisper does with beam size 1 and temperature 0.
+/// Speech to text with a Whisper model, as faster-whisper's `transcribe` runs it: language
+/// detection, then the 30-second window loop with timestamp tokens and the prompt of previous
+/// text; each window decoded by beam search (or greedily), again by sampling at rising
+/// temperatures when its text fails the thresholds, skipped when it holds no speech, and its
+/// words aligned to the audio on request.
 public final class Transcriber: @unchecked Sendable {
     public let model: WhisperModel
     public let tokenizer: WhisperTokenizer
@@ -60,9 +62,12 @@ public final class Transcriber: @unchecked Sendable {
     }
 
     /// Transcribes 16 kHz mono samples. `progress` hears the seconds of audio done after each
-    /// window, with every segment that window finished.
+    /// window, with every segment that window finished; `isCancelled` is asked between decoding
+    /// steps, and a true answer ends the transcription with `CancellationError`.
     public func transcribe(samples: [Float], config: TranscriptionConfig = TranscriptionConfig(),
-                           progress: (_ secondsDone: Double, _ newSegments: [TranscriptionSegment]) -> Void = { _, _ in }) throws -> Transcription {
+                           progress: (_ secondsDone: Double, _ newSegments: [TranscriptionSegment]) -> Void = { _, _ in },
+                           isCancelled: () -> Bool = { false }) throws -> Transcription {
+        try config.validate()
         let d = model.dimensions, t = tokenizer
         guard !samples.isEmpty else { throw HearthError.invalidArgument("there is no audio to transcribe") }
         let mel = LogMelSpectrogram(samples: samples, melCount: d.melCount)
@@ -70,7 +75,7 @@ public final class Transcriber: @unchecked Sendable {
         let framesPerSecond = 100.0
         let inputStride = d.windowFrames / d.audioContext
 
-        var language = config.language
+        var language = config.language.map { WhisperLanguages.code(of: $0) ?? $0 }
         var languageProbability = 1.0
         if let code = language {
             guard t.languageToken(code) != nil else {
@@ -82,13 +87,19 @@ public final class Transcriber: @unchecked Sendable {
             languageProbability = ranked[0].probability
         }
         let sotSequence = [t.startOfTranscript, t.languageToken(language!)!, config.translate ? t.translate : t.transcribe]
+        let aligner = config.wordTimestamps
+            ? WordAligner(model: model, tokenizer: tokenizer, heads: alignmentHeads, language: language!, sotSequence: sotSequence)
+            : nil
 
+        var generator = SeededGenerator(seed: config.seed)
         var allTokens: [Int] = []
         if let prompt = config.initialPrompt { allTokens += t.encode(" " + prompt.trimmingCharacters(in: .whitespaces)) }
         var promptResetSince = 0
         var segments: [TranscriptionSegment] = []
+        var lastSpeechTime = 0.0
         var seek = 0
         while seek < contentFrames {
+            if isCancelled() { throw CancellationError() }
             let timeOffset = Double(seek) / framesPerSecond
             let segmentSize = min(d.windowFrames, contentFrames - seek)
             let segmentDuration = Double(segmentSize) / framesPerSecond
@@ -103,114 +114,137 @@ public final class Transcriber: @unchecked Sendable {
             prompt += sotSequence
             if config.withoutTimestamps { prompt.append(t.noTimestamps) }
 
-            let result = try generate(encoded: encoded, prompt: prompt, config: config)
+            let decoding = model.startDecoding(encoded)
+            let result = try generateWithFallback(decoding: decoding, prompt: prompt, config: config, generator: &generator,
+                                                  isCancelled: isCancelled)
             if let threshold = config.noSpeechThreshold, result.noSpeechProbability > threshold,
                !(config.logProbThreshold.map { result.averageLogProbability > $0 } ?? false) {
                 seek += segmentSize
                 progress(Double(min(seek, contentFrames)) / framesPerSecond, [])
                 continue
             }
-            let before = segments.count, windowStart = seek
-            let (pieces, nextSeek) = split(result.tokens, timeOffset: timeOffset, segmentSize: segmentSize,
-                                           segmentDuration: segmentDuration, seek: seek, inputStride: inputStride)
+            let windowStart = seek
+            var (pieces, nextSeek, singleTimestampEnding) = split(result.tokens, timeOffset: timeOffset, segmentSize: segmentSize,
+                                                                  segmentDuration: segmentDuration, seek: seek, inputStride: inputStride)
             seek = nextSeek
+            if let aligner {
+                try aligner.addWordTimestamps(to: &pieces, decoding: decoding, frames: segmentSize,
+                                                               timeOffset: timeOffset, lastSpeechTime: lastSpeechTime)
+                if !singleTimestampEnding, let end = WordAligner.lastEnd(pieces), end > timeOffset {
+                    seek = Int((end * framesPerSecond).rounded(.toNearestOrEven))
+                }
+                if let end = WordAligner.lastEnd(pieces) { lastSpeechTime = end }
+            }
+            let before = segments.count
             for piece in pieces {
                 let text = t.decode(piece.tokens)
                 if piece.start == piece.end || text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { continue }
                 allTokens += piece.tokens
-                segments.append(TranscriptionSegment(seek: windowStart, start: piece.start, end: piece.end, text: text, tokens: piece.tokens,
-                                                     temperature: 0, averageLogProbability: result.averageLogProbability,
-                                                     compressionRatio: 0, noSpeechProbability: result.noSpeechProbability, words: nil))
+                segments.append(TranscriptionSegment(seek: windowStart, start: piece.start, end: piece.end, text: text,
+                                                     tokens: piece.tokens, temperature: result.temperature,
+                                                     averageLogProbability: result.averageLogProbability,
+                                                     compressionRatio: result.compressionRatio,
+                                                     noSpeechProbability: result.noSpeechProbability,
+                                                     words: aligner == nil ? nil : piece.words))
             }
-            if !config.conditionOnPreviousText { promptResetSince = allTokens.count }
+            if !config.conditionOnPreviousText || result.temperature > config.promptResetOnTemperature {
+                promptResetSince = allTokens.count
+            }
             progress(Double(min(seek, contentFrames)) / framesPerSecond, Array(segments[before...]))
         }
         return Transcription(language: language!, languageProbability: languageProbability,
                              duration: Double(samples.count) / Double(AudioSamples.whisperRate), segments: segments)
     }
 
-    struct Generated {
+    /// What decoding a window gave, with the measures that decide whether to decode it again.
+    struct WindowResult {
         var tokens: [Int]
+        /// The log-probability of the tokens and the end of text, over their count.
         var averageLogProbability: Double
         var noSpeechProbability: Double
+        var temperature: Double
+        var compressionRatio: Double
     }
 
-    /// Greedy decoding of one window after `prompt`, under Whisper's rules: no blank or end of
-    /// text first, suppressed tokens never, timestamps in pairs, never decreasing, the first
-    /// one within `maxInitialTimestamp`, and a timestamp whenever all timestamps together are
-    /// likelier than any text token.
-    func generate(encoded: [Float], prompt: [Int], config: TranscriptionConfig) throws -> Generated {
+    /// Decodes a window at each temperature in turn until its text neither repeats itself
+    /// (compression ratio) nor is unlikely (average log-probability), unless the window is
+    /// silence; when every temperature fails, the likeliest result that does not repeat itself
+    /// (faster-whisper's `generate_with_fallback`). The prompt is evaluated once for all tries.
+    func generateWithFallback(decoding: WhisperModel.Decoding, prompt: [Int], config: TranscriptionConfig,
+                              generator: inout SeededGenerator, isCancelled: () -> Bool) throws -> WindowResult {
         let d = model.dimensions, t = tokenizer
-        let decoding = model.startDecoding(encoded)
         let sotIndex = prompt.firstIndex(of: t.startOfTranscript)!
         let atStart = try model.decode(Array(prompt[...sotIndex]), in: decoding)
-        let noSpeech = Self.logSoftmax(atStart)[t.noSpeech]
-        var logits = sotIndex + 1 < prompt.count ? try model.decode(Array(prompt[(sotIndex + 1)...]), in: decoding) : atStart
-        let maxInitial = Int((config.maxInitialTimestamp / WhisperTokenizer.timePrecision).rounded())
-        var tokens: [Int] = []
-        var sumLogProbability = 0.0
-        while true {
-            apply(rules: &logits, generated: tokens, config: config, maxInitial: maxInitial)
-            var best = 0
-            for i in 1..<logits.count where logits[i] > logits[best] { best = i }
-            sumLogProbability += Self.logSoftmax(logits)[best]
-            if best == t.endOfText { break }
-            tokens.append(best)
-            if prompt.count + tokens.count >= d.textContext { break }
-            logits = try model.decode([best], in: decoding)
+        let noSpeech = atStart.withUnsafeBufferPointer { Double($0[t.noSpeech] - Sampling.logSumExp($0)) }
+        let start = sotIndex + 1 < prompt.count ? try model.decode(Array(prompt[(sotIndex + 1)...]), in: decoding) : atStart
+        let rules = TokenRules(endOfText: t.endOfText, noTimestamps: t.noTimestamps, timestampBegin: t.timestampBegin,
+                               suppressed: suppressed, suppressedAtBegin: suppressedAtBegin,
+                               withoutTimestamps: config.withoutTimestamps,
+                               maxInitialTimestamp: t.timestampBegin + Int((config.maxInitialTimestamp / WhisperTokenizer.timePrecision).rounded(.toNearestOrEven)))
+        return try withoutActuallyEscaping(isCancelled) { isCancelled in
+            let search = WindowSearch(model: model, rules: rules, endOfText: t.endOfText,
+                                      maxLength: min(d.textContext / 2, d.textContext - (prompt.count - 1)), isCancelled: isCancelled)
+            return try fallback(search: search, decoding: decoding, prompt: prompt, start: start, noSpeech: noSpeech,
+                                config: config, generator: &generator)
         }
-        return Generated(tokens: tokens, averageLogProbability: sumLogProbability / Double(tokens.count + 1),
-                         noSpeechProbability: Foundation.exp(noSpeech))
     }
 
-    func apply(rules logits: inout [Float], generated tokens: [Int], config: TranscriptionConfig, maxInitial: Int) {
-        let t = tokenizer, begin = t.timestampBegin, vocabulary = logits.count
-        if tokens.isEmpty { for s in suppressedAtBegin where s < vocabulary { logits[s] = -.infinity } }
-        for s in suppressed where s < vocabulary { logits[s] = -.infinity }
-        if config.withoutTimestamps {
-            for i in begin..<vocabulary { logits[i] = -.infinity }
-            return
-        }
-        logits[t.noTimestamps] = -.infinity
-        let lastWasTimestamp = tokens.last.map { $0 >= begin } ?? false
-        let penultimateWasTimestamp = tokens.count < 2 || tokens[tokens.count - 2] >= begin
-        if lastWasTimestamp {
-            if penultimateWasTimestamp {
-                for i in begin..<vocabulary { logits[i] = -.infinity }
+    private func fallback(search: WindowSearch, decoding: WhisperModel.Decoding, prompt: [Int], start: [Float], noSpeech: Double,
+                          config: TranscriptionConfig, generator: inout SeededGenerator) throws -> WindowResult {
+        let t = tokenizer
+        var all: [WindowResult] = []
+        var notRepetitive: [WindowResult] = []
+        let temperatures = config.temperatures
+        for temperature in temperatures {
+            decoding.reorder([0])
+            decoding.truncate(0, to: prompt.count)
+            let hypothesis: Hypothesis
+            if temperature > 0 {
+                hypothesis = try search.sample(decoding: decoding, start: start, count: config.bestOf, temperature: temperature,
+                                               lengthPenalty: config.lengthPenalty, generator: &generator)
+            } else if config.beamSize > 1 {
+                hypothesis = try search.beam(decoding: decoding, start: start, beamSize: config.beamSize, patience: config.patience,
+                                             lengthPenalty: config.lengthPenalty)
             } else {
-                for i in 0..<t.endOfText { logits[i] = -.infinity }
+                hypothesis = try search.greedy(decoding: decoding, start: start)
             }
+            let text = t.decode(hypothesis.tokens).trimmingCharacters(in: .whitespacesAndNewlines)
+            let result = WindowResult(tokens: hypothesis.tokens,
+                                      averageLogProbability: Double(hypothesis.logProbability) / Double(hypothesis.tokens.count + 1),
+                                      noSpeechProbability: Foundation.exp(noSpeech), temperature: temperature,
+                                      compressionRatio: Sampling.compressionRatio(text))
+            all.append(result)
+            var fallBack = false
+            if let threshold = config.compressionRatioThreshold {
+                if result.compressionRatio > threshold { fallBack = true } else { notRepetitive.append(result) }
+            }
+            if let threshold = config.logProbThreshold, result.averageLogProbability < threshold { fallBack = true }
+            if let silence = config.noSpeechThreshold, result.noSpeechProbability > silence,
+               let threshold = config.logProbThreshold, result.averageLogProbability < threshold {
+                fallBack = false
+            }
+            if !fallBack { return result }
         }
-        if let lastTimestamp = tokens.last(where: { $0 >= begin }) {
-            let bound = lastWasTimestamp && !penultimateWasTimestamp ? lastTimestamp : lastTimestamp + 1
-            for i in begin..<min(bound, vocabulary) { logits[i] = -.infinity }
-        }
-        if tokens.isEmpty {
-            for i in 0..<begin { logits[i] = -.infinity }
-            for i in min(vocabulary, begin + maxInitial + 1)..<vocabulary { logits[i] = -.infinity }
-        }
-        let logProbabilities = Self.logSoftmax(logits)
-        let textBest = logProbabilities[..<begin].max() ?? -.infinity
-        let timestampLargest = logProbabilities[begin...].max() ?? -.infinity
-        if timestampLargest > -.infinity {
-            let timestampTotal = timestampLargest + Foundation.log(logProbabilities[begin...].reduce(0) { $0 + Foundation.exp($1 - timestampLargest) })
-            if timestampTotal > textBest { for i in 0..<begin { logits[i] = -.infinity } }
-        }
+        var chosen = (notRepetitive.isEmpty ? all : notRepetitive).max { $0.averageLogProbability < $1.averageLogProbability }!
+        chosen.temperature = temperatures.last!
+        return chosen
     }
 
-    static func logSoftmax(_ logits: [Float]) -> [Double] {
-        let largest = Double(logits.max() ?? 0)
-        let total = logits.reduce(0.0) { $0 + Foundation.exp(Double($1) - largest) }
-        let shift = largest + Foundation.log(total)
-        return logits.map { Double($0) - shift }
+    /// A segment cut from a window's tokens, with its words once they are aligned.
+    struct Piece {
+        var start: Double
+        var end: Double
+        var tokens: [Int]
+        var words: [TranscriptionWord] = []
     }
 
     /// Cuts a window's tokens into segments at timestamp pairs and says where the next window
-    /// starts (faster-whisper's `_split_segments_by_timestamps`).
+    /// starts and whether the window ended on a single timestamp
+    /// (faster-whisper's `_split_segments_by_timestamps`).
     func split(_ tokens: [Int], timeOffset: Double, segmentSize: Int, segmentDuration: Double, seek: Int,
-               inputStride: Int) -> ([(start: Double, end: Double, tokens: [Int])], Int) {
+               inputStride: Int) -> ([Piece], Int, Bool) {
         let begin = tokenizer.timestampBegin, precision = WhisperTokenizer.timePrecision
-        var pieces: [(start: Double, end: Double, tokens: [Int])] = []
+        var pieces: [Piece] = []
         var seek = seek
         let singleTimestampEnding = tokens.count >= 2 && tokens[tokens.count - 2] < begin && tokens[tokens.count - 1] >= begin
         let consecutive = tokens.indices.filter { $0 > 0 && tokens[$0] >= begin && tokens[$0 - 1] >= begin }
@@ -220,8 +254,8 @@ public final class Transcriber: @unchecked Sendable {
             var last = 0
             for current in slices {
                 let sliced = Array(tokens[last..<current])
-                pieces.append((timeOffset + Double(sliced[0] - begin) * precision,
-                               timeOffset + Double(sliced[sliced.count - 1] - begin) * precision, sliced))
+                pieces.append(Piece(start: timeOffset + Double(sliced[0] - begin) * precision,
+                                    end: timeOffset + Double(sliced[sliced.count - 1] - begin) * precision, tokens: sliced))
                 last = current
             }
             if singleTimestampEnding {
@@ -234,9 +268,9 @@ public final class Transcriber: @unchecked Sendable {
             if let lastTimestamp = tokens.last(where: { $0 >= begin }), lastTimestamp != begin {
                 duration = Double(lastTimestamp - begin) * precision
             }
-            pieces.append((timeOffset, timeOffset + duration, tokens))
+            pieces.append(Piece(start: timeOffset, end: timeOffset + duration, tokens: tokens))
             seek += segmentSize
         }
-        return (pieces, seek)
+        return (pieces, seek, singleTimestampEnding)
     }
 }

@@ -361,30 +361,150 @@ public final class WhisperModel: @unchecked Sendable {
         }
     }
 
-    /// A decoding in progress over one window: the encoder's keys and values for each layer's
-    /// cross-attention, and the self-attention cache of the tokens so far.
+    /// The state of decoding over one window: the encoder's keys and values for each layer's
+    /// cross-attention, which every sequence shares, and each sequence's self-attention cache.
+    /// Beam search and best-of sampling run several sequences over one window; `reorder`
+    /// follows the beams.
     public final class Decoding: @unchecked Sendable {
         /// (audioContext, 2 width) per layer: keys, then values.
         let cross: [[Float]]
-        /// (textContext, width) per layer.
-        var keys: [[Float]]
-        var values: [[Float]]
-        /// Tokens evaluated so far.
-        public private(set) var length = 0
+        let layers: Int, positions: Int, width: Int
+        private(set) var caches: [SequenceCache]
 
         init(cross: [[Float]], layers: Int, positions: Int, width: Int) {
             self.cross = cross
-            keys = Array(repeating: [Float](repeating: 0, count: positions * width), count: layers)
-            values = keys
+            self.layers = layers
+            self.positions = positions
+            self.width = width
+            caches = [SequenceCache(layers: layers, positions: positions, width: width)]
         }
 
-        /// Forgets every token after the first `count` (they will be evaluated again).
-        public func truncate(to count: Int) { length = min(length, count) }
+        /// Sequences over the window.
+        public var sequenceCount: Int { caches.count }
 
-        fileprivate func advance() { length += 1 }
+        /// Tokens sequence `sequence` has evaluated.
+        public func length(of sequence: Int = 0) -> Int { caches[sequence].length }
+
+        /// Forgets the tokens of `sequence` after its first `count` (they will be evaluated again).
+        public func truncate(_ sequence: Int = 0, to count: Int) {
+            caches[sequence].length = min(caches[sequence].length, count)
+        }
+
+        /// Adds an empty sequence and returns its index.
+        public func appendSequence() -> Int {
+            caches.append(SequenceCache(layers: layers, positions: positions, width: width))
+            return caches.count - 1
+        }
+
+        /// `count` sequences, each a copy of what sequence `source` holds now.
+        public func replicate(_ source: Int, count: Int) {
+            reorder(Array(repeating: source, count: count))
+        }
+
+        /// Sequence `i` becomes what sequence `origins[i]` holds now. A sequence that stays
+        /// where it is, or is the first to take an origin, is not copied.
+        public func reorder(_ origins: [Int]) {
+            precondition(origins.allSatisfy { caches.indices.contains($0) })
+            var result = [SequenceCache?](repeating: nil, count: origins.count)
+            var taken = [Bool](repeating: false, count: caches.count)
+            for (i, origin) in origins.enumerated() where i == origin {
+                result[i] = caches[origin]
+                taken[origin] = true
+            }
+            for (i, origin) in origins.enumerated() where result[i] == nil && !taken[origin] {
+                result[i] = caches[origin]
+                taken[origin] = true
+            }
+            var spare = caches.indices.filter { !taken[$0] }.map { caches[$0] }
+            for (i, origin) in origins.enumerated() where result[i] == nil {
+                let copy = spare.popLast() ?? SequenceCache(layers: layers, positions: positions, width: width)
+                copy.copy(from: caches[origin])
+                result[i] = copy
+            }
+            caches = result.map { $0! }
+        }
     }
 
-    /// A decoding over `encoded` (the encoder's output for a window).
+    /// One sequence's keys and values for each decoder layer, (textContext, width) each.
+    final class SequenceCache {
+        let keys: [UnsafeMutablePointer<Float>]
+        let values: [UnsafeMutablePointer<Float>]
+        let width: Int
+        var length = 0
+
+        init(layers: Int, positions: Int, width: Int) {
+            self.width = width
+            keys = (0..<layers).map { _ in .allocate(capacity: positions * width) }
+            values = (0..<layers).map { _ in .allocate(capacity: positions * width) }
+        }
+
+        deinit {
+            keys.forEach { $0.deallocate() }
+            values.forEach { $0.deallocate() }
+        }
+
+        func copy(from other: SequenceCache) {
+            for l in keys.indices {
+                keys[l].update(from: other.keys[l], count: other.length * width)
+                values[l].update(from: other.values[l], count: other.length * width)
+            }
+            length = other.length
+        }
+    }
+
+    /// The cross-attention weights of chosen heads, kept while tokens are decoded: for each
+    /// decoded row and head, `exp(score − max)` over the encoder's positions (a softmax before
+    /// its normalization, so that any leading span of positions can be normalized on its own).
+    public final class CrossAttentionCapture: @unchecked Sendable {
+        /// (decoder layer, head) pairs.
+        public let heads: [(layer: Int, head: Int)]
+        let positions: Int
+        /// (rows, heads, positions).
+        private var storage: UnsafeMutablePointer<Float>
+        private var capacity: Int
+        public private(set) var rows = 0
+
+        public init(heads: [(layer: Int, head: Int)], positions: Int) {
+            self.heads = heads
+            self.positions = positions
+            capacity = 64
+            storage = .allocate(capacity: capacity * max(1, heads.count) * positions)
+        }
+
+        deinit { storage.deallocate() }
+
+        /// The weights of `row` for the head at `headIndex` in `heads`.
+        public func weights(row: Int, headIndex: Int) -> UnsafeBufferPointer<Float> {
+            precondition(row < rows && headIndex < heads.count)
+            return UnsafeBufferPointer(start: storage + (row * heads.count + headIndex) * positions, count: positions)
+        }
+
+        /// Room for `count` more rows (zeros); returns the first new row.
+        func append(rows count: Int) -> Int {
+            let first = rows, size = max(1, heads.count) * positions
+            if rows + count > capacity {
+                let larger = max(2 * capacity, rows + count)
+                let grown = UnsafeMutablePointer<Float>.allocate(capacity: larger * size)
+                grown.update(from: storage, count: rows * size)
+                storage.deallocate()
+                storage = grown
+                capacity = larger
+            }
+            (storage + rows * size).initialize(repeating: 0, count: count * size)
+            rows += count
+            return first
+        }
+
+        func slot(row: Int, headIndex: Int) -> UnsafeMutablePointer<Float> {
+            storage + (row * heads.count + headIndex) * positions
+        }
+
+        func index(layer: Int, head: Int) -> Int? {
+            heads.firstIndex { $0.layer == layer && $0.head == head }
+        }
+    }
+
+    /// A decoding over `encoded` (the encoder's output for a window), with one empty sequence.
     public func startDecoding(_ encoded: [Float]) -> Decoding {
         let d = dimensions
         let cross = decoderLayers.map { layer -> [Float] in
@@ -397,18 +517,38 @@ public final class WhisperModel: @unchecked Sendable {
         return Decoding(cross: cross, layers: d.decoderLayers, positions: d.textContext, width: d.width)
     }
 
-    /// Evaluates `tokens` after the decoding's current tokens and returns the logits after the
-    /// last one (vocabularySize floats). Tokens go through in chunks of up to 8, each matrix's
-    /// weights read once per chunk; every token's result is the one it gets alone.
-    public func decode(_ tokens: [Int], in state: Decoding) throws -> [Float] {
+    /// Evaluates `tokens` after the current tokens of `sequence` and returns the logits after
+    /// the last one (vocabularySize floats).
+    public func decode(_ tokens: [Int], in state: Decoding, sequence: Int = 0) throws -> [Float] {
+        try decode(tokens, sequences: Array(repeating: sequence, count: tokens.count), in: state,
+                   logitsOf: tokens.isEmpty ? [] : [tokens.count - 1])[0]
+    }
+
+    /// Evaluates one token per row: `tokens[i]` goes after the tokens of sequence
+    /// `sequences[i]` (a sequence may take several rows, in order). Returns the logits after
+    /// each row in `logitsOf`. Rows go through in chunks of up to 8, each matrix's weights read
+    /// once per chunk; a row's result is the one it gets alone. With `capture`, the
+    /// cross-attention weights of its heads are kept for every row.
+    public func decode(_ tokens: [Int], sequences: [Int], in state: Decoding, logitsOf wanted: [Int],
+                       capture: CrossAttentionCapture? = nil) throws -> [[Float]] {
         let d = dimensions, width = d.width
-        guard !tokens.isEmpty else { throw HearthError.invalidArgument("nothing to decode") }
-        guard state.length + tokens.count <= d.textContext else {
-            throw HearthError.contextOverflow(needed: state.length + tokens.count, limit: d.textContext)
-        }
+        guard !tokens.isEmpty, tokens.count == sequences.count else { throw HearthError.invalidArgument("nothing to decode") }
         guard tokens.allSatisfy({ $0 >= 0 && $0 < d.vocabularySize }) else {
             throw HearthError.invalidArgument("a token id is outside Whisper's vocabulary of \(d.vocabularySize)")
         }
+        guard sequences.allSatisfy({ state.caches.indices.contains($0) }), wanted.allSatisfy({ tokens.indices.contains($0) }) else {
+            throw HearthError.invalidArgument("a row names a sequence or a row that does not exist")
+        }
+        var positions = [Int](repeating: 0, count: tokens.count)
+        var lengths = state.caches.map(\.length)
+        for (i, s) in sequences.enumerated() {
+            positions[i] = lengths[s]
+            lengths[s] += 1
+        }
+        if let longest = lengths.max(), longest > d.textContext {
+            throw HearthError.contextOverflow(needed: longest, limit: d.textContext)
+        }
+        let captureStart = capture?.append(rows: tokens.count) ?? 0
         let chunk = 8
         let x = UnsafeMutablePointer<Float>.allocate(capacity: chunk * width)
         let normed = UnsafeMutablePointer<Float>.allocate(capacity: chunk * width)
@@ -416,16 +556,16 @@ public final class WhisperModel: @unchecked Sendable {
         let attended = UnsafeMutablePointer<Float>.allocate(capacity: chunk * width)
         let projected = UnsafeMutablePointer<Float>.allocate(capacity: chunk * width)
         let hidden = UnsafeMutablePointer<Float>.allocate(capacity: chunk * 4 * width)
-        let scores = UnsafeMutablePointer<Float>.allocate(capacity: pool.threadCount * max(d.audioContext, d.textContext))
-        defer { [x, normed, qkv, attended, projected, hidden, scores].forEach { $0.deallocate() } }
-        let scale = 1 / Float(d.headDimension).squareRoot()
+        let finals = UnsafeMutablePointer<Float>.allocate(capacity: max(1, wanted.count) * width)
+        defer { [x, normed, qkv, attended, projected, hidden, finals].forEach { $0.deallocate() } }
+        let wantedIndex = Dictionary(wanted.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         for start in stride(from: 0, to: tokens.count, by: chunk) {
-            let rows = Array(tokens[start..<min(start + chunk, tokens.count)])
-            let n = rows.count, first = state.length
-            for (j, token) in rows.enumerated() {
+            let rows = start..<min(start + chunk, tokens.count)
+            let n = rows.count
+            for (j, r) in rows.enumerated() {
                 let row = x + j * width
-                embedding.row(token, into: row)
-                for i in 0..<width { row[i] += decoderPositions[(first + j) * width + i] }
+                embedding.row(tokens[r], into: row)
+                for i in 0..<width { row[i] += decoderPositions[positions[r] * width + i] }
             }
             func norm(_ layerNorm: LayerNorm) {
                 normed.update(from: x, count: n * width)
@@ -435,20 +575,17 @@ public final class WhisperModel: @unchecked Sendable {
                 for i in 0..<n * width { x[i] += projected[i] }
             }
             for (l, layer) in decoderLayers.enumerated() {
-                // Self-attention: each token over itself and the tokens before it.
+                // Self-attention: each token over itself and the tokens before it in its sequence.
                 norm(layer.selfNorm)
                 multiply(layer.selfQKV, normed, count: n, output: qkv)
-                state.keys[l].withUnsafeMutableBufferPointer { keys in
-                    state.values[l].withUnsafeMutableBufferPointer { values in
-                        for j in 0..<n {
-                            (keys.baseAddress! + (first + j) * width).update(from: qkv + j * 3 * width + width, count: width)
-                            (values.baseAddress! + (first + j) * width).update(from: qkv + j * 3 * width + 2 * width, count: width)
-                        }
-                        for j in 0..<n {
-                            attendOne(query: qkv + j * 3 * width, keys: keys.baseAddress!, values: values.baseAddress!, stride: width,
-                                      count: first + j + 1, scale: scale, scores: scores, output: attended + j * width)
-                        }
-                    }
+                for (j, r) in rows.enumerated() {
+                    let cache = state.caches[sequences[r]]
+                    (cache.keys[l] + positions[r] * width).update(from: qkv + j * 3 * width + width, count: width)
+                    (cache.values[l] + positions[r] * width).update(from: qkv + j * 3 * width + 2 * width, count: width)
+                }
+                attend(rows: n, queries: qkv, queryStride: 3 * width, output: attended) { j in
+                    let r = rows.lowerBound + j, cache = state.caches[sequences[r]]
+                    return (UnsafePointer(cache.keys[l]), UnsafePointer(cache.values[l]), width, positions[r] + 1, nil)
                 }
                 multiply(layer.selfOutput, attended, count: n, output: projected)
                 addProjected()
@@ -456,9 +593,9 @@ public final class WhisperModel: @unchecked Sendable {
                 norm(layer.crossNorm)
                 multiply(layer.crossQuery, normed, count: n, output: qkv)
                 state.cross[l].withUnsafeBufferPointer { kv in
-                    for j in 0..<n {
-                        attendOne(query: qkv + j * width, keys: kv.baseAddress!, values: kv.baseAddress! + width, stride: 2 * width,
-                                  count: d.audioContext, scale: scale, scores: scores, output: attended + j * width)
+                    let keys = kv.baseAddress!, values = kv.baseAddress! + width
+                    attend(rows: n, queries: qkv, queryStride: width, output: attended) { j in
+                        (keys, values, 2 * width, d.audioContext, capture.map { (capture: $0, layer: l, row: captureStart + rows.lowerBound + j) })
                     }
                 }
                 multiply(layer.crossOutput, attended, count: n, output: projected)
@@ -470,26 +607,44 @@ public final class WhisperModel: @unchecked Sendable {
                 multiply(layer.down, hidden, count: n, output: projected)
                 addProjected()
             }
-            for _ in 0..<n { state.advance() }
+            for (j, r) in rows.enumerated() {
+                guard let k = wantedIndex[r] else { continue }
+                (finals + k * width).update(from: x + j * width, count: width)
+                decoderNorm(finals + k * width)
+            }
         }
-        // The logits of the last token only.
-        let last = x + ((tokens.count - 1) % chunk) * width
-        decoderNorm(last)
-        var logits = [Float](repeating: 0, count: d.vocabularySize)
-        logits.withUnsafeMutableBufferPointer { multiply(embedding, last, count: 1, output: $0.baseAddress!) }
-        return logits
+        for s in state.caches.indices { state.caches[s].length = lengths[s] }
+        guard !wanted.isEmpty else { return [] }
+        var logits = [Float](repeating: 0, count: wanted.count * d.vocabularySize)
+        logits.withUnsafeMutableBufferPointer { multiply(embedding, finals, count: wanted.count, output: $0.baseAddress!) }
+        return (0..<wanted.count).map { Array(logits[($0 * d.vocabularySize)..<(($0 + 1) * d.vocabularySize)]) }
     }
 
-    /// One query (all heads) over `count` keys and values: softmax(scale · q·k) v per head, the
-    /// heads split across the threads. `scores` holds `threads * count` floats.
-    private func attendOne(query: UnsafePointer<Float>, keys: UnsafePointer<Float>, values: UnsafePointer<Float>, stride: Int,
-                           count: Int, scale: Float, scores: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>) {
-        let hd = dimensions.headDimension, heads = dimensions.heads, threads = pool.threadCount
+    /// Where one row's query looks: keys and values (position `p` at `p * stride`), how many
+    /// positions, and whether its weights are captured.
+    typealias AttentionSource = (keys: UnsafePointer<Float>, values: UnsafePointer<Float>, stride: Int, count: Int,
+                                 capture: (capture: CrossAttentionCapture, layer: Int, row: Int)?)
+
+    /// Attention of `rows` queries (all heads each) over their sources: softmax(scale · q·k) v
+    /// per head, the rows' heads split across the threads.
+    private func attend(rows: Int, queries: UnsafePointer<Float>, queryStride: Int, output: UnsafeMutablePointer<Float>,
+                        source: (Int) -> AttentionSource) {
+        let d = dimensions, hd = d.headDimension, heads = d.heads, threads = pool.threadCount, width = d.width
+        let scale = 1 / Float(hd).squareRoot()
+        let sources = (0..<rows).map(source)
+        let longest = sources.map(\.count).max() ?? 0
+        let scores = UnsafeMutablePointer<Float>.allocate(capacity: threads * longest)
+        defer { scores.deallocate() }
         pool.run { thread in
-            let scores = scores + thread * count
-            for head in WorkerPool.chunk(heads, part: thread, of: threads) {
-                VectorMath.attend(query: query + head * hd, keys: keys + head * hd, values: values + head * hd, stride: stride,
-                                  count: count, headDimension: hd, scale: scale, scores: scores, output: output + head * hd)
+            let scores = scores + thread * longest
+            for item in WorkerPool.chunk(rows * heads, part: thread, of: threads) {
+                let j = item / heads, head = item % heads, s = sources[j]
+                VectorMath.attend(query: queries + j * queryStride + head * hd, keys: s.keys + head * hd, values: s.values + head * hd,
+                                  stride: s.stride, count: s.count, headDimension: hd, scale: scale, scores: scores,
+                                  output: output + j * width + head * hd)
+                if let c = s.capture, let h = c.capture.index(layer: c.layer, head: head) {
+                    c.capture.slot(row: c.row, headIndex: h).update(from: scores, count: s.count)
+                }
             }
         }
     }
