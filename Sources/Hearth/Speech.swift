@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HearthSpeech
+import Synchronization
 
 /// Speech to text with a Whisper model running on this machine.
 ///
@@ -27,7 +28,8 @@ public final class SpeechModel: Sendable {
         self.name = name ?? path
     }
 
-    /// The transcription of an audio file (WAV, or any format ffmpeg reads).
+    /// The transcription of an audio file (WAV, or any format ffmpeg reads). Cancelling the
+    /// task stops it between decoding steps with `CancellationError`.
     public func transcribe(audioURL: URL, config: TranscriptionConfig = TranscriptionConfig(),
                            progress: @escaping @Sendable (Double, [TranscriptionSegment]) -> Void = { _, _ in }) async throws -> Transcription {
         let audio = try AudioSamples.load(contentsOf: audioURL)
@@ -35,14 +37,82 @@ public final class SpeechModel: Sendable {
     }
 
     /// The transcription of 16 kHz mono samples; `progress` hears the seconds done and the new
-    /// segments after each 30-second window.
+    /// segments after each 30-second window. Cancelling the task stops it.
     public func transcribe(samples: [Float], config: TranscriptionConfig = TranscriptionConfig(),
                            progress: @escaping @Sendable (Double, [TranscriptionSegment]) -> Void = { _, _ in }) async throws -> Transcription {
         let transcriber = self.transcriber
-        return try await withCheckedThrowingContinuation { done in
-            queue.async { done.resume(with: Result { try transcriber.transcribe(samples: samples, config: config, progress: progress) }) }
+        let stop = Stop()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { done in
+                queue.async {
+                    done.resume(with: Result {
+                        try transcriber.transcribe(samples: samples, config: config, progress: progress, isCancelled: stop.isSet)
+                    })
+                }
+            }
+        } onCancel: {
+            stop.set()
         }
     }
+
+    /// The segments of an audio file as they are transcribed, with the progress after each
+    /// 30-second window:
+    ///
+    /// ```swift
+    /// for try await event in whisper.segments(audioURL: url) {
+    ///     if case .segment(let s) = event { print(s.start, s.text) }
+    /// }
+    /// ```
+    ///
+    /// Leaving the loop stops the transcription.
+    public func segments(audioURL: URL, config: TranscriptionConfig = TranscriptionConfig()) -> AsyncThrowingStream<TranscriptionEvent, Error> {
+        events({ try AudioSamples.load(contentsOf: audioURL).samples }, config: config)
+    }
+
+    /// The segments of 16 kHz mono samples as they are transcribed (see `segments(audioURL:)`).
+    public func segments(samples: [Float], config: TranscriptionConfig = TranscriptionConfig()) -> AsyncThrowingStream<TranscriptionEvent, Error> {
+        events({ samples }, config: config)
+    }
+
+    private func events(_ samples: @escaping @Sendable () throws -> [Float],
+                        config: TranscriptionConfig) -> AsyncThrowingStream<TranscriptionEvent, Error> {
+        let transcriber = self.transcriber
+        let stop = Stop()
+        return AsyncThrowingStream { continuation in
+            continuation.onTermination = { _ in stop.set() }
+            queue.async {
+                do {
+                    let samples = try samples()
+                    let duration = Double(samples.count) / Double(AudioSamples.whisperRate)
+                    let result = try transcriber.transcribe(samples: samples, config: config, progress: { done, segments in
+                        for segment in segments { continuation.yield(.segment(segment)) }
+                        continuation.yield(.progress(secondsDone: min(done, duration), duration: duration))
+                    }, isCancelled: stop.isSet)
+                    continuation.yield(.finished(result))
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+        }
+    }
+}
+
+/// What a streamed transcription reports.
+public enum TranscriptionEvent: Sendable {
+    /// A segment, as soon as its window is decoded.
+    case segment(TranscriptionSegment)
+    /// Seconds of audio done, of all there is.
+    case progress(secondsDone: Double, duration: Double)
+    /// The whole transcription, last.
+    case finished(Transcription)
+}
+
+/// A flag set once, from any thread.
+private final class Stop: Sendable {
+    private let flag = Atomic<Bool>(false)
+    func set() { flag.store(true, ordering: .relaxed) }
+    func isSet() -> Bool { flag.load(ordering: .relaxed) }
 }
 
 extension Hearth {

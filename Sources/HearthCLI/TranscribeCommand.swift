@@ -39,6 +39,21 @@ struct TranscribeCommand: AsyncParsableCommand {
     @Option(name: .customLong("initial-prompt"), help: "Text that comes before the audio, to steer spelling and style.")
     var initialPrompt: String?
 
+    @Flag(name: .customLong("word-timestamps"), help: "Time each word (in the json output; segments start and end on words).")
+    var wordTimestamps = false
+
+    @Option(name: .customLong("beam-size"), help: "Hypotheses beam search keeps (1 decodes greedily).")
+    var beamSize = 5
+
+    @Option(help: "The first temperature; 0 uses beam search, above 0 samples.")
+    var temperature = 0.0
+
+    @Flag(name: .customLong("no-fallback"), help: "Keep each window's first decoding even when it repeats itself or is unlikely.")
+    var noFallback = false
+
+    @Option(help: "Seed for sampling at temperatures above 0.")
+    var seed: UInt64 = 0
+
     @Option(name: [.short, .customLong("output-dir")], help: "Write each file's result into this folder.")
     var outputDirectory: String?
 
@@ -54,6 +69,17 @@ struct TranscribeCommand: AsyncParsableCommand {
             throw ValidationError("--format must be one of \(TranscriptFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
         if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512.") }
+        do {
+            try transcriptionConfig.validate()
+        } catch let error as HearthError {
+            throw ValidationError(error.message)
+        }
+    }
+
+    var transcriptionConfig: TranscriptionConfig {
+        TranscriptionConfig(language: language, translate: translate, initialPrompt: initialPrompt, beamSize: beamSize,
+                            temperature: temperature, temperatureIncrement: noFallback ? nil : 0.2,
+                            wordTimestamps: wordTimestamps, seed: seed)
     }
 
     func run() async throws {
@@ -67,7 +93,7 @@ struct TranscribeCommand: AsyncParsableCommand {
                 try await pullIfMissing(model, hearth: hearth, yes: yes)
             }
             let speech = try await hearth.loadTranscriber(model, pullIfMissing: false)
-            let config = TranscriptionConfig(language: language, translate: translate, initialPrompt: initialPrompt)
+            let config = transcriptionConfig
             if let outputDirectory {
                 try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
             }

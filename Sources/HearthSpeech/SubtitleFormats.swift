@@ -24,16 +24,18 @@ extension Transcription {
         case .json:
             struct Output: Encodable {
                 struct Segment: Encodable {
-                    var id: Int, start: Double, end: Double, text: String, tokens: [Int]
-                    var avg_logprob: Double, no_speech_prob: Double
+                    var id: Int, seek: Int, start: Double, end: Double, text: String, tokens: [Int], temperature: Double
+                    var avg_logprob: Double, compression_ratio: Double, no_speech_prob: Double
+                    var words: [TranscriptionWord]?
                 }
                 var text: String, language: String, language_probability: Double, duration: Double
                 var segments: [Segment]
             }
             let output = Output(text: text, language: language, language_probability: languageProbability, duration: duration,
                                 segments: segments.enumerated().map { i, s in
-                                    .init(id: i, start: s.start, end: s.end, text: s.text, tokens: s.tokens,
-                                          avg_logprob: s.averageLogProbability, no_speech_prob: s.noSpeechProbability)
+                                    .init(id: i, seek: s.seek, start: s.start, end: s.end, text: s.text, tokens: s.tokens,
+                                          temperature: s.temperature, avg_logprob: s.averageLogProbability,
+                                          compression_ratio: s.compressionRatio, no_speech_prob: s.noSpeechProbability, words: s.words)
                                 })
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

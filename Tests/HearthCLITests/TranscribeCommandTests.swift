@@ -47,10 +47,20 @@ struct TranscribeCommandTests {
         let vtt = try String(contentsOf: directory.file("out/talk.vtt"), encoding: .utf8)
         #expect(vtt.hasPrefix("WEBVTT\n\n00:00:00.000 --> "), "\(vtt)")
 
-        let json = try await hearth(["transcribe", "models/whisper-base", "talk.wav", "--format", "json", "-t", "2"], in: directory)
+        let json = try await hearth(["transcribe", "models/whisper-base", "talk.wav", "--format", "json", "--word-timestamps",
+                                     "-t", "2"], in: directory)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
         #expect(object["language"] as? String == "en")
-        #expect((object["segments"] as? [[String: Any]])?.count == 1)
+        let segments = try #require(object["segments"] as? [[String: Any]])
+        #expect(segments.count == 1)
+        let words = try #require(segments.first?["words"] as? [[String: Any]])
+        #expect(words.compactMap { $0["word"] as? String }.joined() == " He was not an ill-disposed young man.")
+
+        let greedy = try await hearth(["transcribe", "models/whisper-base", "talk.wav", "--beam-size", "1", "--no-fallback",
+                                       "-t", "2"], in: directory)
+        #expect(greedy.output == "He was not an ill-disposed young man.\n", "\(greedy.errors)")
+        let badBeam = try await hearth(["transcribe", "models/whisper-base", "talk.wav", "--beam-size", "0"], in: directory)
+        #expect(badBeam.status != 0 && badBeam.errors.contains("beam size"), "\(badBeam.errors)")
 
         let notAudio = try await hearth(["transcribe", "models/whisper-base", "notes.mp3"], in: directory)
         #expect(notAudio.status != 0 && notAudio.errors.contains("notes.mp3") && notAudio.errors.contains("ffmpeg"), "\(notAudio.errors)")
@@ -64,18 +74,20 @@ struct TranscribeCommandTests {
         #expect(format.status != 0 && format.errors.contains("--format"), "\(format.errors)")
     }
 
-    /// Ten minutes of espeak-ng speech: a progress line after every window up to the whole
+    /// Ten minutes of espeak-ng reading the GPL, decoded with the defaults (beam search,
+    /// fallback) and word timestamps: a progress line after every window up to the whole
     /// duration, segments in order across the windows, the words it says, and a peak resident
     /// size that does not grow with the audio (measured by /usr/bin/time).
     @Test("a 10-minute file shows its progress and stays within bounded memory")
     func tenMinutes() async throws {
         let directory = try Self.workspace()
-        let sentence = "The quick brown fox jumps over the lazy dog. Speech recognition turns spoken words into text. "
-        try Tools.speech(String(repeating: sentence, count: 120), options: ["-s", "160"], to: directory.file("long.wav"), seconds: 600)
+        let license = try String(contentsOfFile: "/usr/share/common-licenses/GPL-3", encoding: .utf8)
+        let reading = license.split(whereSeparator: \.isWhitespace).prefix(2_000).joined(separator: " ")
+        try Tools.speech(reading, options: ["-s", "160"], to: directory.file("long.wav"), seconds: 600)
         let environment = ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1"]) { _, new in new }
         let child = try Child(try Tools.path("time"),
                               ["-f", "peak %M KB", try TestFiles.hearthBinary.path, "transcribe", "models/whisper-base", "long.wav",
-                               "--language", "en", "--format", "json", "-t", "2"],
+                               "--language", "en", "--format", "json", "--word-timestamps", "-t", "2"],
                               environment: environment, directory: directory, workingDirectory: directory.url)
         let status = await child.wait()
         #expect(status == 0, "\(child.errorText.suffix(500))")
@@ -91,7 +103,12 @@ struct TranscribeCommandTests {
         #expect(times.count == segments.count && times.last!.1 > 590)
         #expect(zip(times, times.dropFirst()).allSatisfy { $0.0 <= $1.0 && $0.1 <= $1.0 + 0.02 })
         let text = (object["text"] as? String ?? "").lowercased()
-        #expect(text.components(separatedBy: "lazy dog").count > 50, "\(text.prefix(300))")
+        #expect(text.components(separatedBy: "software").count > 10, "\(text.prefix(300))")
+        #expect(text.contains("general public license"), "\(text.prefix(300))")
+        let words = segments.flatMap { $0["words"] as? [[String: Any]] ?? [] }
+        #expect(words.count > 1_000)
+        let starts = words.compactMap { $0["start"] as? Double }
+        #expect(starts.count == words.count && zip(starts, starts.dropFirst()).allSatisfy { $0 <= $1 })
     }
 }
 

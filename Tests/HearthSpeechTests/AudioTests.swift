@@ -5,22 +5,6 @@ import HearthTestSupport
 import Testing
 
 /// Speech clips with transcripts from Debian's pocketsphinx-testdata.
-enum SpeechClips {
-    static let directory = URL(fileURLWithPath: "/usr/share/pocketsphinx/test/data")
-
-    static func url(_ clip: String) throws -> URL {
-        let url = directory.appendingPathComponent(clip)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw TestFiles.Missing(description: "\(url.path) is missing: install Debian's pocketsphinx-testdata (apt install pocketsphinx-testdata).")
-        }
-        return url
-    }
-
-    static func fixture(_ name: String) -> URL {
-        TestFiles.packageRoot.appendingPathComponent("Tests/Fixtures/whisper").appendingPathComponent(name)
-    }
-}
-
 /// A WAV file written by hand: `format` 1 (PCM) or 3 (float), interleaved frames.
 func wavFile(format: UInt16, channels: UInt16, rate: UInt32, bits: UInt16, data: [UInt8], extensible: Bool = false) -> [UInt8] {
     var fmt: [UInt8] = []

@@ -36,3 +36,21 @@ public enum Tools {
         }
     }
 }
+
+/// Debian pocketsphinx-testdata's speech clips (16 kHz mono WAV with transcripts) and the
+/// Whisper fixtures made from them.
+public enum SpeechClips {
+    public static let directory = URL(fileURLWithPath: "/usr/share/pocketsphinx/test/data")
+
+    public static func url(_ clip: String) throws -> URL {
+        let url = directory.appendingPathComponent(clip)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw TestFiles.Missing(description: "\(url.path) is missing: install Debian's pocketsphinx-testdata (apt install pocketsphinx-testdata).")
+        }
+        return url
+    }
+
+    public static func fixture(_ name: String) -> URL {
+        TestFiles.packageRoot.appendingPathComponent("Tests/Fixtures/whisper").appendingPathComponent(name)
+    }
+}
