@@ -167,6 +167,22 @@ public enum VectorMath {
         hk_attend_one_f32(bestISA, query, keys, values, Int64(stride), Int64(count), Int64(headDimension), scale, scores, output)
     }
 
+    /// One query head over `count` keys and values stored transposed (element `d` of key `j` at
+    /// `keys[d * count + j]`, likewise the values): `output = Σⱼ softmaxⱼ(scale · q·kⱼ) vⱼ`.
+    /// `scores` (`count` floats) is left holding `exp(scale · q·kⱼ − max)`, the softmax before
+    /// its normalization. Every path gives the same bits.
+    public static func attendTransposed(query: UnsafePointer<Float>, keys: UnsafePointer<Float>, values: UnsafePointer<Float>,
+                                        count: Int, headDimension: Int, scale: Float, scores: UnsafeMutablePointer<Float>,
+                                        output: UnsafeMutablePointer<Float>, path: KernelPath = .best) {
+        hk_attend_transposed_f32(path.isa, query, keys, values, Int64(count), Int64(headDimension), scale, scores, output)
+    }
+
+    /// log Σ exp(xᵢ), or −∞ when every x is −∞; every path gives the same bits.
+    public static func logSumExp(_ x: UnsafeBufferPointer<Float>, path: KernelPath = .best) -> Float {
+        guard let base = x.baseAddress else { return -.infinity }
+        return hk_logsumexp_f32(path.isa, base, Int64(x.count))
+    }
+
     /// Sum of a[i] * b[i] on a chosen path.
     public static func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count: Int, path: KernelPath) -> Float {
         hk_dot_f32(path.isa, a, b, Int64(count))

@@ -366,7 +366,8 @@ public final class WhisperModel: @unchecked Sendable {
     /// Beam search and best-of sampling run several sequences over one window; `reorder`
     /// follows the beams.
     public final class Decoding: @unchecked Sendable {
-        /// (audioContext, 2 width) per layer: keys, then values.
+        /// Per layer, (2 width, audioContext): the keys' features, then the values', each a row
+        /// over the audio positions.
         let cross: [[Float]]
         let layers: Int, positions: Int, width: Int
         private(set) var caches: [SequenceCache]
@@ -505,14 +506,29 @@ public final class WhisperModel: @unchecked Sendable {
     }
 
     /// A decoding over `encoded` (the encoder's output for a window), with one empty sequence.
+    /// Each layer's cross-attention keys and values are kept transposed per head
+    /// (dimension-major), so that a query's products run along the audio positions.
     public func startDecoding(_ encoded: [Float]) -> Decoding {
-        let d = dimensions
+        let d = dimensions, positions = d.audioContext, width = d.width
+        var kv = [Float](repeating: 0, count: positions * 2 * width)
         let cross = decoderLayers.map { layer -> [Float] in
-            var kv = [Float](repeating: 0, count: d.audioContext * 2 * d.width)
             encoded.withUnsafeBufferPointer { x in
-                kv.withUnsafeMutableBufferPointer { multiply(layer.crossKV, x.baseAddress!, count: d.audioContext, output: $0.baseAddress!) }
+                kv.withUnsafeMutableBufferPointer { multiply(layer.crossKV, x.baseAddress!, count: positions, output: $0.baseAddress!) }
             }
-            return kv
+            var transposed = [Float](repeating: 0, count: positions * 2 * width)
+            kv.withUnsafeBufferPointer { kv in
+                transposed.withUnsafeMutableBufferPointer { t in
+                    let (kv, t) = (kv.baseAddress!, t.baseAddress!)
+                    let threads = pool.threadCount
+                    pool.run { thread in
+                        for feature in WorkerPool.chunk(2 * width, part: thread, of: threads) {
+                            let row = t + feature * positions
+                            for p in 0..<positions { row[p] = kv[p * 2 * width + feature] }
+                        }
+                    }
+                }
+            }
+            return transposed
         }
         return Decoding(cross: cross, layers: d.decoderLayers, positions: d.textContext, width: d.width)
     }
@@ -585,7 +601,7 @@ public final class WhisperModel: @unchecked Sendable {
                 }
                 attend(rows: n, queries: qkv, queryStride: 3 * width, output: attended) { j in
                     let r = rows.lowerBound + j, cache = state.caches[sequences[r]]
-                    return (UnsafePointer(cache.keys[l]), UnsafePointer(cache.values[l]), width, positions[r] + 1, nil)
+                    return (UnsafePointer(cache.keys[l]), UnsafePointer(cache.values[l]), width, positions[r] + 1)
                 }
                 multiply(layer.selfOutput, attended, count: n, output: projected)
                 addProjected()
@@ -593,10 +609,8 @@ public final class WhisperModel: @unchecked Sendable {
                 norm(layer.crossNorm)
                 multiply(layer.crossQuery, normed, count: n, output: qkv)
                 state.cross[l].withUnsafeBufferPointer { kv in
-                    let keys = kv.baseAddress!, values = kv.baseAddress! + width
-                    attend(rows: n, queries: qkv, queryStride: width, output: attended) { j in
-                        (keys, values, 2 * width, d.audioContext, capture.map { (capture: $0, layer: l, row: captureStart + rows.lowerBound + j) })
-                    }
+                    attendAudio(rows: n, queries: qkv, cross: kv.baseAddress!, output: attended,
+                                capture: capture.map { (capture: $0, layer: l, firstRow: captureStart + rows.lowerBound) })
                 }
                 multiply(layer.crossOutput, attended, count: n, output: projected)
                 addProjected()
@@ -620,12 +634,11 @@ public final class WhisperModel: @unchecked Sendable {
         return (0..<wanted.count).map { Array(logits[($0 * d.vocabularySize)..<(($0 + 1) * d.vocabularySize)]) }
     }
 
-    /// Where one row's query looks: keys and values (position `p` at `p * stride`), how many
-    /// positions, and whether its weights are captured.
-    typealias AttentionSource = (keys: UnsafePointer<Float>, values: UnsafePointer<Float>, stride: Int, count: Int,
-                                 capture: (capture: CrossAttentionCapture, layer: Int, row: Int)?)
+    /// Where one row's query looks: keys and values (position `p` at `p * stride`) and how many
+    /// positions.
+    typealias AttentionSource = (keys: UnsafePointer<Float>, values: UnsafePointer<Float>, stride: Int, count: Int)
 
-    /// Attention of `rows` queries (all heads each) over their sources: softmax(scale · q·k) v
+    /// Self-attention of `rows` queries (all heads each) over their sources: softmax(scale · q·k) v
     /// per head, the rows' heads split across the threads.
     private func attend(rows: Int, queries: UnsafePointer<Float>, queryStride: Int, output: UnsafeMutablePointer<Float>,
                         source: (Int) -> AttentionSource) {
@@ -642,8 +655,30 @@ public final class WhisperModel: @unchecked Sendable {
                 VectorMath.attend(query: queries + j * queryStride + head * hd, keys: s.keys + head * hd, values: s.values + head * hd,
                                   stride: s.stride, count: s.count, headDimension: hd, scale: scale, scores: scores,
                                   output: output + j * width + head * hd)
-                if let c = s.capture, let h = c.capture.index(layer: c.layer, head: head) {
-                    c.capture.slot(row: c.row, headIndex: h).update(from: scores, count: s.count)
+            }
+        }
+    }
+
+    /// Cross-attention of `rows` queries (rows of `width`) over the audio positions of one
+    /// layer's transposed keys and values (`cross`, see `Decoding.cross`). The work goes head by
+    /// head, so a thread reads one head's keys and values for all the rows together. With
+    /// `capture`, the weights of its heads are kept for rows `firstRow...`.
+    private func attendAudio(rows: Int, queries: UnsafePointer<Float>, cross: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>,
+                             capture: (capture: CrossAttentionCapture, layer: Int, firstRow: Int)?) {
+        let d = dimensions, hd = d.headDimension, heads = d.heads, threads = pool.threadCount, width = d.width
+        let positions = d.audioContext, scale = 1 / Float(hd).squareRoot()
+        let scores = UnsafeMutablePointer<Float>.allocate(capacity: threads * positions)
+        defer { scores.deallocate() }
+        let values = cross + width * positions
+        pool.run { thread in
+            let scores = scores + thread * positions
+            for item in WorkerPool.chunk(rows * heads, part: thread, of: threads) {
+                let head = item / rows, j = item % rows
+                VectorMath.attendTransposed(query: queries + j * width + head * hd, keys: cross + head * hd * positions,
+                                            values: values + head * hd * positions, count: positions, headDimension: hd,
+                                            scale: scale, scores: scores, output: output + j * width + head * hd)
+                if let c = capture, let h = c.capture.index(layer: c.layer, head: head) {
+                    c.capture.slot(row: c.firstRow + j, headIndex: h).update(from: scores, count: positions)
                 }
             }
         }

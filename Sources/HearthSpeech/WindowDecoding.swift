@@ -1,6 +1,7 @@
 import CZlib
 import Foundation
 import HearthFormats
+import HearthKernels
 
 /// Whisper's rules for the next token of a hypothesis: suppressed tokens never, a blank or
 /// end of text not first, timestamps in pairs and never decreasing, the first one within the
@@ -62,12 +63,7 @@ struct TokenRules {
 public enum Sampling {
     /// log Σ exp(xᵢ), or −∞ when every x is −∞.
     static func logSumExp(_ x: UnsafeBufferPointer<Float>) -> Float {
-        var largest = -Float.infinity
-        for v in x where v > largest { largest = v }
-        guard largest > -.infinity else { return -.infinity }
-        var sum: Float = 0
-        for v in x where v > -.infinity { sum += Foundation.exp(v - largest) }
-        return largest + Foundation.log(sum)
+        VectorMath.logSumExp(x)
     }
 
     /// The `k` largest values of `x` with their indices, largest first (the lower index first

@@ -29,6 +29,17 @@ void hk_matmul_f16w_f32(int isa, const uint16_t *w, int64_t r0, int64_t r1, int6
 void hk_attend_one_f32(int isa, const float *q, const float *keys, const float *values, int64_t stride, int64_t count,
                        int64_t head_dim, float scale, float *scores, float *out);
 
+/// One query head of head_dim floats over `count` keys and values stored transposed: key j's
+/// element d at kt[d * count + j], value j's at vt[d * count + j]. out = Σⱼ softmaxⱼ(scale · q·kⱼ) vⱼ;
+/// `scores` (count floats) is left holding exp(scale · q·kⱼ − max), the softmax before its
+/// normalization. Both paths give the same bits.
+void hk_attend_transposed_f32(int isa, const float *q, const float *kt, const float *vt, int64_t count, int64_t head_dim,
+                              float scale, float *scores, float *out);
+
+/// log Σⱼ exp(x[j]) (−∞ when every x is −∞), the exponentials hk_exp_approx's, summed in 8
+/// lanes; both paths give the same bits.
+float hk_logsumexp_f32(int isa, const float *x, int64_t n);
+
 #ifdef __cplusplus
 }
 #endif
