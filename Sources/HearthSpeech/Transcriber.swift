@@ -77,14 +77,20 @@ public final class Transcriber: @unchecked Sendable {
 
         var language = config.language.map { WhisperLanguages.code(of: $0) ?? $0 }
         var languageProbability = 1.0
+        // Detection encodes the first window; when the audio fills it, the loop's first window
+        // is the same input and reuses that encoding.
+        var firstWindow: [Float]?
         if let code = language {
             guard t.languageToken(code) != nil else {
                 throw HearthError.invalidArgument("\"\(code)\" is not a language this model knows; use one of \(t.languages.map(\.code).joined(separator: ", "))")
             }
         } else {
-            let ranked = try detectLanguage(mel)
+            let frames = min(mel.frameCount, d.windowFrames)
+            let encoded = encodeWindow(mel, from: 0, frames: frames)
+            let ranked = try detectLanguage(encoded: encoded)
             language = ranked[0].code
             languageProbability = ranked[0].probability
+            if frames == min(d.windowFrames, contentFrames) { firstWindow = encoded }
         }
         let sotSequence = [t.startOfTranscript, t.languageToken(language!)!, config.translate ? t.translate : t.transcribe]
         let aligner = config.wordTimestamps
@@ -103,7 +109,9 @@ public final class Transcriber: @unchecked Sendable {
             let timeOffset = Double(seek) / framesPerSecond
             let segmentSize = min(d.windowFrames, contentFrames - seek)
             let segmentDuration = Double(segmentSize) / framesPerSecond
-            let encoded = encodeWindow(mel, from: seek, frames: segmentSize)
+            let encoded = seek == 0 ? firstWindow ?? encodeWindow(mel, from: seek, frames: segmentSize)
+                : encodeWindow(mel, from: seek, frames: segmentSize)
+            firstWindow = nil
 
             var prompt: [Int] = []
             let previous = Array(allTokens[promptResetSince...])
