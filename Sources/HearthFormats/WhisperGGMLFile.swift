@@ -9,13 +9,17 @@ public struct WhisperGGMLHyperparameters: Sendable, Equatable {
     public let audioContext: Int
     /// Encoder width (`n_audio_state`).
     public let audioWidth: Int
+    /// Encoder attention heads (`n_audio_head`).
     public let audioHeads: Int
+    /// Encoder layers (`n_audio_layer`).
     public let audioLayers: Int
     /// Decoder positions (`n_text_ctx`, 448).
     public let textContext: Int
     /// Decoder width (`n_text_state`).
     public let textWidth: Int
+    /// Decoder attention heads (`n_text_head`).
     public let textHeads: Int
+    /// Decoder layers (`n_text_layer`).
     public let textLayers: Int
     /// Mel bands of the input (`n_mels`: 80, or 128 for large v3).
     public let melCount: Int
@@ -33,6 +37,7 @@ public struct WhisperGGMLTensor: Sendable, Equatable {
     public let name: String
     /// Sizes, outermost first as PyTorch wrote them (the file lists them innermost first).
     public let shape: [Int]
+    /// The element type: F32, F16, or a quantized block type.
     public let type: GGMLType
     /// Byte range of the data from the start of the file.
     public let bytes: Range<Int>
@@ -55,6 +60,7 @@ public final class WhisperGGMLFile: Sendable {
     /// the file starts with the bytes `lmgg`.
     public static let magic: UInt32 = 0x6767_6D6C
 
+    /// The model's sizes.
     public let hyperparameters: WhisperGGMLHyperparameters
     /// Rows of the mel filter bank (one per band).
     public let melFilterBands: Int
@@ -66,6 +72,7 @@ public final class WhisperGGMLFile: Sendable {
     public let tokens: [Range<Int>]
     /// Tensors in file order.
     public let tensors: [WhisperGGMLTensor]
+    /// The mapping that tensor and token views point into.
     public let mapping: MappedFile
 
     private let index: [String: Int]
@@ -88,6 +95,7 @@ public final class WhisperGGMLFile: Sendable {
         return head.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) } == magic
     }
 
+    /// Reads the file in an existing mapping.
     public init(mapping: MappedFile) throws {
         self.mapping = mapping
         var reader = ByteReader(mapping.bytes, path: mapping.path)

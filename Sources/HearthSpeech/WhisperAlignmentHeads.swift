@@ -43,7 +43,7 @@ extension WhisperSettings {
     ]
 
     /// The published heads of the model with sizes `d`, else the default ones.
-    static func knownAlignmentHeads(_ d: WhisperDimensions) -> [(layer: Int, head: Int)] {
+    static func alignmentHeads(for d: WhisperDimensions) -> [(layer: Int, head: Int)] {
         let sizes = ModelSizes(encoderLayers: d.encoderLayers, decoderLayers: d.decoderLayers, width: d.width,
                                vocabularySize: d.vocabularySize)
         return publishedAlignmentHeads[sizes] ?? defaultAlignmentHeads(d)

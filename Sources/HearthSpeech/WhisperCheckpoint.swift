@@ -161,17 +161,15 @@ extension WhisperCheckpoint {
 
     /// The layer norm `weight` over `width` features.
     func norm(_ weight: WhisperWeight, width: Int) throws -> LayerNorm {
-        guard let piece = pieces(of: weight).first, pieces(of: weight).count == 1, let shift = piece.bias else {
-            preconditionFailure("a layer norm is one scale and one shift")
-        }
-        return LayerNorm(weight: try floats(piece.weight, [width]), bias: try floats(shift, [width]))
+        let pieces = pieces(of: weight)
+        guard pieces.count == 1, let shift = pieces[0].bias else { preconditionFailure("a layer norm is one scale and one shift") }
+        return LayerNorm(weight: try floats(pieces[0].weight, [width]), bias: try floats(shift, [width]))
     }
 
     /// The plain tensor `weight` (positions) as floats of `shape`.
     func floats(_ weight: WhisperWeight, _ shape: [Int]) throws -> [Float] {
-        guard let piece = pieces(of: weight).first, pieces(of: weight).count == 1 else {
-            preconditionFailure("a plain tensor is one piece")
-        }
-        return try floats(piece.weight, shape)
+        let pieces = pieces(of: weight)
+        guard pieces.count == 1 else { preconditionFailure("a plain tensor is one piece") }
+        return try floats(pieces[0].weight, shape)
     }
 }

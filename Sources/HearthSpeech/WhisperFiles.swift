@@ -125,7 +125,7 @@ public struct WhisperFiles {
         var suppressed = generation?.suppress_tokens ?? [-1]
         if suppressed.contains(-1) { suppressed = suppressed.filter { $0 >= 0 } + tokenizer.nonSpeechTokens }
         let heads = try generation?.alignment_heads.map { try alignmentHeads($0, model.dimensions, path: generationURL.path) }
-            ?? WhisperSettings.knownAlignmentHeads(model.dimensions)
+            ?? WhisperSettings.alignmentHeads(for: model.dimensions)
         return WhisperFiles(model: model, tokenizer: tokenizer,
                             settings: WhisperSettings(suppressed: suppressed, suppressedAtBegin: generation?.begin_suppress_tokens,
                                                       alignmentHeads: heads))
@@ -141,7 +141,7 @@ public struct WhisperFiles {
         let model = try WhisperModel(file, threads: threads)
         return WhisperFiles(model: model, tokenizer: tokenizer,
                             settings: WhisperSettings(suppressed: tokenizer.nonSpeechTokens, suppressedAtBegin: nil,
-                                                      alignmentHeads: WhisperSettings.knownAlignmentHeads(model.dimensions)))
+                                                      alignmentHeads: WhisperSettings.alignmentHeads(for: model.dimensions)))
     }
 
     /// The JSON file at `url` as `T`, or nil when there is no such file.

@@ -95,13 +95,21 @@ struct CTranslate2Checkpoint: WhisperCheckpoint {
 
 /// The sizes in a Hugging Face Whisper `config.json`, under Transformers' names.
 public struct WhisperConfig: Decodable, Sendable {
+    /// `whisper`.
     public let modelType: String?
+    /// Tokens the model scores.
     public let vocabularySize: Int
+    /// Mel bands of the input.
     public let melCount: Int
+    /// Width of the encoder and the decoder.
     public let width: Int
+    /// Encoder layers.
     public let encoderLayers: Int
+    /// Encoder attention heads.
     public let encoderHeads: Int
+    /// Decoder layers.
     public let decoderLayers: Int
+    /// Decoder attention heads.
     public let decoderHeads: Int
     /// Encoder positions: 1500.
     public let audioContext: Int
