@@ -17,12 +17,10 @@ public final class SpeechModel: Sendable {
     public let transcriber: Transcriber
     private let queue = DispatchQueue(label: "hearth.speech")
 
-    /// Loads the faster-whisper (CTranslate2) model folder at `path`.
+    /// Loads the Whisper model at `path`: a faster-whisper (CTranslate2) folder, a Hugging Face
+    /// folder (`model.safetensors` and `config.json`), or a whisper.cpp file (`ggml-base.bin`).
     public init(path: String, name: String? = nil, threads: Int? = nil) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw HearthError.fileNotFound(path: path)
-        }
+        guard FileManager.default.fileExists(atPath: path) else { throw HearthError.fileNotFound(path: path) }
         transcriber = try Transcriber(contentsOf: URL(fileURLWithPath: path),
                                       threads: threads ?? ProcessInfo.processInfo.activeProcessorCount)
         self.name = name ?? path
@@ -117,8 +115,11 @@ private final class Stop: Sendable {
 
 extension Hearth {
     /// Loads the Whisper model called `name`: a faster-whisper folder (`model.bin`,
-    /// `tokenizer.json`, `config.json`) or a Hub repository in that form
-    /// (`Systran/faster-whisper-base`), pulled first unless `pullIfMissing` is false.
+    /// `tokenizer.json`, `config.json`), a Hugging Face folder (`model.safetensors`,
+    /// `config.json`, `tokenizer.json`, `generation_config.json`), a whisper.cpp file
+    /// (`ggml-base.bin`), or a Hub repository in one of the folder forms
+    /// (`Systran/faster-whisper-base`, `openai/whisper-base`), pulled first unless
+    /// `pullIfMissing` is false.
     public func loadTranscriber(_ name: String, pullIfMissing: Bool = true) async throws -> SpeechModel {
         try SpeechModel(path: try await modelFolder(name, pullIfMissing: pullIfMissing), name: name, threads: configuration.threads)
     }

@@ -13,15 +13,17 @@ struct TranscribeCommand: AsyncParsableCommand {
         commandName: "transcribe",
         abstract: "Turn speech in audio files into text with a Whisper model.",
         discussion: """
-            MODEL is a faster-whisper (CTranslate2) folder such as models/whisper-base, or a Hub repository in \
-            that form (Systran/faster-whisper-base), pulled first if needed. FILE is a WAV file (any rate, any \
-            channels) or, with ffmpeg installed, any audio or video file ffmpeg reads. Without -o the result goes \
-            to standard output; with -o DIR each FILE becomes DIR/NAME.EXT. Long files show their progress on \
-            standard error.
+            MODEL is a Whisper model in one of three layouts: a faster-whisper (CTranslate2) folder with \
+            model.bin, such as models/whisper-base; a Hugging Face folder with model.safetensors and \
+            config.json (openai/whisper-base); or a whisper.cpp file such as ggml-base.bin. A Hub repository of \
+            either folder form (Systran/faster-whisper-base, openai/whisper-base) is pulled first if needed. FILE \
+            is a WAV file (any rate, any channels) or, with ffmpeg installed, any audio or video file ffmpeg \
+            reads. Without -o the result goes to standard output; with -o DIR each FILE becomes DIR/NAME.EXT. \
+            Long files show their progress on standard error.
             """
     )
 
-    @Argument(help: "A Whisper model: a faster-whisper folder or a Hub repository.")
+    @Argument(help: "A Whisper model: a faster-whisper or Hugging Face folder, a whisper.cpp .bin file, or a Hub repository.")
     var model: String
 
     @Argument(help: "Audio files to transcribe.")

@@ -17,7 +17,7 @@ public final class Transcriber: @unchecked Sendable {
     /// Cross-attention heads that follow the alignment of text to audio.
     let alignmentHeads: [(layer: Int, head: Int)]
 
-    /// Loads a Whisper model folder (see `WhisperFiles.load`).
+    /// Loads a Whisper model folder or whisper.cpp file (see `WhisperFiles.load`).
     public convenience init(contentsOf directory: URL, threads: Int = ProcessInfo.processInfo.activeProcessorCount) throws {
         try self.init(try WhisperFiles.load(directory, threads: threads))
     }

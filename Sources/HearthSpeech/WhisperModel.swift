@@ -34,10 +34,10 @@ struct LayerNorm {
     }
 }
 
-/// The Whisper encoder-decoder, in float32 from a CTranslate2 `model.bin` (faster-whisper's
-/// format): a two-convolution front end and pre-norm transformer encoder over the log-mel
-/// spectrogram, and a decoder that attends to its own tokens (cached) and to the encoder's
-/// output.
+/// The Whisper encoder-decoder, in float32 from faster-whisper's CTranslate2 `model.bin`, a
+/// Hugging Face `model.safetensors` or a whisper.cpp file: a two-convolution front end and
+/// pre-norm transformer encoder over the log-mel spectrogram, and a decoder that attends to
+/// its own tokens (cached) and to the encoder's output.
 public final class WhisperModel: @unchecked Sendable {
     public let dimensions: WhisperDimensions
     /// The file the weights came from.
@@ -116,122 +116,62 @@ public final class WhisperModel: @unchecked Sendable {
         try self.init(CTranslate2File(path: path), threads: threads)
     }
 
-    public init(_ file: CTranslate2File, threads: Int) throws {
-        let path = file.mapping.path
-        self.path = path
-        guard file.specName == "WhisperSpec" else {
-            throw HearthError.unsupportedModel(reason: "\(path) holds a CTranslate2 \(file.specName.isEmpty ? "model" : file.specName), not Whisper")
-        }
-        func variable(_ name: String) throws -> CTranslate2Variable {
-            guard let v = file.variable(named: name) else {
-                throw HearthError.invalidModelFile(path: path, reason: "variable \(name) is missing")
-            }
-            return v
-        }
-        func floats(_ name: String, _ shape: [Int]) throws -> [Float] {
-            let v = try variable(name)
-            guard v.shape == shape else {
-                throw HearthError.invalidModelFile(path: path, reason: "variable \(name) has shape \(v.shape), expected \(shape)")
-            }
-            let type: GGMLType
-            switch v.dtype {
-            case .float32: type = .f32
-            case .float16: type = .f16
-            case .bfloat16: type = .bf16
-            default:
-                throw HearthError.unsupportedModel(reason: "variable \(name) of \(path) is \(v.dtype); Hearth reads float32, float16 and bfloat16 Whisper weights (convert with --quantization float16)")
-            }
-            var values = [Float](repeating: 0, count: v.elementCount)
-            try values.withUnsafeMutableBufferPointer {
-                try dequantizeRow(type, file.data(for: v).baseAddress!, into: $0.baseAddress!, count: v.elementCount)
-            }
-            return values
-        }
-        let embeddingShape = try variable("decoder/embeddings/weight").shape
-        let convShape = try variable("encoder/conv1/weight").shape
-        let encoderPositionShape = try variable("encoder/position_encodings/encodings").shape
-        let decoderPositionShape = try variable("decoder/position_encodings/encodings").shape
-        guard embeddingShape.count == 2, convShape.count == 3, convShape[2] == 3, encoderPositionShape.count == 2,
-              decoderPositionShape.count == 2 else {
-            throw HearthError.invalidModelFile(path: path, reason: "its embeddings or convolutions have unexpected shapes")
-        }
-        let width = embeddingShape[1]
-        func count(_ prefix: String) -> Int {
-            var n = 0
-            while file.variable(named: "\(prefix)/layer_\(n)/ffn/linear_0/weight") != nil { n += 1 }
-            return n
-        }
-        let heads = try file.integer(named: "encoder/num_heads") ?? 8
-        guard heads > 0, width % heads == 0, convShape[0] == width else {
-            throw HearthError.invalidModelFile(path: path, reason: "width \(width) does not split into \(heads) heads")
-        }
-        if let activation = try file.integer(named: "decoder/activation"), activation != 3 {
-            throw HearthError.unsupportedModel(reason: "\(path) uses activation \(activation); Whisper's is GELU (3)")
-        }
-        dimensions = WhisperDimensions(melCount: convShape[1], audioContext: encoderPositionShape[0], width: width, heads: heads,
-                                       encoderLayers: count("encoder"), decoderLayers: count("decoder"),
-                                       vocabularySize: embeddingShape[0], textContext: decoderPositionShape[0])
-        let d = dimensions
+    /// The weights of a faster-whisper (CTranslate2) `model.bin`.
+    public convenience init(_ file: CTranslate2File, threads: Int) throws {
+        try self.init(checkpoint: CTranslate2Checkpoint(file), threads: threads)
+    }
+
+    /// The weights of a Hugging Face checkpoint (`openai/whisper-*`): its `model.safetensors`
+    /// and the sizes in its `config.json`.
+    public convenience init(_ file: SafetensorsFile, config: WhisperConfig, threads: Int) throws {
+        try self.init(checkpoint: HuggingFaceWhisperCheckpoint(file, config: config), threads: threads)
+    }
+
+    /// The weights of a whisper.cpp file (`ggml-base.bin`). Hearth computes Whisper in float:
+    /// F16 matrices stay half precision where the decoder reads them a token at a time, and
+    /// quantized ones (Q8_0, Q5_0, Q4_0…) are dequantized to float here, so a quantized file
+    /// saves disk and download but neither memory nor time.
+    public convenience init(_ file: WhisperGGMLFile, threads: Int) throws {
+        try self.init(checkpoint: WhisperGGMLCheckpoint(file), threads: threads)
+    }
+
+    /// The model from the weights of any layout, each checked against the checkpoint's sizes.
+    init(checkpoint w: some WhisperCheckpoint, threads: Int) throws {
+        path = w.path
+        dimensions = w.dimensions
+        let d = dimensions, width = d.width
         guard d.encoderLayers > 0, d.decoderLayers > 0 else {
             throw HearthError.invalidModelFile(path: path, reason: "it has no encoder or decoder layers")
         }
-        /// `name/weight` of `shape` as a matrix of shape[0] rows (a convolution's kernel taps
-        /// folded into its columns), with `name/bias` when `bias`.
-        func dense(_ name: String, shape: [Int], bias: Bool = true) throws -> DenseMatrix {
-            let w = try floats(name + "/weight", shape)
-            let b = bias ? try floats(name + "/bias", [shape[0]]) : nil
-            let rows = shape[0], columns = shape.dropFirst().reduce(1, *)
-            return w.withUnsafeBufferPointer { w in
-                if let b { return b.withUnsafeBufferPointer { DenseMatrix(rows: rows, columns: columns, weights: w.baseAddress!, bias: $0.baseAddress!) } }
-                return DenseMatrix(rows: rows, columns: columns, weights: w.baseAddress!, bias: nil)
-            }
-        }
-        func dense(_ name: String, rows: Int, columns: Int) throws -> DenseMatrix {
-            try dense(name, shape: [rows, columns])
-        }
-        func vector(_ name: String, rows: Int, columns: Int, bias: Bool = true) throws -> VectorMatrix {
-            let v = try variable(name + "/weight")
-            guard v.dtype == .float16 else { return .float(try dense(name, shape: [rows, columns], bias: bias)) }
-            guard v.shape == [rows, columns] else {
-                throw HearthError.invalidModelFile(path: path, reason: "variable \(name)/weight has shape \(v.shape), expected \([rows, columns])")
-            }
-            return .half(HalfMatrix(rows: rows, columns: columns, halfBits: file.data(for: v).baseAddress!,
-                                    bias: bias ? try floats(name + "/bias", [rows]) : nil))
-        }
-        func norm(_ name: String) throws -> LayerNorm {
-            LayerNorm(weight: try floats(name + "/gamma", [width]), bias: try floats(name + "/beta", [width]))
-        }
-        conv1 = try dense("encoder/conv1", shape: [width, d.melCount, 3])
-        conv2 = try dense("encoder/conv2", shape: [width, width, 3])
-        encoderPositions = try floats("encoder/position_encodings/encodings", [d.audioContext, width])
+        conv1 = try w.dense(.conv1, shape: [width, d.melCount, 3])
+        conv2 = try w.dense(.conv2, shape: [width, width, 3])
+        encoderPositions = try w.floats(.encoderPositions, [d.audioContext, width])
         encoderLayers = try (0..<d.encoderLayers).map { i in
-            let p = "encoder/layer_\(i)/"
-            return EncoderLayer(
-                attentionNorm: try norm(p + "self_attention/layer_norm"),
-                qkv: try dense(p + "self_attention/linear_0", rows: 3 * width, columns: width),
-                attentionOutput: try dense(p + "self_attention/linear_1", rows: width, columns: width),
-                feedForwardNorm: try norm(p + "ffn/layer_norm"),
-                up: try dense(p + "ffn/linear_0", rows: 4 * width, columns: width),
-                down: try dense(p + "ffn/linear_1", rows: width, columns: 4 * width))
+            EncoderLayer(
+                attentionNorm: try w.norm(.encoderAttentionNorm(i), width: width),
+                qkv: try w.dense(.encoderQKV(i), shape: [3 * width, width]),
+                attentionOutput: try w.dense(.encoderAttentionOutput(i), shape: [width, width]),
+                feedForwardNorm: try w.norm(.encoderFeedForwardNorm(i), width: width),
+                up: try w.dense(.encoderUp(i), shape: [4 * width, width]),
+                down: try w.dense(.encoderDown(i), shape: [width, 4 * width]))
         }
-        encoderNorm = try norm("encoder/layer_norm")
-        embedding = try vector("decoder/embeddings", rows: d.vocabularySize, columns: width, bias: false)
-        decoderPositions = try floats("decoder/position_encodings/encodings", [d.textContext, width])
+        encoderNorm = try w.norm(.encoderNorm, width: width)
+        embedding = try w.vector(.tokenEmbedding, rows: d.vocabularySize, columns: width, bias: false)
+        decoderPositions = try w.floats(.decoderPositions, [d.textContext, width])
         decoderLayers = try (0..<d.decoderLayers).map { i in
-            let p = "decoder/layer_\(i)/"
-            return DecoderLayer(
-                selfNorm: try norm(p + "self_attention/layer_norm"),
-                selfQKV: try vector(p + "self_attention/linear_0", rows: 3 * width, columns: width),
-                selfOutput: try vector(p + "self_attention/linear_1", rows: width, columns: width),
-                crossNorm: try norm(p + "attention/layer_norm"),
-                crossQuery: try vector(p + "attention/linear_0", rows: width, columns: width),
-                crossKV: try dense(p + "attention/linear_1", rows: 2 * width, columns: width),
-                crossOutput: try vector(p + "attention/linear_2", rows: width, columns: width),
-                feedForwardNorm: try norm(p + "ffn/layer_norm"),
-                up: try vector(p + "ffn/linear_0", rows: 4 * width, columns: width),
-                down: try vector(p + "ffn/linear_1", rows: width, columns: 4 * width))
+            DecoderLayer(
+                selfNorm: try w.norm(.decoderSelfNorm(i), width: width),
+                selfQKV: try w.vector(.decoderSelfQKV(i), rows: 3 * width, columns: width),
+                selfOutput: try w.vector(.decoderSelfOutput(i), rows: width, columns: width),
+                crossNorm: try w.norm(.decoderCrossNorm(i), width: width),
+                crossQuery: try w.vector(.decoderCrossQuery(i), rows: width, columns: width),
+                crossKV: try w.dense(.decoderCrossKV(i), shape: [2 * width, width]),
+                crossOutput: try w.vector(.decoderCrossOutput(i), rows: width, columns: width),
+                feedForwardNorm: try w.norm(.decoderFeedForwardNorm(i), width: width),
+                up: try w.vector(.decoderUp(i), rows: 4 * width, columns: width),
+                down: try w.vector(.decoderDown(i), rows: width, columns: 4 * width))
         }
-        decoderNorm = try norm("decoder/layer_norm")
+        decoderNorm = try w.norm(.decoderNorm, width: width)
         pool = WorkerPool(threadCount: max(1, threads))
     }
 

@@ -95,6 +95,71 @@ public struct WhisperTokenizer: Sendable {
         try self.init(tokenizerJSON: data, path: file.path)
     }
 
+    /// The vocabulary of a whisper.cpp file. It lists the text tokens only, as raw bytes in rank
+    /// order and without merges, so the merges are rebuilt from the ranks as openai-whisper's
+    /// tiktoken encodes; the special tokens follow in Whisper's order, their number fixed by the
+    /// model's vocabulary size: end of text, start of transcript, a token per language (99,
+    /// or 100 from large v3 on), translate, transcribe, start of LM, start of previous text, no
+    /// speech, no timestamps, then the timestamps.
+    public init(ggml file: WhisperGGMLFile) throws {
+        let path = file.mapping.path, size = file.hyperparameters.vocabularySize
+        // openai-whisper's rule: multilingual models score at least 51865 tokens.
+        guard size >= 51865 else {
+            throw HearthError.unsupportedModel(reason: Self.englishOnlyReason(path: path, vocabularySize: size))
+        }
+        let languageCount = size - 51765 - 1
+        guard languageCount <= WhisperLanguages.all.count else {
+            throw HearthError.unsupportedModel(reason: "\(path) scores \(size) tokens, more than any Whisper vocabulary (51865, or 51866 with large v3's hundredth language)")
+        }
+        // The text tokens, then 8 special tokens besides the languages, then 1501 timestamps.
+        let textCount = size - 1501 - 8 - languageCount
+        // Files converted from Hugging Face list <|endoftext|> too; its id is fixed anyway.
+        guard file.tokens.count >= textCount else {
+            throw HearthError.invalidModelFile(path: path, reason: "its vocabulary holds \(file.tokens.count) tokens, but a Whisper model of \(size) tokens has \(textCount) text tokens")
+        }
+        let languages = WhisperLanguages.all.prefix(languageCount).map(\.code)
+        let specials = ["<|endoftext|>", "<|startoftranscript|>"] + languages.map { "<|\($0)|>" }
+            + ["<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>", "<|notimestamps|>"]
+        bpe = try BPETokenizer(rankedTokens: (0..<textCount).map { Array(file.tokenBytes($0)) }, specials: specials,
+                               preTokenizer: .gpt2, path: path)
+        let start = textCount + 1, afterLanguages = start + languageCount + 1
+        endOfText = textCount
+        startOfTranscript = start
+        self.languages = languages.enumerated().map { ($0.element, start + 1 + $0.offset) }
+        translate = afterLanguages
+        transcribe = afterLanguages + 1
+        startOfLM = afterLanguages + 2
+        startOfPrevious = afterLanguages + 3
+        noSpeech = afterLanguages + 4
+        noTimestamps = afterLanguages + 5
+        timestampBegin = afterLanguages + 6
+    }
+
+    /// Why a model of `vocabularySize` tokens (51864 for the English-only `.en` models) is refused.
+    static func englishOnlyReason(path: String, vocabularySize: Int) -> String {
+        "\(path) is an English-only Whisper model (.en, \(vocabularySize) tokens), whose prompt has no language or task token; Hearth transcribes with the multilingual models: use whisper-base rather than whisper-base.en (ggml-base.bin rather than ggml-base.en.bin)"
+    }
+
+    /// Whisper's non-speech tokens, suppressed when a model names no tokens of its own: the
+    /// symbols of speaker tags and sound annotations (`[DAVID]`, `( SPEAKING FOREIGN LANGUAGE )`,
+    /// `♪♪♪`) where they are one token, alone or after a space, and a hyphen or quote that
+    /// starts a word (between words they stay). openai-whisper's and faster-whisper's
+    /// `non_speech_tokens`, computed from this vocabulary.
+    public var nonSpeechTokens: [Int] {
+        let symbols = "\"#()*+/:;<=>@[\\]^_`{|}~「」『』".map(String.init)
+            + "<< >> <<< >>> -- --- -( -[ (' (\" (( )) ((( ))) [[ ]] {{ }} ♪♪ ♪♪♪".split(separator: " ").map(String.init)
+        // Musical symbols of U+2640...U+267F: where one takes several tokens, its first holds the
+        // two UTF-8 bytes they all share, and suppressing it is safe.
+        let musical = "♩♪♫♬♭♮♯".map(String.init)
+        var result: Set<Int> = [encode(" -")[0], encode(" '")[0]]
+        for symbol in symbols + musical {
+            for tokens in [encode(symbol), encode(" " + symbol)] where tokens.count == 1 || musical.contains(symbol) {
+                result.insert(tokens[0])
+            }
+        }
+        return result.sorted()
+    }
+
     /// Text tokens of `text` (no special tokens).
     public func encode(_ text: String) -> [Int] {
         bpe.encode(text, addSpecial: false, parseSpecial: false).map(Int.init)

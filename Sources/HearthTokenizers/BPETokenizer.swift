@@ -34,9 +34,13 @@ public struct BPETokenizer: VocabularyBackedTokenizer {
                       path: "the BPE vocabulary")
     }
 
-    init(tokens: [String], tokenTypes: [TokenType]?, merges mergeLines: [String],
+    /// `mergeRanks`, when given, holds each merge line's rank instead of its position; merges
+    /// of equal rank then go leftmost first (a ranked vocabulary gives every way of making one
+    /// token the same rank, as tiktoken does).
+    init(tokens: [String], tokenTypes: [TokenType]?, merges mergeLines: [String], mergeRanks: [Int32]? = nil,
          preTokenizer: BPEPreTokenizer, ignoresMerges: Bool, specialTokens: SpecialTokens,
          spacing: SpecialTokenSpacing, path: String) throws {
+        precondition(mergeRanks == nil || mergeRanks!.count == mergeLines.count)
         var vocabulary = try Vocabulary(tokens: tokens, types: tokenTypes, special: specialTokens,
                                         extraCapacity: tokens.count / 4,
                                         extraBytes: 2 * mergeLines.reduce(0) { $0 + $1.utf8.count },
@@ -60,7 +64,7 @@ public struct BPETokenizer: VocabularyBackedTokenizer {
                 // A merge may produce a string that is not a token; llama.cpp still merges it
                 // (and falls back to single characters at the end), so it gets an id too.
                 let mergedID = texts.find(left, right) ?? texts.append(left, right)
-                table.insertIfAbsent(left: leftID, right: rightID, rank: Int32(rank), merged: mergedID)
+                table.insertIfAbsent(left: leftID, right: rightID, rank: mergeRanks?[rank] ?? Int32(rank), merged: mergedID)
             }
         }
         spellsLikeSentencePiece = preTokenizer == .gemma4

@@ -74,6 +74,20 @@ struct TranscribeCommandTests {
         #expect(format.status != 0 && format.errors.contains("--format"), "\(format.errors)")
     }
 
+    /// The same model as a Hugging Face folder and as a whisper.cpp file (written from
+    /// models/whisper-base by scripts/make-whisper-layouts.py) gives the same text.
+    @Test("a Hugging Face folder and a whisper.cpp file transcribe alike")
+    func otherLayouts() async throws {
+        let directory = try Self.workspace()
+        for model in [try WhisperLayouts.huggingFace.path, try WhisperLayouts.ggml.path] {
+            let text = try await hearth(["transcribe", model, "talk.wav", "-t", "2"], in: directory)
+            #expect(text.status == 0, "\(text.errors)")
+            #expect(text.output == "He was not an ill-disposed young man.\n", "\(model)")
+        }
+        let refused = try await hearth(["transcribe", "models", "talk.wav"], in: directory)
+        #expect(refused.status != 0 && refused.errors.contains("whisper.cpp file"), "\(refused.errors)")
+    }
+
     /// Ten minutes of espeak-ng reading the GPL, decoded with the defaults (beam search,
     /// fallback) and word timestamps: a progress line after every window up to the whole
     /// duration, segments in order across the windows, the words it says, and a peak resident

@@ -108,3 +108,41 @@ func damaged(_ byte: UInt8, using random: inout SplitMix64) -> UInt8 {
     default: return 0
     }
 }
+
+/// `runs` seeded runs of one to three damaged bytes each: every damaged copy of `bytes` either
+/// parses (then `parse` reads all it parsed) or throws a HearthError, never crashes or throws
+/// anything else. Returns how many parsed and how many were rejected.
+func damageRuns(of bytes: [UInt8], seed: UInt64, runs: Int = 1000,
+                parse: ([UInt8]) throws -> Void) throws -> (parsed: Int, rejected: Int) {
+    var random = SplitMix64(seed: seed)
+    var parsed = 0, rejected = 0
+    for _ in 0..<runs {
+        var damagedBytes = bytes
+        for _ in 0..<Int.random(in: 1...3, using: &random) {
+            let offset = Int.random(in: 0..<bytes.count, using: &random)
+            damagedBytes[offset] = damaged(damagedBytes[offset], using: &random)
+        }
+        do {
+            try parse(damagedBytes)
+            parsed += 1
+        } catch is HearthError {
+            rejected += 1
+        }
+    }
+    return (parsed, rejected)
+}
+
+/// The lengths of the prefixes of `bytes` (all but `bytes` itself) that `parse` accepts; every
+/// other prefix must throw a HearthError.
+func acceptedTruncations(of bytes: [UInt8], parse: ([UInt8]) throws -> Void) throws -> [Int] {
+    var accepted: [Int] = []
+    for length in 0..<bytes.count {
+        do {
+            try parse(Array(bytes[..<length]))
+            accepted.append(length)
+        } catch is HearthError {
+            continue
+        }
+    }
+    return accepted
+}

@@ -114,3 +114,36 @@ import HearthTokenizers
         }
     }
 }
+
+/// BPE from ranked byte tokens alone (tiktoken files, whisper.cpp's vocabulary).
+@Suite struct RankedBPETests {
+    /// Every byte as a token of its own (rank = byte), then `extra` in rank order.
+    static func ranked(_ extra: [String]) -> [[UInt8]] {
+        (0...255).map { [UInt8($0)] } + extra.map { Array($0.utf8) }
+    }
+
+    /// The lowest-ranked concatenation merges first: "bc" (256) before "ab" (257), then
+    /// "a"+"bc" makes "abc" although no merge list says so; with "ab" ranked first, "ab"+"c"
+    /// makes it instead.
+    @Test func theRanksAreTheMerges() throws {
+        let bcFirst = try BPETokenizer(rankedTokens: Self.ranked(["bc", "ab", "abc"]), specials: [], preTokenizer: .gpt2)
+        #expect(bcFirst.encode("abc", addSpecial: false, parseSpecial: false) == [258])
+        #expect(bcFirst.encode("abd", addSpecial: false, parseSpecial: false) == [257, 100])
+        #expect(bcFirst.encode("xbc", addSpecial: false, parseSpecial: false) == [120, 256])
+        let noWhole = try BPETokenizer(rankedTokens: Self.ranked(["ab", "bc"]), specials: [], preTokenizer: .gpt2)
+        #expect(noWhole.encode("abc", addSpecial: false, parseSpecial: false) == [256, 99])
+    }
+
+    /// Spaces, bytes of a character split across tokens, an empty token (Whisper's 50256),
+    /// and special tokens after the ranked ones, which text never produces.
+    @Test func bytesSpacesEmptyTokensAndSpecials() throws {
+        var tokens = Self.ranked([" a", "é"])
+        tokens.append([])
+        let tokenizer = try BPETokenizer(rankedTokens: tokens, specials: ["<|endoftext|>"], preTokenizer: .gpt2)
+        let ids = tokenizer.encode("b a é<|endoftext|>", addSpecial: false, parseSpecial: false)
+        #expect(ids.prefix(3) == [98, 256, 32] && ids[3] == 257)
+        #expect(tokenizer.decode(ids) == "b a é<|endoftext|>")
+        #expect(tokenizer.encode("<|endoftext|>", addSpecial: false, parseSpecial: true) == [259])
+        #expect(tokenizer.tokenBytes(259) == Array("<|endoftext|>".utf8))
+    }
+}
