@@ -28,8 +28,9 @@ let package = Package(
         .target(name: "HearthKernels", dependencies: ["CHearthKernels", "HearthFormats"]),
         .target(name: "HearthTokenizers", dependencies: ["HearthFormats"]),
         .target(name: "HearthTemplates", dependencies: ["HearthFormats"]),
+        .target(name: "HearthConstraints", dependencies: ["HearthFormats", "HearthTokenizers"]),
         .target(name: "HearthSpeech", dependencies: ["HearthFormats", "HearthKernels", "CHearthKernels", "HearthTokenizers", "CZlib"]),
-        .target(name: "HearthEngine", dependencies: ["HearthFormats", "HearthKernels", "HearthTokenizers", "HearthTemplates"]),
+        .target(name: "HearthEngine", dependencies: ["HearthFormats", "HearthKernels", "HearthTokenizers", "HearthTemplates", "HearthConstraints"]),
         .target(
             name: "HearthHub",
             dependencies: [
@@ -70,7 +71,7 @@ let package = Package(
         ),
         .target(
             name: "HearthTestSupport",
-            dependencies: ["HearthFormats", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["HearthFormats", "HearthConstraints", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/HearthTestSupport"
         ),
         .target(
@@ -93,6 +94,7 @@ let package = Package(
         .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels", "HearthTestSupport"]),
         .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
         .testTarget(name: "HearthTemplatesTests", dependencies: ["HearthTemplates", "HearthTestSupport"]),
+        .testTarget(name: "HearthConstraintsTests", dependencies: ["HearthConstraints", "HearthTestSupport"]),
         .testTarget(name: "HearthCLITests", dependencies: ["HearthFormats", "HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "Hearth", "HearthTestSupport"]),
         .testTarget(name: "HearthSpeechTests", dependencies: ["HearthSpeech", "HearthTestSupport"]),

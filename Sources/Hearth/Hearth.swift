@@ -1,3 +1,4 @@
+@_exported import HearthConstraints
 @_exported import HearthEngine
 @_exported import HearthFormats
 @_exported import HearthHub

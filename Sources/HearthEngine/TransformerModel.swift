@@ -1,3 +1,4 @@
+import HearthConstraints
 import Foundation
 import HearthFormats
 import HearthKernels
@@ -28,6 +29,8 @@ public final class TransformerModel: Sendable {
     nonisolated(unsafe) let workspace = Workspace()
     /// JSON mode's view of the vocabulary, built when a generation first asks for it.
     let jsonTable = Mutex<TokenByteTable?>(nil)
+    /// Grammars compiled against the vocabulary, most recent last.
+    let grammarPrograms = Mutex<[(grammar: Grammar, program: GrammarProgram)]>([])
 
     /// Architectures (GGUF `general.architecture` values) this engine runs.
     public static var supportedArchitectures: [String] { ArchitectureRegistry.names }

@@ -1,3 +1,4 @@
+import HearthConstraints
 import HearthFormats
 
 /// The shape an answer must take.
@@ -35,6 +36,15 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
     /// Ask for JSON in the prompt as well: held to JSON without being asked for it, a small model
     /// may answer `{}` or keep adding to the object until `maxTokens`.
     public var format: OutputFormat = .text
+    /// A grammar the answer must match (GBNF, or compiled from a JSON schema): only tokens that
+    /// keep the answer a beginning of a match are sampled, an end-of-generation token only once
+    /// it matches, and the answer ends when nothing more can follow. Ask for the shape in the
+    /// prompt as well. A grammar takes the place of `format`.
+    public var grammar: Grammar?
+    /// With `grammar`: the answer is free until it contains one of these texts, and the
+    /// grammar holds from the first of them on (it must match the trigger too). Empty: from
+    /// the start.
+    public var grammarTriggers: [String] = []
     /// Whether a reasoning model thinks before answering, in a chat: the chat template's
     /// `enable_thinking`. nil leaves it to the template (thinking, for the templates that ask);
     /// false asks for an answer without thoughts. A model whose prompt opens the thoughts
@@ -55,7 +65,7 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case sampling, maxTokens, stop, logprobs, topLogprobs, format, thinking
+        case sampling, maxTokens, stop, logprobs, topLogprobs, format, thinking, grammar, grammarTriggers
     }
 
     /// Decodes options; a missing `format` is `.text` and a missing `thinking` nil, as options
@@ -69,6 +79,8 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
                   topLogprobs: try c.decode(Int.self, forKey: .topLogprobs),
                   format: try c.decodeIfPresent(OutputFormat.self, forKey: .format) ?? .text,
                   thinking: try c.decodeIfPresent(Bool.self, forKey: .thinking))
+        grammar = try c.decodeIfPresent(Grammar.self, forKey: .grammar)
+        grammarTriggers = try c.decodeIfPresent([String].self, forKey: .grammarTriggers) ?? []
     }
 
     /// The sampling temperature (0: always the most likely token).
@@ -127,5 +139,9 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
         }
         if stop.count > 16 { throw HearthError.invalidArgument("At most 16 stop sequences, not \(stop.count).") }
         if stop.contains(where: \.isEmpty) { throw HearthError.invalidArgument("A stop sequence must not be empty.") }
+        if !grammarTriggers.isEmpty && grammar == nil {
+            throw HearthError.invalidArgument("Grammar triggers need a grammar.")
+        }
+        if grammarTriggers.contains(where: \.isEmpty) { throw HearthError.invalidArgument("A grammar trigger must not be empty.") }
     }
 }

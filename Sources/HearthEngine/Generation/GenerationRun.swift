@@ -1,3 +1,4 @@
+import HearthConstraints
 import Foundation
 import HearthFormats
 
@@ -26,8 +27,9 @@ final class GenerationRun {
     private var decoder = StreamingTextDecoder()
     private var stops: StopSequenceMatcher
     private let budget: Int
-    private var json: JSONTokenConstraint?
-    private var jsonComplete = false
+    /// JSON mode or a grammar: which tokens may come next.
+    private var constraint: (any OutputConstraint)?
+    private var constraintComplete = false
     /// What the sampler's penalties count: the prompt and the tokens generated after it.
     private var history: [Int32]
     /// Set once the last chunk has gone out.
@@ -69,7 +71,13 @@ final class GenerationRun {
         sampler = Sampler(options: options.sampling)
         stops = StopSequenceMatcher(options.stop)
         budget = min(options.maxTokens ?? Int.max, sequence.contextLength - prompt.count)
-        json = options.format == .json ? JSONTokenConstraint(recognizer: JSONRecognizer(), table: model.tokenByteTable()) : nil
+        if let grammar = options.grammar {
+            let program = model.grammarProgram(grammar)
+            constraint = options.grammarTriggers.isEmpty ? GrammarConstraint(program: program)
+                : LazyGrammarConstraint(program: program, triggers: options.grammarTriggers)
+        } else if options.format == .json {
+            constraint = JSONTokenConstraint(recognizer: JSONRecognizer(), table: model.tokenByteTable())
+        }
         history = prompt
     }
 
@@ -107,10 +115,10 @@ final class GenerationRun {
         isFinished = true
         statistics.generationSeconds = (clock.now - firstTokenAt) / .seconds(1)
         // Bytes of a character cut off by the end are dropped, never emitted as U+FFFD. Text held
-        // back as a possible start of a stop sequence is emitted when the JSON object completes
-        // (a matched stop sequence leaves none).
+        // back as a possible start of a stop sequence is emitted when the constrained output
+        // completes (a matched stop sequence leaves none).
         var tail = ""
-        if (reason != .stop && reason != .cancelled) || jsonComplete { tail = stops.flush() }
+        if (reason != .stop && reason != .cancelled) || constraintComplete { tail = stops.flush() }
         _ = try onChunk(GenerationChunk(text: tail, finishReason: reason, statistics: statistics))
     }
 
@@ -126,7 +134,7 @@ final class GenerationRun {
     private func sampleNext() throws {
         let top = options.logprobs ? options.topLogprobs : 0
         let picked: SampledToken? = sequence.logits.withUnsafeBufferPointer { values in
-            switch (json, options.logprobs) {
+            switch (constraint, options.logprobs) {
             case (let constraint?, true):
                 return sampler.sampleWithLogprobs(values, history: history, top: top, constraint: constraint)
             case (let constraint?, false):
@@ -139,7 +147,9 @@ final class GenerationRun {
             }
         }
         guard let picked else {
-            throw HearthError.generationFailed("JSON mode: no token can continue the JSON object (does a logit bias ban them?).")
+            throw HearthError.generationFailed(options.grammar != nil
+                ? "No token can continue the output under the grammar (does a logit bias ban them, or does the grammar match nothing?)."
+                : "JSON mode: no token can continue the JSON object (does a logit bias ban them?).")
         }
         let token = picked.token
         var chunk = GenerationChunk(text: "")
@@ -155,18 +165,18 @@ final class GenerationRun {
         }
         if model.tokenizer.endOfGenerationTokens.contains(token) { return try finish(.stop) }
         let bytes = model.tokenizer.tokenBytes(token)
-        if json != nil {
+        if constraint != nil {
             // The sampler only returns allowed tokens; this guards the engine's own invariant.
-            guard json!.recognizer.consume(bytes) else {
-                throw HearthError.generationFailed("JSON mode sampled token \(token), which breaks the object.")
+            guard constraint!.accept(token, bytes: bytes) else {
+                throw HearthError.generationFailed("The constraint sampled token \(token), which breaks it.")
             }
-            jsonComplete = json!.recognizer.isComplete
+            constraintComplete = constraint!.isComplete
         }
         let matched = stops.append(decoder.append(bytes))
         chunk.text = matched.text
         chunk.token = token
         guard try onChunk(chunk) else { return try finish(.cancelled) }
-        if matched.stopped || jsonComplete { return try finish(.stop) }
+        if matched.stopped || constraintComplete { return try finish(.stop) }
         if statistics.completionTokens == budget { return try finish(.length) }
         next = token
     }

@@ -1,3 +1,4 @@
+import HearthConstraints
 import Foundation
 
 /// Picks the next token from logits through a chain of stages, in this order:

@@ -21,3 +21,26 @@ extension TokenConstraint {
         }
     }
 }
+
+/// A constraint that follows the output as it grows: the sampler asks it which tokens may come
+/// next, and the generation tells it each token taken.
+public protocol OutputConstraint: TokenConstraint {
+    /// Takes `token` (whose bytes are `bytes`) into the output; false when it breaks the rule.
+    mutating func accept(_ token: Int32, bytes: [UInt8]) -> Bool
+    /// Whether the output is complete and nothing more may follow: generation ends.
+    var isComplete: Bool { get }
+}
+
+extension JSONTokenConstraint: OutputConstraint {
+    public mutating func accept(_ token: Int32, bytes: [UInt8]) -> Bool {
+        recognizer.consume(bytes)
+    }
+
+    public var isComplete: Bool { recognizer.isComplete }
+}
+
+extension GrammarConstraint: OutputConstraint {
+    public mutating func accept(_ token: Int32, bytes: [UInt8]) -> Bool {
+        accept(token)
+    }
+}

@@ -15,7 +15,7 @@ public struct JSONTokenConstraint: TokenConstraint {
     public var recognizer: JSONRecognizer
     let table: TokenByteTable
 
-    init(recognizer: JSONRecognizer, table: TokenByteTable) {
+    public init(recognizer: JSONRecognizer, table: TokenByteTable) {
         self.recognizer = recognizer
         self.table = table
     }
@@ -74,10 +74,10 @@ public struct JSONTokenConstraint: TokenConstraint {
     }
 }
 
-/// The vocabulary's bytes laid out for JSON mode: every token's bytes in one buffer, what
-/// each token is to JSON mode, and the text tokens grouped by their first byte.
-final class TokenByteTable: Sendable {
-    enum Kind: UInt8, Sendable {
+/// The vocabulary's bytes laid out for constrained sampling: every token's bytes in one buffer,
+/// what each token is to a constraint, and the text tokens grouped by their first byte.
+public final class TokenByteTable: Sendable {
+    public enum Kind: UInt8, Sendable {
         /// Never sampled in JSON mode: control, unknown and unused tokens, and tokens with no bytes
         /// (which would change nothing and could repeat forever).
         case excluded
@@ -87,22 +87,37 @@ final class TokenByteTable: Sendable {
         case end
     }
 
-    let vocabularySize: Int
+    public let vocabularySize: Int
     /// Token `t`'s bytes are `bytes[offsets[t]..<offsets[t + 1]]`.
-    let bytes: [UInt8]
-    let offsets: [Int32]
-    let kinds: [Kind]
+    public let bytes: [UInt8]
+    public let offsets: [Int32]
+    public let kinds: [Kind]
     /// The text tokens in order of their first byte: those starting with `b` are
     /// `byFirstByte[firstByteStart[b]..<firstByteStart[b + 1]]`.
     let byFirstByte: [Int32]
     let firstByteStart: [Int32]
-    let endTokens: [Int32]
+    public let endTokens: [Int32]
+    /// Token `token`'s bytes (empty for tokens that are not text).
+    public func tokenBytes(_ token: Int32) -> [UInt8] {
+        Array(bytes[Int(offsets[Int(token)])..<Int(offsets[Int(token) + 1])])
+    }
+
+    /// The text tokens' bytes as a trie, built on first use (grammars walk it).
+    var trie: TokenTrie {
+        trieStorage.withLock { trie in
+            if let trie { return trie }
+            let built = TokenTrie(self)
+            trie = built
+            return built
+        }
+    }
+    private let trieStorage = Mutex<TokenTrie?>(nil)
     /// Whole-vocabulary masks by recognizer state, shared by the model's generations.
     let masks = Mutex<[JSONRecognizer: [UInt64]]>([:])
     /// Most masks kept: about 4 MB of them (6 KB each for a 49,152-token vocabulary).
     var maskCapacity: Int { max(16, (4 << 20) / ((vocabularySize + 63) / 64 * 8)) }
 
-    init(tokenizer: any Tokenizer) {
+    public init(tokenizer: any Tokenizer) {
         let n = tokenizer.vocabularySize
         let ends = tokenizer.endOfGenerationTokens
         var bytes: [UInt8] = []
@@ -145,22 +160,3 @@ final class TokenByteTable: Sendable {
     }
 }
 
-extension TransformerModel {
-    /// JSON mode's constraint with `recognizer` holding the answer so far (see `TokenConstraint`).
-    /// `generate` builds its own when `GenerationOptions.format` is `.json`; this one is for
-    /// sampling by hand and for tests.
-    public func jsonConstraint(_ recognizer: JSONRecognizer = JSONRecognizer()) -> JSONTokenConstraint {
-        JSONTokenConstraint(recognizer: recognizer, table: tokenByteTable())
-    }
-
-    /// The table JSON mode checks tokens with, built on first use (about 10 ms for 49,152
-    /// tokens): most generations never need it.
-    func tokenByteTable() -> TokenByteTable {
-        jsonTable.withLock { table in
-            if let table { return table }
-            let built = TokenByteTable(tokenizer: tokenizer)
-            table = built
-            return built
-        }
-    }
-}

@@ -1,0 +1,271 @@
+import HearthFormats
+import Synchronization
+
+/// A grammar's rule for the sampler: a token may come next when its bytes (or, for the
+/// grammar's token elements, the token itself) keep the output a beginning of something the
+/// grammar matches; an end-of-generation token only once the output is complete.
+///
+/// Marking the whole vocabulary walks a trie of the tokens' bytes with the recognizer, so a
+/// refused prefix rules out every token that starts with it, and remembers the mask for the
+/// state: states recur within an answer and across answers (`GrammarProgram` keeps them).
+public struct GrammarConstraint: TokenConstraint {
+    public let program: GrammarProgram
+    /// The output so far.
+    public private(set) var state: GrammarState
+
+    public init(program: GrammarProgram) {
+        self.program = program
+        state = program.grammar.start()
+    }
+
+    /// The constraint with the output so far at `state`.
+    public init(program: GrammarProgram, state: GrammarState) {
+        self.program = program
+        self.state = state
+    }
+
+    /// Whether the output so far is complete (the grammar matches it).
+    public var isAccepting: Bool { state.isAccepting }
+    /// Whether the output is complete and nothing more can follow it.
+    public var isComplete: Bool { state.isAccepting && !state.canContinue }
+
+    public func allows(_ token: Int32) -> Bool {
+        program.next(state, token) != nil
+    }
+
+    /// Takes `token` into the output; false (nothing changes) when the grammar refuses it.
+    public mutating func accept(_ token: Int32) -> Bool {
+        guard let next = program.next(state, token) else { return false }
+        state = next
+        return true
+    }
+
+    public func markAllowed(in mask: UnsafeMutableBufferPointer<UInt64>, vocabularySize: Int) {
+        let computed = program.mask(for: state)
+        for i in 0..<min(mask.count, computed.count, (vocabularySize + 63) / 64) { mask[i] |= computed[i] }
+    }
+}
+
+/// A grammar compiled against one vocabulary: the tokens' bytes in a trie, and the masks of
+/// the states met so far (shared by every generation that uses the program).
+public final class GrammarProgram: Sendable {
+    public let grammar: CompiledGrammar
+    let table: TokenByteTable
+    let trie: TokenTrie
+    private let masks = Mutex<[GrammarState: [UInt64]]>([:])
+
+    public init(_ grammar: Grammar, table: TokenByteTable) {
+        self.grammar = CompiledGrammar(grammar)
+        self.table = table
+        trie = table.trie
+    }
+
+    /// Most masks kept: about 8 MB of them.
+    var maskCapacity: Int { max(16, (8 << 20) / ((table.vocabularySize + 63) / 64 * 8)) }
+
+    /// The state after `token`, or nil when the grammar refuses it.
+    func next(_ state: GrammarState, _ token: Int32) -> GrammarState? {
+        guard token >= 0, Int(token) < table.vocabularySize else { return nil }
+        var viaToken: GrammarState? = nil
+        if grammar.hasTokens {
+            var s = state
+            if s.consumeToken(token, in: grammar) { viaToken = s }
+        }
+        switch table.kinds[Int(token)] {
+        case .end:
+            return state.isAccepting ? state : viaToken
+        case .excluded:
+            return viaToken
+        case .text:
+            var s = state
+            let ok = table.bytes.withUnsafeBufferPointer { bytes in
+                for i in Int(table.offsets[Int(token)])..<Int(table.offsets[Int(token) + 1]) {
+                    guard s.step(bytes[i], in: grammar) else { return false }
+                }
+                return true
+            }
+            guard ok else { return viaToken }
+            guard let other = viaToken, s.remaining == 0 else { return s }
+            s.stacks = Array(Set(s.stacks).union(other.stacks)).sorted(by: CompiledGrammar.order)
+            return s
+        }
+    }
+
+    /// The allowed tokens after `state`, one bit each.
+    func mask(for state: GrammarState) -> [UInt64] {
+        if let known = masks.withLock({ $0[state] }) { return known }
+        var computed = [UInt64](repeating: 0, count: (table.vocabularySize + 63) / 64)
+        func mark(_ token: Int32) { computed[Int(token) >> 6] |= 1 << UInt64(token & 63) }
+        trie.walk(from: state, grammar: grammar, allow: mark)
+        if state.isAccepting { for token in table.endTokens { mark(token) } }
+        if grammar.hasTokens && grammar.waitsForToken(state.stacks) {
+            for token in 0..<Int32(table.vocabularySize) {
+                var s = state
+                if s.consumeToken(token, in: grammar) { mark(token) }
+            }
+        }
+        let capacity = maskCapacity
+        masks.withLock { masks in
+            // Emptying when full is simpler than tracking use, and the states that recur come back soon.
+            if masks.count >= capacity { masks.removeAll(keepingCapacity: true) }
+            masks[state] = computed
+        }
+        return computed
+    }
+}
+
+/// The text tokens' bytes as a trie: node 0 is the root; a node's children are the nodes of
+/// one more byte, and it lists the tokens whose bytes end there.
+struct TokenTrie: Sendable {
+    var byte: [UInt8] = [0]
+    var firstChild: [Int32] = [-1]
+    var nextSibling: [Int32] = [-1]
+    /// Tokens ending at node `n`: `tokens[tokenStart[n]..<tokenStart[n + 1]]`.
+    var tokenStart: [Int32] = []
+    var tokens: [Int32] = []
+
+    init(_ table: TokenByteTable) {
+        // Tokens sorted by their bytes build the trie in one pass, each node's children in order.
+        let text = (0..<Int32(table.vocabularySize)).filter { table.kinds[Int($0)] == .text }
+        let sorted = table.bytes.withUnsafeBufferPointer { bytes in
+            text.sorted { a, b in
+                let x = bytes[Int(table.offsets[Int(a)])..<Int(table.offsets[Int(a) + 1])]
+                let y = bytes[Int(table.offsets[Int(b)])..<Int(table.offsets[Int(b) + 1])]
+                return x.lexicographicallyPrecedes(y)
+            }
+        }
+        var endsAt: [[Int32]] = [[]]
+        var lastChild: [Int32] = [-1]
+        var path: [Int32] = [0]  // nodes of the previous token's bytes
+        var previous: [UInt8] = []
+        for token in sorted {
+            let piece = Array(table.bytes[Int(table.offsets[Int(token)])..<Int(table.offsets[Int(token) + 1])])
+            var shared = 0
+            while shared < min(piece.count, previous.count) && piece[shared] == previous[shared] { shared += 1 }
+            path.removeSubrange((shared + 1)...)
+            for b in piece[shared...] {
+                let parent = path[path.count - 1]
+                let node = Int32(byte.count)
+                byte.append(b)
+                firstChild.append(-1)
+                nextSibling.append(-1)
+                lastChild.append(-1)
+                endsAt.append([])
+                if lastChild[Int(parent)] < 0 { firstChild[Int(parent)] = node } else { nextSibling[Int(lastChild[Int(parent)])] = node }
+                lastChild[Int(parent)] = node
+                path.append(node)
+            }
+            endsAt[Int(path[path.count - 1])].append(token)
+            previous = piece
+        }
+        tokenStart.reserveCapacity(endsAt.count + 1)
+        tokenStart.append(0)
+        for list in endsAt {
+            tokens += list
+            tokenStart.append(Int32(tokens.count))
+        }
+    }
+
+    /// Calls `allow` for every text token whose bytes `state` takes.
+    func walk(from state: GrammarState, grammar: CompiledGrammar, allow: (Int32) -> Void) {
+        var stack: [(node: Int32, state: GrammarState)] = [(0, state)]
+        while let (node, s) = stack.popLast() {
+            var child = firstChild[Int(node)]
+            while child >= 0 {
+                var t = s
+                if t.step(byte[Int(child)], in: grammar) {
+                    for i in Int(tokenStart[Int(child)])..<Int(tokenStart[Int(child) + 1]) { allow(tokens[i]) }
+                    if firstChild[Int(child)] >= 0 { stack.append((child, t)) }
+                }
+                child = nextSibling[Int(child)]
+            }
+        }
+    }
+}
+
+/// A grammar that holds only from the first trigger on (llama.cpp's lazy grammars, which tool
+/// calls use): the output is free text until it contains one of `triggers`; from the trigger's
+/// first byte the grammar must match it. A token that completes a trigger is allowed only if
+/// the grammar takes the text from the trigger to the token's end.
+public struct LazyGrammarConstraint: OutputConstraint {
+    public let triggers: [[UInt8]]
+    /// The grammar, once a trigger has appeared.
+    public private(set) var grammar: GrammarConstraint?
+    private let program: GrammarProgram
+    /// The free output so far (only its end matters, to find a trigger that spans tokens).
+    private var tail: [UInt8] = []
+    private let longestTrigger: Int
+
+    public init(program: GrammarProgram, triggers: [String]) {
+        self.program = program
+        self.triggers = triggers.map { Array($0.utf8) }.filter { !$0.isEmpty }
+        longestTrigger = self.triggers.map(\.count).max() ?? 0
+    }
+
+    /// Whether a trigger has appeared.
+    public var isTriggered: Bool { grammar != nil }
+    public var isComplete: Bool { grammar?.isComplete ?? false }
+
+    /// The grammar's state after `bytes` when they complete a trigger, `.some(nil)` when they
+    /// complete one the grammar refuses, nil when they complete none.
+    private func triggered(by bytes: [UInt8]) -> GrammarConstraint?? {
+        let text = tail + bytes
+        var earliest: Int? = nil
+        for trigger in triggers where text.count >= trigger.count {
+            // Only a trigger ending inside the new bytes is new.
+            let first = max(0, tail.count - trigger.count + 1)
+            var i = first
+            while i + trigger.count <= text.count {
+                if text[i..<(i + trigger.count)].elementsEqual(trigger) {
+                    earliest = min(earliest ?? i, i)
+                    break
+                }
+                i += 1
+            }
+        }
+        guard let start = earliest else { return nil }
+        var constraint = GrammarConstraint(program: program)
+        var state = constraint.state
+        guard state.consume(text[start...], in: program.grammar) else { return .some(nil) }
+        constraint = GrammarConstraint(program: program, state: state)
+        return .some(constraint)
+    }
+
+    public func allows(_ token: Int32) -> Bool {
+        if let grammar { return grammar.allows(token) }
+        guard token >= 0, Int(token) < program.table.vocabularySize else { return false }
+        guard program.table.kinds[Int(token)] == .text else { return program.table.kinds[Int(token)] == .end }
+        if case .some(nil) = triggered(by: program.table.tokenBytes(token)) { return false }
+        return true
+    }
+
+    public func markAllowed(in mask: UnsafeMutableBufferPointer<UInt64>, vocabularySize: Int) {
+        if let grammar { return grammar.markAllowed(in: mask, vocabularySize: vocabularySize) }
+        let table = program.table
+        for token in 0..<min(vocabularySize, table.vocabularySize) {
+            switch table.kinds[token] {
+            case .excluded: continue
+            case .end: break
+            case .text:
+                // Most tokens cannot complete a trigger; only those are checked against the grammar.
+                let bytes = table.tokenBytes(Int32(token))
+                if triggers.contains(where: { bytes.contains($0.last!) }), case .some(nil) = triggered(by: bytes) { continue }
+            }
+            mask[token >> 6] |= 1 << UInt64(token & 63)
+        }
+    }
+
+    public mutating func accept(_ token: Int32, bytes: [UInt8]) -> Bool {
+        if grammar != nil { return grammar!.accept(token) }
+        switch triggered(by: bytes) {
+        case .some(let started?):
+            grammar = started
+        case .some(nil):
+            return false
+        case nil:
+            tail += bytes
+            if tail.count > longestTrigger { tail.removeFirst(tail.count - longestTrigger) }
+        }
+        return true
+    }
+}
