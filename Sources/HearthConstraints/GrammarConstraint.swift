@@ -46,18 +46,21 @@ public struct GrammarConstraint: TokenConstraint {
     }
 }
 
-/// A grammar compiled against one vocabulary: the tokens' bytes in a trie, and the masks of
-/// the states met so far (shared by every generation that uses the program).
+/// A grammar compiled against one vocabulary: the tokens' bytes in a trie, the states met so
+/// far as a byte automaton built as it is explored (a state's step on a byte is computed
+/// once), and the masks of those states (shared by every generation that uses the program).
 public final class GrammarProgram: Sendable {
     public let grammar: CompiledGrammar
     let table: TokenByteTable
     let trie: TokenTrie
+    private let automaton: Mutex<ByteAutomaton>
     private let masks = Mutex<[GrammarState: [UInt64]]>([:])
 
     public init(_ grammar: Grammar, table: TokenByteTable) {
         self.grammar = CompiledGrammar(grammar)
         self.table = table
         trie = table.trie
+        automaton = Mutex(ByteAutomaton())
     }
 
     /// Most masks kept: about 8 MB of them.
@@ -96,7 +99,10 @@ public final class GrammarProgram: Sendable {
         if let known = masks.withLock({ $0[state] }) { return known }
         var computed = [UInt64](repeating: 0, count: (table.vocabularySize + 63) / 64)
         func mark(_ token: Int32) { computed[Int(token) >> 6] |= 1 << UInt64(token & 63) }
-        trie.walk(from: state, grammar: grammar, allow: mark)
+        automaton.withLock { automaton in
+            if automaton.stateCount > 1 << 16 { automaton = ByteAutomaton() }
+            trie.walk(from: automaton.id(of: state), automaton: &automaton, grammar: grammar, allow: mark)
+        }
         if state.isAccepting { for token in table.endTokens { mark(token) } }
         if grammar.hasTokens && grammar.waitsForToken(state.stacks) {
             for token in 0..<Int32(table.vocabularySize) {
@@ -111,6 +117,38 @@ public final class GrammarProgram: Sendable {
             masks[state] = computed
         }
         return computed
+    }
+}
+
+/// Grammar states numbered as they are met, and each one's step on each byte once computed:
+/// a deterministic automaton over bytes, built lazily (a grammar's states are unbounded in
+/// general, but the ones an answer meets are few and recur).
+struct ByteAutomaton {
+    private var states: [GrammarState] = []
+    private var ids: [GrammarState: Int32] = [:]
+    /// 256 entries per state: the next state's id, -1 for a refused byte, -2 not yet computed.
+    private var transitions: [Int32] = []
+
+    var stateCount: Int { states.count }
+
+    mutating func id(of state: GrammarState) -> Int32 {
+        if let id = ids[state] { return id }
+        let id = Int32(states.count)
+        states.append(state)
+        ids[state] = id
+        transitions.append(contentsOf: repeatElement(-2, count: 256))
+        return id
+    }
+
+    /// The state after `byte` from state `id`, or -1.
+    mutating func next(_ id: Int32, _ byte: UInt8, grammar: CompiledGrammar) -> Int32 {
+        let slot = Int(id) * 256 + Int(byte)
+        let known = transitions[slot]
+        if known != -2 { return known }
+        var state = states[Int(id)]
+        let next = state.step(byte, in: grammar) ? self.id(of: state) : -1
+        transitions[slot] = next
+        return next
     }
 }
 
@@ -166,14 +204,14 @@ struct TokenTrie: Sendable {
         }
     }
 
-    /// Calls `allow` for every text token whose bytes `state` takes.
-    func walk(from state: GrammarState, grammar: CompiledGrammar, allow: (Int32) -> Void) {
-        var stack: [(node: Int32, state: GrammarState)] = [(0, state)]
+    /// Calls `allow` for every text token whose bytes the state `start` of `automaton` takes.
+    func walk(from start: Int32, automaton: inout ByteAutomaton, grammar: CompiledGrammar, allow: (Int32) -> Void) {
+        var stack: [(node: Int32, state: Int32)] = [(0, start)]
         while let (node, s) = stack.popLast() {
             var child = firstChild[Int(node)]
             while child >= 0 {
-                var t = s
-                if t.step(byte[Int(child)], in: grammar) {
+                let t = automaton.next(s, byte[Int(child)], grammar: grammar)
+                if t >= 0 {
                     for i in Int(tokenStart[Int(child)])..<Int(tokenStart[Int(child) + 1]) { allow(tokens[i]) }
                     if firstChild[Int(child)] >= 0 { stack.append((child, t)) }
                 }

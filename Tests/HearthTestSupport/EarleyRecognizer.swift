@@ -14,6 +14,15 @@ public struct EarleyRecognizer {
 
     /// Whether the whole of `text` matches the root rule.
     public func matches(_ text: String) -> Bool {
+        chart(text).complete
+    }
+
+    /// Whether `text` is the beginning of a match (some item has read all of it).
+    public func isPrefix(_ text: String) -> Bool {
+        chart(text).prefix
+    }
+
+    private func chart(_ text: String) -> (complete: Bool, prefix: Bool) {
         let input = text.unicodeScalars.map(\.value)
         var sets: [[Item]] = Array(repeating: [], count: input.count + 1)
         var seen: [Set<Item>] = Array(repeating: [], count: input.count + 1)
@@ -57,7 +66,8 @@ public struct EarleyRecognizer {
                 }
             }
         }
-        return sets[input.count].contains { $0.rule == grammar.root && $0.origin == 0
+        let complete = sets[input.count].contains { $0.rule == grammar.root && $0.origin == 0
             && $0.dot == grammar.rules[grammar.root].alternatives[$0.alternative].count }
+        return (complete, !sets[input.count].isEmpty)
     }
 }
