@@ -1,3 +1,4 @@
+import Foundation
 import HearthEngine
 import Synchronization
 
@@ -10,6 +11,11 @@ import Synchronization
 /// prompt (`overflowPolicy`), never the system prompt or the latest message. A reasoning
 /// model's thoughts are streamed in each chunk's `reasoning`; the history keeps the answer as
 /// the assistant's message, with the thoughts beside it.
+///
+/// With tools, a turn runs the loop: the model asks for calls, the tools run (a turn's calls at
+/// the same time), their results go back, and the model answers; the stream carries every
+/// round's chunks, and a chunk with `toolCalls` marks the calls. `respond(to:generating:)`
+/// returns a decoded `Generable` value generated under its schema.
 ///
 /// ```swift
 /// let chat = model.chat(system: "Be brief.", options: .precise)
@@ -26,17 +32,41 @@ public final class ChatSession: Sendable {
     private struct Store {
         var system: String?
         var options: GenerationOptions
+        var tools: [any Tool] = []
+        var toolChoice = ToolChoice.auto
+        var maxToolRounds = 8
         var overflowPolicy = ContextOverflowPolicy.dropOldestTurns
         var messages: [ChatMessage] = []
         var lastStatistics: GenerationStatistics?
         var lastTurn: Task<Void, Never>?
     }
 
-    /// A new conversation with `model`.
-    public init(model: any LanguageModel, system: String? = nil, options: GenerationOptions = .balanced) {
+    /// A new conversation with `model`, which may call `tools`.
+    public init(model: any LanguageModel, system: String? = nil, options: GenerationOptions = .balanced, tools: [any Tool] = []) {
         self.model = model
         context = model.makeContext()
-        store = Mutex(Store(system: system, options: options))
+        var initial = Store(system: system, options: options)
+        initial.tools = tools
+        store = Mutex(initial)
+    }
+
+    /// The tools the model may call.
+    public var tools: [any Tool] {
+        get { store.withLock { $0.tools } }
+        set { store.withLock { $0.tools = newValue } }
+    }
+
+    /// Whether the model must call a tool in a turn's first round (later rounds are `.auto`,
+    /// so that it can answer with the results).
+    public var toolChoice: ToolChoice {
+        get { store.withLock { $0.toolChoice } }
+        set { store.withLock { $0.toolChoice = newValue } }
+    }
+
+    /// Rounds of calls one turn may make before the model must answer.
+    public var maxToolRounds: Int {
+        get { store.withLock { $0.maxToolRounds } }
+        set { store.withLock { $0.maxToolRounds = max(0, newValue) } }
     }
 
     /// The system prompt, applied from the next turn on.
@@ -95,6 +125,64 @@ public final class ChatSession: Sendable {
         try await stream(prompt, options: options).collect()
     }
 
+    /// The answer to `prompt` as a `T`, generated under `T`'s JSON Schema.
+    public func respond<T: Generable>(to prompt: String, generating type: T.Type, options: GenerationOptions? = nil) async throws -> T {
+        let response = try await respond(to: prompt, options: try Self.generating(type, options ?? self.options))
+        return try Self.decode(type, from: response)
+    }
+
+    /// The answer to `prompt` as a `T`, streamed: `.partial` values as the JSON grows (what has
+    /// been written so far, closed), then `.complete`.
+    public func stream<T: Generable>(_ prompt: String, generating type: T.Type, options: GenerationOptions? = nil)
+        -> AsyncThrowingStream<Generated<T>, any Error> {
+        let turnOptions: GenerationOptions
+        do {
+            turnOptions = try Self.generating(type, options ?? self.options)
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
+        }
+        let chunks = stream(prompt, options: turnOptions)
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    var response = Response()
+                    var last: JSONValue?
+                    for try await chunk in chunks {
+                        response.append(chunk)
+                        if !chunk.text.isEmpty, let partial = JSONValue(partialText: response.text), partial != last {
+                            last = partial
+                            continuation.yield(.partial(partial))
+                        }
+                    }
+                    continuation.yield(.complete(try Self.decode(type, from: response)))
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    private static func generating<T: Generable>(_ type: T.Type, _ base: GenerationOptions) throws -> GenerationOptions {
+        var options = base
+        options.jsonSchema = try T.jsonSchema
+        options.grammar = nil
+        options.tools = []
+        return options
+    }
+
+    private static func decode<T: Generable>(_ type: T.Type, from response: Response) throws -> T {
+        guard response.finishReason == .stop else {
+            throw HearthError.generationFailed("The answer ended (\(response.finishReason)) before the \(T.self) was complete; allow more tokens.")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(response.text.utf8))
+        } catch {
+            throw HearthError.generationFailed("The answer does not decode as \(T.self): \(error)")
+        }
+    }
+
     private func turn(options: GenerationOptions?, edit: @escaping @Sendable (inout [ChatMessage]) throws -> Void)
         -> AsyncThrowingStream<GenerationChunk, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: GenerationChunk.self)
@@ -117,33 +205,68 @@ public final class ChatSession: Sendable {
                      into continuation: AsyncThrowingStream<GenerationChunk, any Error>.Continuation) async {
         do {
             try Task.checkCancellation()
-            let (prompt, turnOptions, policy) = try store.withLock { store in
-                try edit(&store.messages)
-                let system = store.system.map { [ChatMessage(role: .system, content: $0)] } ?? []
-                return (system + store.messages, options ?? store.options, store.overflowPolicy)
-            }
-            let question = prompt.last
-            var text = "", reasoning = ""
-            var finish: GenerationChunk?
-            for try await chunk in context.stream(.chat(prompt), options: turnOptions, overflow: policy) {
-                text += chunk.text
-                reasoning += chunk.reasoning
-                if chunk.finishReason != nil { finish = chunk }
-                continuation.yield(chunk)
-            }
-            if let finish, finish.finishReason == .stop || finish.finishReason == .length {
-                store.withLock {
+            var round = 0
+            var edited = false
+            while true {
+                let (prompt, turnOptions, policy, tools) = try store.withLock { store in
+                    if !edited { try edit(&store.messages) }
+                    let system = store.system.map { [ChatMessage(role: .system, content: $0)] } ?? []
+                    var turnOptions = options ?? store.options
+                    if !store.tools.isEmpty, turnOptions.tools.isEmpty {
+                        turnOptions.tools = try store.tools.map { try $0.definition }
+                        let choice = store.toolChoice
+                        turnOptions.toolChoice = round == 0 || choice == .none ? choice : .auto
+                        if round >= store.maxToolRounds { turnOptions.toolChoice = .none }
+                    }
+                    return (system + store.messages, turnOptions, store.overflowPolicy, store.tools)
+                }
+                edited = true
+                let question = prompt.last
+                var text = "", reasoning = ""
+                var finish: GenerationChunk?
+                for try await chunk in context.stream(.chat(prompt), options: turnOptions, overflow: policy) {
+                    text += chunk.text
+                    reasoning += chunk.reasoning
+                    if chunk.finishReason != nil { finish = chunk }
+                    continuation.yield(chunk)
+                }
+                guard let finish, finish.finishReason == .stop || finish.finishReason == .length else { break }
+                let calls = finish.toolCalls ?? []
+                let kept = store.withLock { store -> Bool in
                     // A reset while the answer was written leaves nothing for it to answer.
-                    guard $0.messages.last == question else { return }
+                    guard store.messages.last == question else { return false }
                     // The answer is what the conversation keeps; the thoughts go with it for templates
                     // that show them (`reasoning_content`).
-                    $0.messages.append(ChatMessage(role: .assistant, content: text, reasoning: reasoning.isEmpty ? nil : reasoning))
-                    $0.lastStatistics = finish.statistics
+                    store.messages.append(ChatMessage(role: .assistant, content: text, reasoning: reasoning.isEmpty ? nil : reasoning,
+                                                      toolCalls: calls.isEmpty ? nil : calls))
+                    store.lastStatistics = finish.statistics
+                    return true
                 }
+                guard kept, !calls.isEmpty, !tools.isEmpty else { break }
+                // The round's calls run at the same time; their results go back in the calls' order.
+                let results = await withTaskGroup(of: (Int, String).self) { group in
+                    for (i, call) in calls.enumerated() { group.addTask { (i, await Self.run(call, with: tools)) } }
+                    var results = [String](repeating: "", count: calls.count)
+                    for await (i, result) in group { results[i] = result }
+                    return results
+                }
+                try Task.checkCancellation()
+                store.withLock { store in
+                    for (call, result) in zip(calls, results) { store.messages.append(.toolResult(result, for: call)) }
+                }
+                round += 1
             }
             continuation.finish()
         } catch {
             continuation.finish(throwing: error)
         }
     }
+}
+
+/// A typed answer as it is generated.
+public enum Generated<T: Sendable>: Sendable {
+    /// What has been written so far, as JSON with its open strings and containers closed.
+    case partial(JSONValue)
+    /// The whole answer, decoded.
+    case complete(T)
 }

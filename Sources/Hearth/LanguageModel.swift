@@ -64,8 +64,8 @@ extension LanguageModel {
     }
 
     /// A conversation that keeps its history and its cache between turns.
-    public func chat(system: String? = nil, options: GenerationOptions = .balanced) -> ChatSession {
-        ChatSession(model: self, system: system, options: options)
+    public func chat(system: String? = nil, options: GenerationOptions = .balanced, tools: [any Tool] = []) -> ChatSession {
+        ChatSession(model: self, system: system, options: options, tools: tools)
     }
 }
 
@@ -90,6 +90,8 @@ public struct Response: Sendable {
     public var tokens: [Int32]
     /// Each token's log-probability and alternatives, when asked for.
     public var logprobs: [(token: Int32, logprob: Float, top: [TokenLogprob])]
+    /// The tool calls the model made (in a chat with tools, every round's).
+    public var toolCalls: [ToolCall] = []
 
     /// An empty answer, to gather chunks into.
     public init() {
@@ -119,6 +121,7 @@ public struct Response: Sendable {
             finishReason = reason
             statistics = chunk.statistics
         }
+        if let calls = chunk.toolCalls { toolCalls += calls }
     }
 }
 

@@ -120,14 +120,15 @@ public final class LocalModel: LanguageModel {
                 throw HearthError.unsupportedModel(
                     reason: "\(name) has no chat template and its family has no known one; use a plain-text completion")
             }
-            guard messages.last?.role == .user else {
-                throw HearthError.invalidArgument("A conversation to answer must end with a user message.")
+            guard messages.last?.role == .user || messages.last?.role == .tool else {
+                throw HearthError.invalidArgument("A conversation to answer must end with a user message or a tool's result.")
             }
             // Room kept for the answer when older turns are dropped.
             let room = overflow == .dropOldestTurns ? min(options.maxTokens ?? 256, contextLength / 4) : 1
             var kept = messages
             while true {
-                let text = try chatFormat.render(kept, enableThinking: options.thinking)
+                let text = try chatFormat.render(kept, enableThinking: options.thinking, tools: options.tools,
+                                                 toolChoice: options.toolChoice)
                 let tokens = tokenizer.encode(text, addSpecial: true, parseSpecial: true)
                 if tokens.count + max(room, 1) <= contextLength { return (tokens, Self.splitter(chatFormat, prompt: text, options: options)) }
                 guard overflow == .dropOldestTurns, let oldest = kept.firstIndex(where: { $0.role != .system }),
@@ -147,6 +148,21 @@ public final class LocalModel: LanguageModel {
         guard format.thinks, options.format != .json else { return nil }
         if ChatFormat.opensThoughts(prompt) { return ReasoningSplitter(startsInThoughts: true) }
         return options.thinking == false ? nil : ReasoningSplitter(startsInThoughts: false)
+    }
+
+    /// `options` with the grammar of `tools`' calls, and the separation that keeps the calls
+    /// out of the streamed text; unchanged (and nil) without tools, with `toolChoice` `.none`,
+    /// or for a plain-text prompt.
+    func preparingTools(_ options: GenerationOptions, for prompt: Prompt) throws -> (GenerationOptions, ToolCallSeparation?) {
+        guard case .chat = prompt, !options.tools.isEmpty, options.toolChoice != .none, let chatFormat else { return (options, nil) }
+        guard options.grammar == nil, options.jsonSchema == nil, options.format != .json else {
+            throw HearthError.invalidArgument("Tools cannot be combined with a grammar or JSON mode in one request.")
+        }
+        let format = chatFormat.toolCallFormat
+        var prepared = options
+        (prepared.grammar, prepared.grammarTriggers) = try format.grammar(tools: options.tools, choice: options.toolChoice,
+                                                                          parallel: options.parallelToolCalls)
+        return (prepared, ToolCallSeparation(format: format))
     }
 
     /// Counts a generation as running until `ended` is called.
@@ -186,10 +202,12 @@ final class LocalContext: GenerationContext, @unchecked Sendable {
     func stream(_ prompt: Prompt, options: GenerationOptions, overflow: ContextOverflowPolicy)
         -> AsyncThrowingStream<GenerationChunk, any Error> {
         let model = self.model
-        let options = options.applying(model.recommendedSampling)
-        let tokens: [Int32], splitter: ReasoningSplitter?, sequence: SequenceState
+        var options = options.applying(model.recommendedSampling)
+        let tokens: [Int32], splitter: ReasoningSplitter?, sequence: SequenceState, calls: ToolCallSeparation?
         do {
+            try options.validate(vocabularySize: model.engine.configuration.vocabularySize)
             (tokens, splitter) = try model.tokens(for: prompt, options: options, overflow: overflow)
+            (options, calls) = try model.preparingTools(options, for: prompt)
             sequence = try self.sequence.withLock { existing in
                 if let existing { return existing }
                 let fresh = try model.engine.makeSequence(contextLength: model.contextLength)
@@ -202,8 +220,10 @@ final class LocalContext: GenerationContext, @unchecked Sendable {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: GenerationChunk.self)
         model.began()
         let thoughts = splitter.map { Mutex(ThoughtSeparation(splitter: $0)) }
+        let toolCalls = calls.map { Mutex($0) }
         let ticket = model.generator.submit(prompt: tokens, options: options, sequence: sequence, onChunk: { chunk in
-            let chunk = thoughts?.withLock { $0.separate(chunk) } ?? chunk
+            var chunk = thoughts?.withLock { $0.separate(chunk) } ?? chunk
+            chunk = toolCalls?.withLock { $0.separate(chunk) } ?? chunk
             if chunk.token != nil { model.recordToken() }
             if let stats = chunk.statistics, chunk.finishReason != .error { model.record(finished: stats) }
             if case .terminated = continuation.yield(chunk) { return false }

@@ -16,7 +16,8 @@ import NIOHTTP1
 /// ```
 ///
 /// Sampling sends the fields every such API takes (temperature, top_p, seed, penalties, stop,
-/// max_tokens, logprobs, response_format); top-k and min-p are left to the server. Requests
+/// max_tokens, logprobs, response_format with a JSON Schema, tools and tool_choice); top-k and
+/// min-p are left to the server, and a GBNF grammar is refused (such APIs do not take one). Requests
 /// refused with 429 or 5xx, or that fail to connect, are retried before any text arrives,
 /// honouring Retry-After; a stream that breaks midway throws.
 public final class RemoteModel: LanguageModel {
@@ -134,6 +135,7 @@ final class RemoteContext: GenerationContext {
                             continuation: AsyncThrowingStream<GenerationChunk, any Error>.Continuation) async throws {
         try options.validate()
         let (path, body) = try request(model: model.name, prompt: prompt, options: options)
+        var calls = StreamedToolCalls()
         let clock = ContinuousClock()
         let started = clock.now
         let response = try await model.retry.run { try await model.send(path: path, body: body) }
@@ -185,6 +187,7 @@ final class RemoteContext: GenerationContext {
                         continuation.yield(chunk)
                         if event.usage == nil { stats.completionTokens += 1 }
                     }
+                    for delta in choice.delta?.tool_calls ?? [] { calls.add(delta) }
                     if let finish = choice.finish_reason { reason = finish == "length" ? .length : .stop }
                 }
             }
@@ -194,7 +197,10 @@ final class RemoteContext: GenerationContext {
             throw HearthError.networkFailure("\(model.baseURL.absoluteString) closed the stream before the answer ended")
         }
         stats.generationSeconds = firstTokenAt.map { (clock.now - $0) / .seconds(1) } ?? 0
-        continuation.yield(GenerationChunk(text: "", finishReason: reason ?? .stop, statistics: stats))
+        var last = GenerationChunk(text: "", finishReason: reason ?? .stop, statistics: stats)
+        let toolCalls = try calls.finished(endpoint: model.baseURL.absoluteString)
+        if !toolCalls.isEmpty { last.toolCalls = toolCalls }
+        continuation.yield(last)
     }
 
     /// The endpoint and JSON body for `prompt`.
@@ -212,34 +218,101 @@ final class RemoteContext: GenerationContext {
         switch prompt {
         case .chat(let messages):
             path = "chat/completions"
-            body["messages"] = messages.map { message -> [String: String] in
-                var fields = ["role": message.role.rawValue, "content": message.content]
+            body["messages"] = messages.map { message -> [String: Any] in
+                var fields: [String: Any] = ["role": message.role.rawValue, "content": message.content]
                 if let reasoning = message.reasoning, !reasoning.isEmpty { fields["reasoning_content"] = reasoning }
+                if let calls = message.toolCalls, !calls.isEmpty {
+                    fields["tool_calls"] = calls.map { call -> [String: Any] in
+                        ["id": call.id, "type": "function", "function": ["name": call.name, "arguments": call.arguments.jsonText]]
+                    }
+                }
+                if let id = message.toolCallID { fields["tool_call_id"] = id }
+                if let name = message.name, message.role == .tool { fields["name"] = name }
                 return fields
+            }
+            if !options.tools.isEmpty {
+                body["tools"] = try options.tools.map { try JSONSerialization.jsonObject(with: Data($0.openAIShape.jsonText.utf8)) }
+                switch options.toolChoice {
+                case .auto: body["tool_choice"] = "auto"
+                case .none: body["tool_choice"] = "none"
+                case .required: body["tool_choice"] = "required"
+                case .tool(let name): body["tool_choice"] = ["type": "function", "function": ["name": name]]
+                }
+                body["parallel_tool_calls"] = options.parallelToolCalls
+            }
+            if let schema = options.jsonSchema {
+                body["response_format"] = ["type": "json_schema",
+                                           "json_schema": ["name": "answer", "strict": true,
+                                                           "schema": try JSONSerialization.jsonObject(with: Data(schema.jsonText.utf8))]]
             }
             if let thinking = options.thinking { body["chat_template_kwargs"] = ["enable_thinking": thinking] }
             if options.logprobs {
                 body["logprobs"] = true
                 if options.topLogprobs > 0 { body["top_logprobs"] = options.topLogprobs }
             }
-            if options.format == .json { body["response_format"] = ["type": "json_object"] }
+            if options.format == .json, options.jsonSchema == nil { body["response_format"] = ["type": "json_object"] }
         case .text(let text):
             path = "completions"
             body["prompt"] = text
+            if options.jsonSchema != nil || !options.tools.isEmpty {
+                throw HearthError.invalidArgument("A JSON Schema or tools for a remote model need a chat prompt.")
+            }
             if options.format == .json {
                 throw HearthError.invalidArgument("JSON output from a remote model needs a chat prompt (response_format applies to chat completions).")
             }
+        }
+        if options.grammar != nil {
+            throw HearthError.invalidArgument("A remote model cannot be held to a grammar; give a JSON Schema (jsonSchema) instead.")
         }
         return (path, try JSONSerialization.data(withJSONObject: body))
     }
 }
 
+/// Tool calls streamed in pieces (`delta.tool_calls`, each piece naming its call's index),
+/// gathered into whole calls.
+struct StreamedToolCalls {
+    private var calls: [Int: (id: String, name: String, arguments: String)] = [:]
+
+    mutating func add(_ delta: StreamEvent.Choice.Delta.ToolCall) {
+        let index = delta.index ?? calls.count
+        var call = calls[index] ?? ("", "", "")
+        if let id = delta.id { call.id = id }
+        if let name = delta.function?.name { call.name += name }
+        if let arguments = delta.function?.arguments { call.arguments += arguments }
+        calls[index] = call
+    }
+
+    /// The calls in order, their arguments parsed.
+    func finished(endpoint: String) throws -> [ToolCall] {
+        try calls.keys.sorted().map { index in
+            let call = calls[index]!
+            let arguments: JSONValue
+            do {
+                arguments = call.arguments.isEmpty ? .object([]) : try JSONValue(parsing: call.arguments)
+            } catch {
+                throw HearthError.generationFailed("\(endpoint) sent the arguments of \(call.name) as text that is not JSON: \(call.arguments.prefix(200))")
+            }
+            return ToolCall(id: call.id.isEmpty ? "call_\(index)" : call.id, name: call.name, arguments: arguments)
+        }
+    }
+}
+
 /// One server-sent event of a chat or text completion stream (the fields Hearth reads).
-private struct StreamEvent: Decodable {
+struct StreamEvent: Decodable {
     struct Choice: Decodable {
         struct Delta: Decodable {
+            struct ToolCall: Decodable {
+                struct Function: Decodable {
+                    var name: String?
+                    var arguments: String?
+                }
+                var index: Int?
+                var id: String?
+                var function: Function?
+            }
             var content: String?
             var reasoning_content: String?
+            var tool_calls: [ToolCall]?
         }
         struct Logprobs: Decodable {
             struct Entry: Decodable { var logprob: Float }

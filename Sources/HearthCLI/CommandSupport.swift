@@ -140,6 +140,12 @@ struct GenerationArguments: ParsableArguments {
     @Option(name: .customLong("stop"), help: "Stop when this text appears (repeatable); it is not printed.")
     var stop: [String] = []
 
+    @Option(name: .customLong("schema"), help: "A JSON Schema file: the answer is JSON valid under it.")
+    var schema: String?
+
+    @Option(name: .customLong("grammar"), help: "A GBNF grammar file (llama.cpp's format): the answer matches it.")
+    var grammar: String?
+
     /// The preset with the single settings applied.
     func options() throws -> GenerationOptions {
         guard var options = GenerationOptions.preset(named: preset) else {
@@ -155,7 +161,34 @@ struct GenerationArguments: ParsableArguments {
         if let frequencyPenalty { options.sampling.frequencyPenalty = frequencyPenalty }
         if let presencePenalty { options.sampling.presencePenalty = presencePenalty }
         options.stop = stop
+        if schema != nil, grammar != nil { throw ValidationError("Give --schema or --grammar, not both.") }
+        if let schema {
+            let text = try Self.read(schema, what: "schema")
+            do {
+                let parsed = try JSONValue(parsing: text)
+                // Compiled here too, so that a schema Hearth cannot hold to is refused before the model loads.
+                _ = try Grammar(jsonSchema: parsed)
+                options.jsonSchema = parsed
+            } catch let error as HearthError {
+                throw ValidationError("\(schema): \(error.message)")
+            }
+        }
+        if let grammar {
+            do {
+                options.grammar = try Grammar(gbnf: try Self.read(grammar, what: "grammar"))
+            } catch let error as HearthError {
+                throw ValidationError("\(grammar): \(error.message)")
+            }
+        }
         return options
+    }
+
+    private static func read(_ path: String, what: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: (path as NSString).expandingTildeInPath) else {
+            throw ValidationError("Cannot read the \(what) file \(path).")
+        }
+        guard let text = String(data: data, encoding: .utf8) else { throw ValidationError("The \(what) file \(path) is not UTF-8 text.") }
+        return text
     }
 
     func validate() throws {

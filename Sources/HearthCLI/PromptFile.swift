@@ -111,8 +111,8 @@ struct PromptLine: Sendable {
                 throw fail("\"messages\" must be a non-empty array of {\"role\": …, \"content\": …} objects.")
             }
             var conversation = try list.map { message -> ChatMessage in
-                guard case .object(let fields) = message, case .string(let name)? = fields["role"],
-                      let role = ChatMessage.Role(rawValue: name), case .string(let content)? = fields["content"] else {
+                guard case .string(let name)? = message["role"],
+                      let role = ChatMessage.Role(rawValue: name), case .string(let content)? = message["content"] else {
                     throw fail("each message needs a \"role\" (system, user or assistant) and a string \"content\".")
                 }
                 return ChatMessage(role: role, content: content)
@@ -131,41 +131,5 @@ struct PromptLine: Sendable {
 
     private static func messages(system: String?, user: String) -> [ChatMessage] {
         (system.map { [ChatMessage(role: .system, content: $0)] } ?? []) + [ChatMessage(role: .user, content: user)]
-    }
-}
-
-/// A JSON value as it came: a line's fields, and its `id`, written back unchanged.
-enum JSONValue: Sendable, Codable, Equatable {
-    case string(String), number(Double), bool(Bool), null
-    case array([JSONValue]), object([String: JSONValue])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let flag = try? container.decode(Bool.self) {
-            self = .bool(flag)
-        } else if let number = try? container.decode(Double.self) {
-            self = .number(number)
-        } else if let text = try? container.decode(String.self) {
-            self = .string(text)
-        } else if let list = try? container.decode([JSONValue].self) {
-            self = .array(list)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .string(let text): try container.encode(text)
-        case .number(let number):
-            if let whole = Int(exactly: number) { try container.encode(whole) } else { try container.encode(number) }
-        case .bool(let flag): try container.encode(flag)
-        case .null: try container.encodeNil()
-        case .array(let list): try container.encode(list)
-        case .object(let map): try container.encode(map)
-        }
     }
 }

@@ -195,6 +195,31 @@ public struct GrammarBuilder {
         return result
     }
 
+    /// Copies every rule of `grammar` in (renamed under `prefix`) and returns the index its root
+    /// rule has here, to be referred to as `.rule(index)`.
+    public mutating func include(_ grammar: Grammar, prefix: String) -> Int {
+        let base = rules.count
+        for rule in grammar.rules {
+            let name = "\(prefix)-\(rule.name)"
+            let alternatives = rule.alternatives.map { sequence in
+                sequence.map { element -> Grammar.Element in
+                    if case .rule(let r) = element { return .rule(base + r) }
+                    return element
+                }
+            }
+            var unique = name
+            while index[unique] != nil { unique += "-" }
+            rules.append(Grammar.Rule(name: unique, alternatives: alternatives))
+            index[unique] = rules.count - 1
+        }
+        return base + grammar.root
+    }
+
+    /// Elements matching `text` exactly.
+    public static func literal(_ text: String) -> [Grammar.Element] {
+        text.unicodeScalars.map { .characters(.init($0.value)) }
+    }
+
     /// The grammar with `root` as its root rule.
     public func build(root: String) throws -> Grammar {
         guard let r = index[root] else { throw HearthError.invalidArgument("The grammar has no rule called \(root).") }

@@ -31,6 +31,8 @@ public final class TransformerModel: Sendable {
     let jsonTable = Mutex<TokenByteTable?>(nil)
     /// Grammars compiled against the vocabulary, most recent last.
     let grammarPrograms = Mutex<[(grammar: Grammar, program: GrammarProgram)]>([])
+    /// Schemas compiled to grammars, most recent last.
+    let schemaGrammars = Mutex<[(schema: JSONValue, grammar: Grammar)]>([])
 
     /// Architectures (GGUF `general.architecture` values) this engine runs.
     public static var supportedArchitectures: [String] { ArchitectureRegistry.names }

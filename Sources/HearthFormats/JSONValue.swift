@@ -335,3 +335,60 @@ private struct JSONTextParser {
         return value
     }
 }
+
+extension JSONValue {
+    /// The value a beginning of JSON text stands for so far: open strings, arrays and objects
+    /// closed, a member without its value and a value cut inside a literal left out. Nil when
+    /// not even that parses.
+    public init?(partialText text: String) {
+        var bytes = Array(text.utf8)
+        for _ in 0..<64 {
+            var closers: [UInt8] = []
+            var inString = false, escaped = false
+            for b in bytes {
+                if inString {
+                    if escaped { escaped = false } else if b == UInt8(ascii: "\\") { escaped = true } else if b == UInt8(ascii: "\"") { inString = false }
+                    continue
+                }
+                switch b {
+                case UInt8(ascii: "\""): inString = true
+                case UInt8(ascii: "{"): closers.append(UInt8(ascii: "}"))
+                case UInt8(ascii: "["): closers.append(UInt8(ascii: "]"))
+                case UInt8(ascii: "}"), UInt8(ascii: "]"): if !closers.isEmpty { closers.removeLast() }
+                default: break
+                }
+            }
+            var candidate = bytes
+            if inString {
+                if escaped { candidate.removeLast() }
+                // A cut \u escape is dropped with what follows it.
+                if let slash = candidate.lastIndex(of: UInt8(ascii: "\\")), candidate.count - slash < 6,
+                   candidate.count > slash + 1, candidate[slash + 1] == UInt8(ascii: "u") {
+                    candidate.removeSubrange(slash...)
+                }
+                candidate.append(UInt8(ascii: "\""))
+            }
+            candidate += closers.reversed()
+            if let value = try? JSONValue(parsing: Data(candidate)) {
+                self = value
+                return
+            }
+            // Cut back to the last separator outside a string and try again.
+            var cut: Int? = nil
+            inString = false
+            escaped = false
+            for (i, b) in bytes.enumerated() {
+                if inString {
+                    if escaped { escaped = false } else if b == UInt8(ascii: "\\") { escaped = true } else if b == UInt8(ascii: "\"") { inString = false }
+                    continue
+                }
+                if b == UInt8(ascii: "\"") { inString = true }
+                if b == UInt8(ascii: ",") { cut = i }
+                if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") { cut = i + 1 }
+            }
+            guard let at = cut, at < bytes.count else { return nil }
+            bytes.removeSubrange(at...)
+        }
+        return nil
+    }
+}

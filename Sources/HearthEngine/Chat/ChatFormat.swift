@@ -6,6 +6,8 @@ public struct ChatMessage: Sendable, Equatable, Codable {
     /// Who wrote a message.
     public enum Role: String, Sendable, Codable {
         case system, user, assistant
+        /// A tool's result, answering one of the assistant's calls.
+        case tool
     }
 
     /// Who wrote it.
@@ -15,12 +17,27 @@ public struct ChatMessage: Sendable, Equatable, Codable {
     /// The thoughts before an assistant's answer, if it had any. A template that asks for them
     /// (`reasoning_content`) gets them; to others they are not shown.
     public var reasoning: String?
+    /// The calls an assistant's message made.
+    public var toolCalls: [ToolCall]?
+    /// For a tool's result: the call it answers.
+    public var toolCallID: String?
+    /// For a tool's result: the tool's name.
+    public var name: String?
 
     /// A message from `role`.
-    public init(role: Role, content: String, reasoning: String? = nil) {
+    public init(role: Role, content: String, reasoning: String? = nil, toolCalls: [ToolCall]? = nil, toolCallID: String? = nil,
+                name: String? = nil) {
         self.role = role
         self.content = content
         self.reasoning = reasoning
+        self.toolCalls = toolCalls
+        self.toolCallID = toolCallID
+        self.name = name
+    }
+
+    /// A tool's result for `call`.
+    public static func toolResult(_ content: String, for call: ToolCall) -> ChatMessage {
+        ChatMessage(role: .tool, content: content, toolCallID: call.id, name: call.name)
     }
 }
 
@@ -43,6 +60,9 @@ public struct ChatFormat: Sendable {
 
     /// Whether the template writes the tools a model may call (it reads `tools`).
     public var takesTools: Bool { template.source.contains("tools") }
+
+    /// How this model writes tool calls.
+    public var toolCallFormat: ToolCallFormat { ToolCallFormat.detect(template: template.source) }
 
     /// The chat format of the model in `gguf`.
     public init(gguf: GGUFFile) throws {
@@ -84,19 +104,50 @@ public struct ChatFormat: Sendable {
     /// `enableThinking` (when given) is the template's `enable_thinking`: false asks a
     /// reasoning model to answer without thoughts. An assistant message's `reasoning` is
     /// passed as `reasoning_content` only to a template that reads it.
-    public func render(_ messages: [ChatMessage], system: String? = nil, enableThinking: Bool? = nil) throws -> String {
+    public func render(_ messages: [ChatMessage], system: String? = nil, enableThinking: Bool? = nil,
+                       tools: [ToolDefinition] = [], toolChoice: ToolChoice = .auto) throws -> String {
         var all = messages
         if let system { all.insert(ChatMessage(role: .system, content: system), at: 0) }
+        let format = toolCallFormat
+        let offered = toolChoice == .none ? [] : tools
+        // A family without tool calls of its own learns the tools and the answer's shape from
+        // the system prompt, and sees earlier calls in that shape.
+        if format == .generic {
+            if let instructions = format.instructions(tools: offered, choice: toolChoice), !offered.isEmpty {
+                if all.first?.role == .system {
+                    all[0].content += "\n\n" + instructions
+                } else {
+                    all.insert(ChatMessage(role: .system, content: instructions), at: 0)
+                }
+            }
+            all = all.map { message in
+                guard let calls = message.toolCalls, !calls.isEmpty else { return message }
+                var written = message
+                let list = calls.map { JSONValue.object([("name", .string($0.name)), ("arguments", $0.arguments)]) }
+                written.content = JSONValue.object([("tool_calls", .array(list))]).jsonText
+                written.toolCalls = nil
+                return written
+            }
+        }
         let values = all.map { message -> TemplateObject in
             var object: TemplateObject = ["role": .string(message.role.rawValue), "content": .string(message.content)]
             if showsReasoning, message.role == .assistant, let reasoning = message.reasoning, !reasoning.isEmpty {
                 object["reasoning_content"] = .string(reasoning)
             }
+            if let calls = message.toolCalls, !calls.isEmpty {
+                object["tool_calls"] = .array(calls.map { call in
+                    .object(["id": .string(call.id), "type": "function",
+                             "function": .object(["name": .string(call.name), "arguments": TemplateValue(json: call.arguments)])])
+                })
+            }
+            if let id = message.toolCallID { object["tool_call_id"] = .string(id) }
+            if let name = message.name { object["name"] = .string(name) }
             return object
         }
         let extra: [String: TemplateValue] = enableThinking.map { ["enable_thinking": .bool($0)] } ?? [:]
+        let templateTools = format == .generic ? nil : offered.map { TemplateValue(json: $0.openAIShape) }
         var text = try template.render(messages: values, addGenerationPrompt: true, bosToken: bosText, eosToken: eosText,
-                                       extra: extra)
+                                       tools: templateTools, extra: extra)
         if tokenizerAddsBOS, !bosText.isEmpty, text.hasPrefix(bosText) {
             text.removeFirst(bosText.count)
         }
@@ -109,5 +160,19 @@ public struct ChatFormat: Sendable {
         var scalars = prompt.unicodeScalars
         while let last = scalars.last, [" ", "\n", "\r", "\t"].contains(last) { scalars.removeLast() }
         return String(scalars).hasSuffix(ReasoningSplitter.openingTag)
+    }
+}
+
+extension TemplateValue {
+    /// A JSON value as a template sees it: whole numbers as integers, objects in their order.
+    public init(json: JSONValue) {
+        switch json {
+        case .null: self = .none
+        case .bool(let b): self = .bool(b)
+        case .number(let n): self = n == n.rounded() && abs(n) < 1e15 ? .int(Int(n)) : .double(n)
+        case .string(let s): self = .string(s)
+        case .array(let items): self = .array(items.map(TemplateValue.init(json:)))
+        case .object(let members): self = .object(TemplateObject(members.map { ($0.key, TemplateValue(json: $0.value)) }))
+        }
     }
 }

@@ -82,6 +82,9 @@ public struct GenerationChunk: Sendable {
     public var topLogprobs: [TokenLogprob] = []
     /// Set on the last chunk.
     public var finishReason: FinishReason?
+    /// On the last chunk of a chat answer with tools: the calls the model made (their text is
+    /// not in `text`).
+    public var toolCalls: [ToolCall]?
     /// Set on the last chunk.
     public var statistics: GenerationStatistics?
 

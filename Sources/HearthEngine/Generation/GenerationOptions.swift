@@ -41,10 +41,20 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
     /// it matches, and the answer ends when nothing more can follow. Ask for the shape in the
     /// prompt as well. A grammar takes the place of `format`.
     public var grammar: Grammar?
+    /// A JSON Schema the answer must be valid under: compiled to a grammar for a local model,
+    /// sent as `response_format` `json_schema` to a remote one. A `grammar` takes its place.
+    public var jsonSchema: JSONValue?
     /// With `grammar`: the answer is free until it contains one of these texts, and the
     /// grammar holds from the first of them on (it must match the trigger too). Empty: from
     /// the start.
     public var grammarTriggers: [String] = []
+    /// Tools the model may call in a chat (see `ToolCallFormat`): the prompt offers them and the
+    /// calls are generated under their schemas; the last chunk carries the calls.
+    public var tools: [ToolDefinition] = []
+    /// Whether and which tool the model must call.
+    public var toolChoice: ToolChoice = .auto
+    /// Whether the model may make several calls in one answer.
+    public var parallelToolCalls: Bool = true
     /// Whether a reasoning model thinks before answering, in a chat: the chat template's
     /// `enable_thinking`. nil leaves it to the template (thinking, for the templates that ask);
     /// false asks for an answer without thoughts. A model whose prompt opens the thoughts
@@ -65,7 +75,8 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case sampling, maxTokens, stop, logprobs, topLogprobs, format, thinking, grammar, grammarTriggers
+        case sampling, maxTokens, stop, logprobs, topLogprobs, format, thinking, grammar, grammarTriggers, tools, toolChoice,
+             parallelToolCalls, jsonSchema
     }
 
     /// Decodes options; a missing `format` is `.text` and a missing `thinking` nil, as options
@@ -80,7 +91,11 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
                   format: try c.decodeIfPresent(OutputFormat.self, forKey: .format) ?? .text,
                   thinking: try c.decodeIfPresent(Bool.self, forKey: .thinking))
         grammar = try c.decodeIfPresent(Grammar.self, forKey: .grammar)
+        jsonSchema = try c.decodeIfPresent(JSONValue.self, forKey: .jsonSchema)
         grammarTriggers = try c.decodeIfPresent([String].self, forKey: .grammarTriggers) ?? []
+        tools = try c.decodeIfPresent([ToolDefinition].self, forKey: .tools) ?? []
+        toolChoice = try c.decodeIfPresent(ToolChoice.self, forKey: .toolChoice) ?? .auto
+        parallelToolCalls = try c.decodeIfPresent(Bool.self, forKey: .parallelToolCalls) ?? true
     }
 
     /// The sampling temperature (0: always the most likely token).
@@ -143,5 +158,19 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
             throw HearthError.invalidArgument("Grammar triggers need a grammar.")
         }
         if grammarTriggers.contains(where: \.isEmpty) { throw HearthError.invalidArgument("A grammar trigger must not be empty.") }
+        var names = Set<String>()
+        for tool in tools {
+            guard !tool.name.isEmpty, tool.name.count <= 64,
+                  tool.name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "." }) else {
+                throw HearthError.invalidArgument("Tool name \"\(tool.name)\" must be 1 to 64 letters, digits, _, - or .")
+            }
+            guard names.insert(tool.name).inserted else { throw HearthError.invalidArgument("Two tools are named \(tool.name).") }
+        }
+        if case .tool(let name) = toolChoice, !names.contains(name) {
+            throw HearthError.invalidArgument("tool_choice names \(name), which is not among the tools.")
+        }
+        if toolChoice == .required && tools.isEmpty {
+            throw HearthError.invalidArgument("tool_choice is required, but there are no tools.")
+        }
     }
 }

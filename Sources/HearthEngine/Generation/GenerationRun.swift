@@ -71,7 +71,7 @@ final class GenerationRun {
         sampler = Sampler(options: options.sampling)
         stops = StopSequenceMatcher(options.stop)
         budget = min(options.maxTokens ?? Int.max, sequence.contextLength - prompt.count)
-        if let grammar = options.grammar {
+        if let grammar = try options.grammar ?? options.jsonSchema.map({ try model.schemaGrammar($0) }) {
             let program = model.grammarProgram(grammar)
             constraint = options.grammarTriggers.isEmpty ? GrammarConstraint(program: program)
                 : LazyGrammarConstraint(program: program, triggers: options.grammarTriggers)

@@ -1,4 +1,5 @@
 import HearthConstraints
+import HearthFormats
 
 extension TransformerModel {
     /// JSON mode's constraint with `recognizer` holding the answer so far (see `TokenConstraint`).
@@ -30,5 +31,17 @@ extension TransformerModel {
             if programs.count > 16 { programs.removeFirst() }
             return program
         }
+    }
+
+    /// The grammar of a JSON Schema, from a small cache (compiling a schema costs more than
+    /// looking it up, and a server sees the same schemas again and again).
+    public func schemaGrammar(_ schema: JSONValue) throws -> Grammar {
+        if let known = schemaGrammars.withLock({ $0.first { $0.schema == schema }?.grammar }) { return known }
+        let grammar = try Grammar(jsonSchema: schema)
+        schemaGrammars.withLock { cache in
+            cache.append((schema, grammar))
+            if cache.count > 16 { cache.removeFirst() }
+        }
+        return grammar
     }
 }

@@ -1,0 +1,153 @@
+import Foundation
+import Hearth
+import HearthTestSupport
+import Testing
+
+private let toolModel = Result { try TransformerModel(path: TestFiles.model(TestFiles.smolLM2), threads: 2) }
+
+/// Two tools with object schemas, as an app would declare them.
+let weatherTools = [
+    ToolDefinition(name: "get_weather", description: "The current weather in a city",
+                   parameters: try! JSONValue(parsing: #"{"type": "object", "properties": {"city": {"type": "string", "maxLength": 40}, "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city", "unit"]}"#)),
+    ToolDefinition(name: "get_time", description: "The local time in a city",
+                   parameters: try! JSONValue(parsing: #"{"type": "object", "properties": {"city": {"type": "string", "maxLength": 40}}, "required": ["city"]}"#)),
+]
+
+/// Feeds `text` to the grammar from the start.
+func grammarAccepts(_ grammar: Grammar, _ text: String) -> Bool {
+    let compiled = CompiledGrammar(grammar)
+    var state = compiled.start()
+    return state.consume(Array(text.utf8), in: compiled) && state.isAccepting
+}
+
+@Suite struct ToolCallFormatTests {
+    /// Each family's template tells its format, as llama.cpp detects it.
+    @Test func formatsFromTemplates() throws {
+        let expected: [(String, ToolCallFormat)] = [
+            ("Qwen-Qwen2.5-7B-Instruct", .hermes), ("Qwen-Qwen3-0.6B", .hermes),
+            ("NousResearch-Hermes-3-Llama-3.1-8B-tool_use", .hermes), ("meta-llama-Llama-3.2-3B-Instruct", .llama3),
+            ("meta-llama-Llama-3.1-8B-Instruct", .llama3), ("mistralai-Mistral-Nemo-Instruct-2407", .mistral),
+            ("google-gemma-2-2b-it", .generic),
+        ]
+        for (name, format) in expected {
+            let source = try String(contentsOf: TestFiles.modelURL("templates/\(name).jinja"), encoding: .utf8)
+            #expect(ToolCallFormat.detect(template: source) == format, "\(name)")
+        }
+        let smol = try toolModel.get()
+        #expect(try ChatFormat(gguf: smol.gguf).toolCallFormat == .generic)
+    }
+
+    /// Each format's grammar takes its calls and refuses others, and `parse` reads them back.
+    @Test func grammarsAndParsing() throws {
+        let good: [(ToolCallFormat, String, [String])] = [
+            (.hermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>\n<tool_call>{\"name\": \"get_time\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>", ["get_weather", "get_time"]),
+            (.llama3, "{\"name\": \"get_time\", \"parameters\": {\"city\": \"Lima\"}}", ["get_time"]),
+            (.mistral, "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"city\": \"Rome\"}}, {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\", \"unit\": \"fahrenheit\"}}]", ["get_time", "get_weather"]),
+            (.generic, "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Nice\", \"unit\": \"celsius\"}}]}", ["get_weather"]),
+        ]
+        for (format, text, names) in good {
+            let (grammar, triggers) = try format.grammar(tools: weatherTools, choice: .required, parallel: true)
+            #expect(triggers.isEmpty)
+            #expect(grammarAccepts(grammar, text), "\(format)")
+            let parsed = format.parse(text)
+            #expect(parsed.calls.map(\.name) == names, "\(format)")
+            #expect(parsed.content.isEmpty)
+            #expect(parsed.calls.first?.arguments["city"] != nil)
+        }
+        // Unknown tools, missing required arguments and two calls without parallel calls are refused.
+        let hermes = try ToolCallFormat.hermes.grammar(tools: weatherTools, choice: .required, parallel: false).0
+        #expect(!grammarAccepts(hermes, "<tool_call>{\"name\": \"delete_all\", \"arguments\": {}}</tool_call>"))
+        #expect(!grammarAccepts(hermes, "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>"))
+        #expect(!grammarAccepts(hermes, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"city\": \"A\"}}</tool_call><tool_call>{\"name\": \"get_time\", \"arguments\": {\"city\": \"B\"}}</tool_call>"))
+        // A named tool: only it.
+        let named = try ToolCallFormat.generic.grammar(tools: weatherTools, choice: .tool("get_time"), parallel: true).0
+        #expect(!grammarAccepts(named, "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Nice\", \"unit\": \"celsius\"}}]}"))
+        #expect(grammarAccepts(named, "{\"tool_calls\": [{\"name\": \"get_time\", \"arguments\": {\"city\": \"Nice\"}}]}"))
+        // Auto: the generic answer may be a response; native formats wait for their trigger.
+        let auto = try ToolCallFormat.generic.grammar(tools: weatherTools, choice: .auto, parallel: true).0
+        #expect(grammarAccepts(auto, "{\"response\": \"It is sunny.\"}"))
+        #expect(ToolCallFormat.generic.parse("{\"response\": \"It is \\\"sunny\\\".\"}").content == "It is \"sunny\".")
+        #expect(try ToolCallFormat.hermes.grammar(tools: weatherTools, choice: .auto, parallel: true).1 == ["<tool_call>"])
+        // Text around calls stays text; a broken call stays text.
+        let mixed = ToolCallFormat.hermes.parse("Let me look.\n<tool_call>{\"name\": \"get_time\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>")
+        #expect(mixed.content == "Let me look." && mixed.calls.count == 1)
+        let broken = ToolCallFormat.hermes.parse("<tool_call>{\"name\": \"get_time\", \"argu")
+        #expect(broken.calls.isEmpty && broken.content.contains("<tool_call>"))
+        #expect(throws: HearthError.self) { try ToolCallFormat.hermes.grammar(tools: weatherTools, choice: .tool("nope"), parallel: true) }
+    }
+
+    /// The separation streams the text before a call, holds back what may be a trigger, keeps
+    /// the call out of the text and puts it on the last chunk, however the output is cut.
+    @Test func separationAcrossChunks() {
+        func run(_ format: ToolCallFormat, _ pieces: [String]) -> (text: String, calls: [ToolCall], streamedBeforeEnd: String) {
+            var separation = ToolCallSeparation(format: format)
+            var text = "", calls: [ToolCall] = []
+            for (i, piece) in pieces.enumerated() {
+                let last = i == pieces.count - 1
+                let chunk = separation.separate(GenerationChunk(text: piece, finishReason: last ? .stop : nil))
+                text += chunk.text
+                calls += chunk.toolCalls ?? []
+            }
+            var streamed = ""
+            var again = ToolCallSeparation(format: format)
+            for piece in pieces.dropLast() { streamed += again.separate(GenerationChunk(text: piece)).text }
+            return (text, calls, streamed)
+        }
+        let hermes = run(.hermes, ["Sure", ", checking. <tool", "_call>{\"name\": \"get_time\", ", "\"arguments\": {\"city\": \"Oslo\"}}</tool_call>", ""])
+        #expect(hermes.text == "Sure, checking. ")
+        #expect(hermes.calls.map(\.name) == ["get_time"])
+        #expect(hermes.streamedBeforeEnd == "Sure, checking. ")
+        // Text that only looked like the start of a trigger comes out.
+        let notACall = run(.hermes, ["a <to", "ol> b", ""])
+        #expect(notACall.text == "a <tool> b" && notACall.calls.isEmpty)
+        #expect(notACall.streamedBeforeEnd == "a <tool> b")
+        // The generic format streams the response string as it is decoded.
+        let generic = run(.generic, ["{\"resp", "onse\": \"Hé", "llo \\\"wo", "rld\\\" \\u00", "e9!\"}", ""])
+        #expect(generic.text == "Héllo \"world\" é!")
+        #expect(generic.streamedBeforeEnd == "Héllo \"world\" é!")
+        let genericCall = run(.generic, ["{\"tool_calls\": [{\"name\": \"get_time\", \"arguments\": {\"city\": \"Oslo\"}}]}", ""])
+        #expect(genericCall.text.isEmpty && genericCall.calls.count == 1)
+    }
+}
+
+@Suite(.serialized) struct ToolCallGenerationTests {
+    /// SmolLM2 asked with tool_choice required at temperature 1.0: every answer is calls of the
+    /// offered tools whose arguments have the schema's required keys and enum values.
+    @Test func requiredCallsAreValidAtTemperatureOne() throws {
+        let model = try toolModel.get()
+        let format = try ChatFormat(gguf: model.gguf)
+        var calls = 0
+        for seed in 1...12 {
+            var options = wideSampling(seed: UInt64(seed), maxTokens: 120)
+            options.tools = weatherTools
+            options.toolChoice = .required
+            let prompt = model.tokenizer.encode(
+                try format.render([ChatMessage(role: .user, content: "What's the weather and the time in Paris?")], tools: weatherTools,
+                                  toolChoice: .required),
+                addSpecial: true, parseSpecial: true)
+            let (grammar, triggers) = try format.toolCallFormat.grammar(tools: weatherTools, choice: .required, parallel: true)
+            options.grammar = grammar
+            options.grammarTriggers = triggers
+            options.tools = []
+            let state = try model.makeSequence(contextLength: 1024)
+            var text = "", finish: FinishReason?
+            try model.generate(prompt: prompt, options: options, sequence: state) { chunk in
+                text += chunk.text
+                finish = chunk.finishReason ?? finish
+                return true
+            }
+            #expect(finish == .stop, "seed \(seed): \(text)")
+            let parsed = format.toolCallFormat.parse(text)
+            #expect(!parsed.calls.isEmpty, "seed \(seed): \(text)")
+            for call in parsed.calls {
+                calls += 1
+                #expect(["get_weather", "get_time"].contains(call.name))
+                #expect(call.arguments["city"]?.stringValue != nil, "\(call)")
+                if call.name == "get_weather" {
+                    #expect(["celsius", "fahrenheit"].contains(call.arguments["unit"]?.stringValue ?? ""), "\(call)")
+                }
+            }
+        }
+        #expect(calls >= 12)
+    }
+}
