@@ -76,7 +76,14 @@ public final class CompiledGrammar: Sendable {
             guard !opened.contains(top) else { return }
             opened.append(top)
             var continued = stack
-            continued[continued.count - 1] = top + 1
+            // A reference that ends its alternative leaves nothing to come back to: its place is
+            // dropped rather than kept (a tail call), so a repetition `r ::= x r | ε` goes on at
+            // a constant depth and its states recur instead of growing with every item.
+            if case .end = slots[Int(top) + 1] {
+                continued.removeLast()
+            } else {
+                continued[continued.count - 1] = top + 1
+            }
             for alternative in starts[r] { expand(continued + [alternative], opened: &opened, into: &out) }
             opened.removeLast()
         }
