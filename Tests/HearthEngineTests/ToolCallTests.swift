@@ -118,17 +118,14 @@ func grammarAccepts(_ grammar: Grammar, _ text: String) -> Bool {
         let format = try ChatFormat(gguf: model.gguf)
         var calls = 0
         for seed in 1...12 {
-            var options = wideSampling(seed: UInt64(seed), maxTokens: 120)
-            options.tools = weatherTools
-            options.toolChoice = .required
+            var options = wideSampling(seed: UInt64(seed), maxTokens: 400)
             let prompt = model.tokenizer.encode(
                 try format.render([ChatMessage(role: .user, content: "What's the weather and the time in Paris?")], tools: weatherTools,
                                   toolChoice: .required),
                 addSpecial: true, parseSpecial: true)
-            let (grammar, triggers) = try format.toolCallFormat.grammar(tools: weatherTools, choice: .required, parallel: true)
+            let (grammar, triggers) = try format.toolCallFormat.grammar(tools: weatherTools, choice: .required, parallel: seed % 2 == 0)
             options.grammar = grammar
             options.grammarTriggers = triggers
-            options.tools = []
             let state = try model.makeSequence(contextLength: 1024)
             var text = "", finish: FinishReason?
             try model.generate(prompt: prompt, options: options, sequence: state) { chunk in

@@ -66,6 +66,10 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
     /// and the system prompt describes the tools and this shape.
     case generic
 
+    /// Most calls in one answer: enough for any real request, and a bound on a model that would
+    /// go on adding calls instead of ending.
+    public static let maximumParallelCalls = 8
+
     /// The format a chat template writes tool calls in.
     public static func detect(template source: String) -> ToolCallFormat {
         if source.contains("<tool_call>") { return .hermes }
@@ -100,8 +104,10 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
         }
         guard !offered.isEmpty else { throw HearthError.invalidArgument("There are no tools to call.") }
         var b = GrammarBuilder()
-        // Whitespace between tokens of the call, bounded so that a model cannot run on in it.
-        b.define("ws", [b.repeated([.characters(.init([32...32, 9...10, 13...13]))], minimum: 0, maximum: 20, name: "space")])
+        // Whitespace between tokens of the call, as the schemas' grammars allow it: nothing, a
+        // space, or a newline and an indent; bounded so that a model cannot run on in it.
+        b.define("ws", [[], GrammarBuilder.literal(" "),
+                        GrammarBuilder.literal("\n") + b.repeated([.characters(.init([32...32, 9...9]))], minimum: 0, maximum: 20, name: "indent")])
         let argumentsKey = self == .llama3 ? "parameters" : "arguments"
         var calls: [[Grammar.Element]] = []
         for (i, tool) in offered.enumerated() {
@@ -127,19 +133,19 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
         switch self {
         case .hermes:
             let block = GrammarBuilder.literal("<tool_call>") + [w, .rule(call), w] + GrammarBuilder.literal("</tool_call>")
-            let more = parallel ? b.repeated([w] + block, minimum: 0, maximum: nil, name: "more") : []
+            let more = parallel ? b.repeated([w] + block, minimum: 0, maximum: Self.maximumParallelCalls - 1, name: "more") : []
             b.define("root", [block + more + [w]])
             return (try b.build(root: "root"), auto ? triggers : [])
         case .llama3:
-            let more = parallel ? b.repeated(GrammarBuilder.literal(";") + [w, .rule(call)], minimum: 0, maximum: nil, name: "more") : []
+            let more = parallel ? b.repeated(GrammarBuilder.literal(";") + [w, .rule(call)], minimum: 0, maximum: Self.maximumParallelCalls - 1, name: "more") : []
             b.define("root", [[.rule(call)] + more + [w]])
             return (try b.build(root: "root"), auto ? triggers : [])
         case .mistral:
-            let more = parallel ? b.repeated(GrammarBuilder.literal(",") + [w, .rule(call)], minimum: 0, maximum: nil, name: "more") : []
+            let more = parallel ? b.repeated(GrammarBuilder.literal(",") + [w, .rule(call)], minimum: 0, maximum: Self.maximumParallelCalls - 1, name: "more") : []
             b.define("root", [GrammarBuilder.literal("[TOOL_CALLS][") + [w, .rule(call)] + more + [w] + GrammarBuilder.literal("]")])
             return (try b.build(root: "root"), auto ? triggers : [])
         case .generic:
-            let more = parallel ? b.repeated(GrammarBuilder.literal(",") + [w, .rule(call)], minimum: 0, maximum: nil, name: "more") : []
+            let more = parallel ? b.repeated(GrammarBuilder.literal(",") + [w, .rule(call)], minimum: 0, maximum: Self.maximumParallelCalls - 1, name: "more") : []
             let toolCalls = GrammarBuilder.literal("{") + [w] + GrammarBuilder.literal("\"tool_calls\"") + [w] + GrammarBuilder.literal(":")
                 + [w] + GrammarBuilder.literal("[") + [w, .rule(call)] + more + [w] + GrammarBuilder.literal("]") + [w] + GrammarBuilder.literal("}")
             var alternatives = [toolCalls]
