@@ -142,7 +142,8 @@ struct CrossEncoderTests {
             }
         }
         let masked = try variant { try config($0) { $0.replacingOccurrences(of: "BertForSequenceClassification", with: "BertForMaskedLM") } }
-        #expect(message(masked).contains("BertForMaskedLM") && message(masked).contains("BertForSequenceClassification"))
+        let maskedMessage = message(masked)
+        #expect(maskedMessage.contains("BertForMaskedLM") && maskedMessage.contains("BertForSequenceClassification"), "\(maskedMessage)")
         let roberta = try variant {
             try config($0) { $0.replacingOccurrences(of: "BertForSequenceClassification", with: "XLMRobertaForSequenceClassification") }
         }
