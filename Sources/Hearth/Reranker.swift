@@ -62,7 +62,7 @@ public final class Reranker: Sendable {
     public func score(pairs: [(String, String)], _ kind: ScoreKind = .default) async throws -> [Float] {
         guard labels.count == 1 else {
             throw HearthError.invalidArgument(
-                "\(name) has \(labels.count) labels (\(labels.joined(separator: ", "))), so a pair has no single score; use labelScores(pairs:) for a score per label.")
+                "\(name) has \(labels.count) labels (\(labels.joined(separator: ", "))), so it gives no single relevance score to rank by: use a one-label cross-encoder such as cross-encoder/ms-marco-MiniLM-L6-v2 (in Swift, labelScores(pairs:) gives this model's score per label).")
         }
         return try await labelScores(pairs: pairs, kind).map { $0[0] }
     }
