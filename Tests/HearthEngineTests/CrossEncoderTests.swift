@@ -102,6 +102,21 @@ struct CrossEncoderTests {
         }
     }
 
+    @Test("without tokenizer.json, vocab.txt and tokenizer_config.json give the same tokens", arguments: [CrossEncoderSpec.tiny, .miniLM])
+    func vocabularyFile(_ spec: CrossEncoderSpec) throws {
+        let loaded = try LoadedCrossEncoder.get(spec)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-ce-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.copyItem(at: try spec.folder().url, to: directory)
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("tokenizer.json"))
+        let model = try CrossEncoderModel(directory: directory, threads: 1)
+        #expect(model.tokenizer.maximumLength == loaded.fixture.max_length)
+        for pair in loaded.fixture.pairs {
+            let encoded = model.tokenize(query: pair.query, document: pair.document)
+            #expect(encoded.ids == pair.ids && encoded.typeIds == pair.type_ids, "\(pair)")
+        }
+    }
+
     @Test("truncation_side left keeps the ends of the texts")
     func leftTruncation() throws {
         let loaded = try LoadedCrossEncoder.get(.tiny)

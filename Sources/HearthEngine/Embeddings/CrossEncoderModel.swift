@@ -43,7 +43,7 @@ public final class CrossEncoderModel: Sendable {
     public static let tokensPerPass = 8192
 
     /// Loads the cross-encoder in `directory`: `config.json` (a `BertForSequenceClassification`),
-    /// `model.safetensors` and `tokenizer.json`, with `tokenizer_config.json`,
+    /// `model.safetensors` and `tokenizer.json` (or BERT's `vocab.txt`), with `tokenizer_config.json`,
     /// `config_sentence_transformers.json`, `modules.json` and `sentence_bert_config.json` when
     /// they are there. Any other architecture is refused by name.
     public init(directory: URL, threads: Int? = nil) throws {
@@ -57,14 +57,23 @@ public final class CrossEncoderModel: Sendable {
             throw HearthError.invalidModelFile(path: directory.path, reason: "its maximum length \(length) leaves no room for a pair")
         }
         let tokenizerURL = directory.appendingPathComponent("tokenizer.json")
-        guard let tokenizerData = FileManager.default.contents(atPath: tokenizerURL.path) else {
+        let vocabularyURL = directory.appendingPathComponent("vocab.txt")
+        if let tokenizerData = FileManager.default.contents(atPath: tokenizerURL.path) {
+            tokenizer = try WordPieceTokenizer(tokenizerJSON: tokenizerData, maximumLength: length, path: tokenizerURL.path)
+            try CrossEncoderFolder.checkPairTemplate(tokenizerData, path: tokenizerURL.path)
+        } else if let vocabulary = FileManager.default.contents(atPath: vocabularyURL.path) {
+            // Older cross-encoders (ms-marco-TinyBERT-L-2-v2 and the like) ship only BERT's
+            // vocab.txt; transformers then builds the tokenizer from tokenizer_config.json's
+            // settings, as this does.
+            var pieces = String(decoding: vocabulary, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            if pieces.last == "" { pieces.removeLast() }
+            tokenizer = try WordPieceTokenizer(vocabulary: pieces, normalization: folder.vocabularyNormalization, maximumLength: length)
+        } else {
             throw HearthError.fileNotFound(path: tokenizerURL.path)
         }
-        tokenizer = try WordPieceTokenizer(tokenizerJSON: tokenizerData, maximumLength: length, path: tokenizerURL.path)
         guard tokenizer.vocabularySize <= encoder.configuration.vocabularySize else {
-            throw HearthError.invalidModelFile(path: tokenizerURL.path, reason: "its vocabulary is larger than the model's")
+            throw HearthError.invalidModelFile(path: directory.path, reason: "its tokenizer's vocabulary is larger than the model's")
         }
-        try CrossEncoderFolder.checkPairTemplate(tokenizerData, path: tokenizerURL.path)
         labels = folder.labels
         activation = folder.activation
         truncationSide = folder.truncationSide
@@ -122,6 +131,10 @@ struct CrossEncoderFolder {
     /// The tokenizer's maximum length, when a file sets one.
     var maximumLength: Int?
     var truncationSide: WordPieceTokenizer.TruncationSide
+    /// How BertTokenizer cleans text when it is built from vocab.txt alone: tokenizer_config's
+    /// do_lower_case (default on), strip_accents (default: as do_lower_case) and
+    /// tokenize_chinese_chars (default on).
+    var vocabularyNormalization = WordPieceTokenizer.Normalization()
 
     init(directory: URL) throws {
         func json(_ name: String) throws -> [String: Any]? {
@@ -149,6 +162,10 @@ struct CrossEncoderFolder {
             // Without a model_max_length, transformers' is "very large", which the position
             // table then caps.
             length = (tokenizerConfig["model_max_length"] as? NSNumber)?.intValue
+            let lowercase = tokenizerConfig["do_lower_case"] as? Bool ?? true
+            vocabularyNormalization = WordPieceTokenizer.Normalization(
+                cleanText: true, handleChineseCharacters: tokenizerConfig["tokenize_chinese_chars"] as? Bool ?? true,
+                stripAccents: tokenizerConfig["strip_accents"] as? Bool ?? lowercase, lowercase: lowercase)
             if let name = tokenizerConfig["truncation_side"] as? String {
                 guard let value = WordPieceTokenizer.TruncationSide(rawValue: name) else {
                     throw HearthError.invalidModelFile(path: directory.appendingPathComponent("tokenizer_config.json").path,
