@@ -22,7 +22,7 @@ struct RerankCommand: AsyncParsableCommand {
     @Argument(help: "What the documents should answer.")
     var query: String
 
-    @Option(name: .customLong("in"), help: "The documents, one per line; - reads standard input.")
+    @Option(name: .customLong("in"), help: ArgumentHelp("The documents, one per line; - reads standard input.", valueName: "file"))
     var file: String
 
     @Option(name: [.customShort("k"), .customLong("top")], help: "How many documents to print (default: all).")

@@ -148,6 +148,11 @@ struct CrossEncoderFolder {
         let configPath = directory.appendingPathComponent("config.json").path
         guard let config = try json("config.json") else { throw HearthError.fileNotFound(path: configPath) }
         let architectures = config["architectures"] as? [String] ?? []
+        // The likeliest mix-up: a sentence-transformers embedding folder named as a reranker.
+        if architectures == ["BertModel"] {
+            throw HearthError.invalidArgument(
+                "\(directory.path) is a sentence-embedding model (architecture BertModel), not a cross-encoder: use it with hearth embed or hearth similar (loadEmbedder in Swift). A reranker is a BertForSequenceClassification, such as cross-encoder/ms-marco-MiniLM-L6-v2.")
+        }
         guard architectures.contains("BertForSequenceClassification") else {
             let named = architectures.isEmpty ? "none named in config.json" : architectures.joined(separator: ", ")
             throw HearthError.unsupportedModel(
