@@ -8,13 +8,18 @@ import HearthFormats
 /// `scripts/fetch-models` brings. Each fixture holds sentence-transformers' CrossEncoder scores
 /// on its model and a sha256 over the weights, which `weightsSHA256` must equal first.
 public struct CrossEncoderSpec: Sendable, CustomStringConvertible {
+    /// The folder's and the fixture's name.
     public var name: String
+    /// The SplitMix64 seed of its weights.
     public var seed: UInt64
+    /// hidden_size, intermediate_size, num_hidden_layers, num_attention_heads and
+    /// max_position_embeddings.
     public var hidden = 64
     public var intermediate = 128
     public var layers = 2
     public var heads = 4
     public var positions = 128
+    /// id2label, in order.
     public var labels = ["LABEL_0"]
     /// `model_max_length` in tokenizer_config.json; none when nil.
     public var modelMaxLength: Int?
@@ -142,9 +147,12 @@ public struct CrossEncoderSpec: Sendable, CustomStringConvertible {
 public enum SafetensorsWriter {
     /// A tensor's shape and values, row-major.
     public struct Tensor: Sendable {
+        /// Dimensions, outermost first.
         public var shape: [Int]
+        /// The values, row-major.
         public var values: [Float]
 
+        /// A tensor; `values` must have as many elements as `shape` says.
         public init(shape: [Int], values: [Float]) {
             precondition(shape.reduce(1, *) == values.count)
             self.shape = shape
