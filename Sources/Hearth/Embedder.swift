@@ -22,6 +22,10 @@ public final class Embedder: Sendable {
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw HearthError.fileNotFound(path: path)
         }
+        // A cross-encoder's encoder would load and give vectors no one trained it for.
+        guard !CrossEncoderModel.isCrossEncoder(directory: URL(fileURLWithPath: path)) else {
+            throw HearthError.invalidArgument("\(path) is a cross-encoder (a reranker), not an embedding model: load it with loadReranker, or use `hearth rerank`.")
+        }
         model = try SentenceEmbeddingModel(directory: URL(fileURLWithPath: path), threads: threads)
         self.name = name ?? path
     }

@@ -12,7 +12,7 @@ public struct ModelRegistry: Sendable {
         public var revision: String
         /// The quantization pulled when none is asked for.
         public var recommendedQuantization: String?
-        /// What it does: `chat`, `completion`, `embedding`.
+        /// What it does: `chat`, `completion`, `embedding`, `rerank`.
         public var capabilities: [String]
         /// Parameters, as written on the model card (`135M`).
         public var parameters: String
@@ -57,6 +57,10 @@ public struct ModelRegistry: Sendable {
         Entry(alias: "all-minilm", repo: "sentence-transformers/all-MiniLM-L6-v2", revision: "main", recommendedQuantization: nil,
               capabilities: ["embedding"], parameters: "22M", downloadSize: 91_000_000, contextLength: 256,
               summary: "all-MiniLM-L6-v2 sentence embeddings, 384 dimensions (BERT, safetensors).",
+              patterns: ["*.json", "model.safetensors", "vocab.txt"]),
+        Entry(alias: "ms-marco-minilm", repo: "cross-encoder/ms-marco-MiniLM-L6-v2", revision: "main", recommendedQuantization: nil,
+              capabilities: ["rerank"], parameters: "22M", downloadSize: 91_000_000, contextLength: 512,
+              summary: "ms-marco-MiniLM-L6-v2 cross-encoder: reranks passages for a query (BERT, safetensors).",
               patterns: ["*.json", "model.safetensors", "vocab.txt"]),
     ])
 }

@@ -39,8 +39,9 @@ final class RunningGeneration: @unchecked Sendable {
         let loadSeconds = (clock.now - started) / .seconds(1)
         guard case .language(let model, let slots) = loaded.kind else {
             await manager.release(loaded, keepAlive: keepAlive)
-            throw ServerError.badRequest("'\(loaded.name)' is an embedding model; it makes vectors (/v1/embeddings, /api/embed), not text.",
-                                         param: "model")
+            let what = if case .reranker = loaded.kind { "a reranker; it scores documents (/v1/rerank, /api/rerank)" }
+                       else { "an embedding model; it makes vectors (/v1/embeddings, /api/embed)" }
+            throw ServerError.badRequest("'\(loaded.name)' is \(what), not text.", param: "model")
         }
         let slot: (index: Int, context: any GenerationContext)
         do {

@@ -72,6 +72,7 @@ final class HearthService: Sendable {
         router.head("/") { _, _ in Response(status: .ok) }
         addOpenAIRoutes(to: router)
         addOllamaRoutes(to: router)
+        addRerankRoutes(to: router)
         addThreadRoutes(to: router)
         addWebRoutes(to: router)
         return router
@@ -100,7 +101,8 @@ final class HearthService: Sendable {
         let loadSeconds = (clock.now - started) / .seconds(1)
         do {
             guard case .embedding(let embedder) = loaded.kind else {
-                throw ServerError.badRequest("'\(loaded.name)' is a language model; name an embedding model such as all-MiniLM-L6-v2.",
+                let what = if case .reranker = loaded.kind { "a reranker (/v1/rerank, /api/rerank)" } else { "a language model" }
+                throw ServerError.badRequest("'\(loaded.name)' is \(what); name an embedding model such as all-MiniLM-L6-v2.",
                                              param: "model")
             }
             let vectors = try await embedder.embed(texts)

@@ -63,6 +63,7 @@ final class LoadedModel: Sendable {
     enum Kind: Sendable {
         case language(LocalModel, SlotPool)
         case embedding(Embedder)
+        case reranker(Reranker)
     }
 
     let name: String
@@ -237,7 +238,13 @@ actor ModelManager {
             let kind: LoadedModel.Kind
             let size: Int
             if Self.isDirectory(url) {
-                kind = .embedding(try Embedder(path: url.path, name: name, threads: hearth.configuration.threads))
+                // A folder is a sentence-transformers model, or a cross-encoder when its config
+                // names a classification head.
+                if CrossEncoderModel.isCrossEncoder(directory: url) {
+                    kind = .reranker(try Reranker(path: url.path, name: name, threads: hearth.configuration.threads))
+                } else {
+                    kind = .embedding(try Embedder(path: url.path, name: name, threads: hearth.configuration.threads))
+                }
                 size = Self.folderSize(url)
             } else {
                 let model = try LocalModel(path: url.path, name: name, threads: hearth.configuration.threads,

@@ -314,7 +314,7 @@ extension HearthService {
         let running = await models.running()
         let list = running.map { model, expiresAt in
             var entry = ollamaModel(ModelEntry(name: model.name, url: model.url, size: model.size, modified: model.loadedAt,
-                                               isEmbedding: { if case .embedding = model.kind { true } else { false } }()))
+                                               isEmbedding: { if case .language = model.kind { false } else { true } }()))
             entry.modified_at = nil
             entry.expires_at = Self.timestamp(expiresAt ?? Date.distantFuture)
             entry.size_vram = 0

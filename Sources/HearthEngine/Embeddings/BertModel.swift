@@ -55,7 +55,9 @@ public struct BertConfiguration: Sendable, Equatable {
 /// A BERT encoder (post-norm layers, GELU) with F32 weights from a safetensors file. It turns
 /// token sequences into one hidden-state row per token. Sequences of a batch are packed one
 /// after another with no padding; attention stays within each sequence, which is what a
-/// padding mask would do.
+/// padding mask would do. Loaded with a classification head (`BertForSequenceClassification`:
+/// the pooler, dense and tanh on the first token, then a linear classifier), it also gives
+/// each sequence's logits.
 ///
 /// The weights are read-only pointers into the mapped file (or into `storage`), which live as
 /// long as the model; `encode` calls take turns on the model's threads.
@@ -79,12 +81,26 @@ public final class BertModel: @unchecked Sendable {
         let attentionNorm, outputNorm: Norm
     }
 
+    /// The pooler and classifier of a `BertForSequenceClassification`.
+    private struct ClassificationHead {
+        /// (hidden, hidden): the pooler's dense layer, tanh after it.
+        let pooler: DenseMatrix
+        /// (labels, hidden).
+        let classifier: DenseMatrix
+    }
+
     private let wordEmbeddings, positionEmbeddings, typeEmbeddings: UnsafePointer<Float>
     private let embeddingNorm: Norm
     private let layers: [Layer]
+    private let head: ClassificationHead?
 
-    /// Maps `model.safetensors` and reads `config.json` from `directory`.
-    public init(directory: URL, threads: Int? = nil) throws {
+    /// Labels of the classification head; 0 when the model was loaded without one.
+    public var labelCount: Int { head?.classifier.rows ?? 0 }
+
+    /// Maps `model.safetensors` and reads `config.json` from `directory`. With
+    /// `classifierLabels`, the pooler (`bert.pooler.dense`) and the classifier (`classifier`,
+    /// that many outputs) are read too, and must be there.
+    public init(directory: URL, threads: Int? = nil, classifierLabels: Int? = nil) throws {
         let configURL = directory.appendingPathComponent("config.json")
         guard let configData = FileManager.default.contents(atPath: configURL.path) else {
             throw HearthError.fileNotFound(path: configURL.path)
@@ -96,8 +112,7 @@ public final class BertModel: @unchecked Sendable {
         let storage = FloatStorage()
         // Names with and without the `bert.` prefix that BertForX checkpoints use.
         let prefix = file.tensor(named: "bert.embeddings.word_embeddings.weight") != nil ? "bert." : ""
-        func tensor(_ name: String, _ shape: [Int]) throws -> UnsafePointer<Float> {
-            let full = prefix + name
+        func stored(_ full: String, _ shape: [Int]) throws -> UnsafePointer<Float> {
             guard let t = file.tensor(named: full) else {
                 throw HearthError.invalidModelFile(path: weightsPath, reason: "tensor \(full) is missing")
             }
@@ -109,6 +124,7 @@ public final class BertModel: @unchecked Sendable {
             }
             return storage.keep(try file.floats(t))
         }
+        func tensor(_ name: String, _ shape: [Int]) throws -> UnsafePointer<Float> { try stored(prefix + name, shape) }
         func norm(_ name: String) throws -> Norm {
             Norm(weight: try tensor(name + ".weight", [c.hiddenSize]), bias: try tensor(name + ".bias", [c.hiddenSize]))
         }
@@ -133,6 +149,18 @@ public final class BertModel: @unchecked Sendable {
                          attentionNorm: try norm(p + "attention.output.LayerNorm"),
                          outputNorm: try norm(p + "output.LayerNorm"))
         }
+        if let labels = classifierLabels {
+            guard (1...65_536).contains(labels) else {
+                throw HearthError.invalidModelFile(path: configURL.path, reason: "it has \(labels) labels; a classifier needs 1 to 65536")
+            }
+            // The classifier sits beside `bert.`, not inside it.
+            head = ClassificationHead(
+                pooler: try dense("pooler.dense", h, h),
+                classifier: DenseMatrix(rows: labels, columns: h, weights: try stored("classifier.weight", [labels, h]),
+                                        bias: try stored("classifier.bias", [labels])))
+        } else {
+            head = nil
+        }
         let threadCount = threads ?? ProcessInfo.processInfo.activeProcessorCount
         guard (1...512).contains(threadCount) else {
             throw HearthError.invalidArgument("Thread count must be between 1 and 512, got \(threadCount).")
@@ -145,8 +173,9 @@ public final class BertModel: @unchecked Sendable {
 
     /// Hidden states of the last layer: one row of `hiddenSize` floats per token, the
     /// sequences one after another. Every id must be in the vocabulary and every sequence
-    /// no longer than the position table.
-    public func encode(_ sequences: [[Int32]]) throws -> [Float] {
+    /// no longer than the position table. `typeIds` gives each token its segment (0 for the
+    /// first text of a pair, 1 for the second), shaped as `sequences`; nil is all 0.
+    public func encode(_ sequences: [[Int32]], typeIds: [[Int32]]? = nil) throws -> [Float] {
         let c = configuration
         for sequence in sequences {
             guard !sequence.isEmpty, sequence.count <= c.maximumPositions else {
@@ -154,6 +183,14 @@ public final class BertModel: @unchecked Sendable {
             }
             if let bad = sequence.first(where: { $0 < 0 || Int($0) >= c.vocabularySize }) {
                 throw HearthError.invalidArgument("Token id \(bad) is outside the vocabulary (0..<\(c.vocabularySize)).")
+            }
+        }
+        if let typeIds {
+            guard typeIds.map(\.count) == sequences.map(\.count) else {
+                throw HearthError.invalidArgument("Token type ids must have the shape of the token ids: one per token.")
+            }
+            if let bad = typeIds.lazy.joined().first(where: { $0 < 0 || Int($0) >= c.typeVocabularySize }) {
+                throw HearthError.invalidArgument("Token type id \(bad) is outside the model's \(c.typeVocabularySize) types.")
             }
         }
         turn.lock()
@@ -182,11 +219,11 @@ public final class BertModel: @unchecked Sendable {
                             pool.run { thread in
                                 let part = parts[thread]
                                 guard !part.isEmpty else { return }
-                                embed(sequences, part, spans, into: buffers.hidden)
+                                embed(sequences, typeIds, part, spans, into: buffers.hidden)
                                 for layer in layers { runAlone(layer, spans[part], buffers) }
                             }
                         } else {
-                            embed(sequences, sequences.indices, spans, into: buffers.hidden)
+                            embed(sequences, typeIds, sequences.indices, spans, into: buffers.hidden)
                             runShared(tokens: total, sequences: spans, buffers)
                         }
                     }
@@ -196,14 +233,49 @@ public final class BertModel: @unchecked Sendable {
         return hidden
     }
 
-    private func embed(_ sequences: [[Int32]], _ indices: Range<Int>, _ spans: [(start: Int, count: Int)],
+    /// The classification head's logits for each sequence (`labelCount` each): the pooler
+    /// (dense and tanh) on the first token's last hidden state, then the classifier. Needs a
+    /// model loaded with `classifierLabels`.
+    public func classify(_ sequences: [[Int32]], typeIds: [[Int32]]? = nil) throws -> [[Float]] {
+        guard let head else {
+            throw HearthError.invalidArgument("This BERT model was loaded without a classification head; load it with classifierLabels.")
+        }
+        guard !sequences.isEmpty else { return [] }
+        let states = try encode(sequences, typeIds: typeIds)
+        let h = configuration.hiddenSize, n = sequences.count, labels = head.classifier.rows
+        // (sequences, hidden): each sequence's first row ([CLS]).
+        var first = [Float](repeating: 0, count: n * h)
+        var row = 0
+        for (i, sequence) in sequences.enumerated() {
+            for j in 0..<h { first[i * h + j] = states[row * h + j] }
+            row += sequence.count
+        }
+        var pooled = [Float](repeating: 0, count: n * h)
+        var logits = [Float](repeating: 0, count: n * labels)
+        first.withUnsafeBufferPointer { first in
+            pooled.withUnsafeMutableBufferPointer { pooled in
+                head.pooler.multiply(first.baseAddress!, inputStride: h, count: n, rows: 0..<h, output: pooled.baseAddress!, outputStride: h)
+            }
+        }
+        for k in pooled.indices { pooled[k] = tanh(pooled[k]) }
+        pooled.withUnsafeBufferPointer { pooled in
+            logits.withUnsafeMutableBufferPointer { logits in
+                head.classifier.multiply(pooled.baseAddress!, inputStride: h, count: n, rows: 0..<labels,
+                                         output: logits.baseAddress!, outputStride: labels)
+            }
+        }
+        return (0..<n).map { Array(logits[$0 * labels..<($0 + 1) * labels]) }
+    }
+
+    private func embed(_ sequences: [[Int32]], _ typeIds: [[Int32]]?, _ indices: Range<Int>, _ spans: [(start: Int, count: Int)],
                        into hidden: UnsafeMutablePointer<Float>) {
         let h = configuration.hiddenSize
         for i in indices {
             for (position, token) in sequences[i].enumerated() {
                 let out = hidden + (spans[i].start + position) * h
                 let word = wordEmbeddings + Int(token) * h, place = positionEmbeddings + position * h
-                for j in 0..<h { out[j] = word[j] + place[j] + typeEmbeddings[j] }
+                let type = typeEmbeddings + Int(typeIds?[i][position] ?? 0) * h
+                for j in 0..<h { out[j] = word[j] + place[j] + type[j] }
                 layerNorm(out, adding: nil, embeddingNorm)
             }
         }

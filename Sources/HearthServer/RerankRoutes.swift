@@ -1,0 +1,113 @@
+import Foundation
+import Hearth
+import Hummingbird
+
+/// A rerank request as Jina's and llama.cpp's APIs take it (Cohere's clients send the same
+/// fields): a query, the documents, and how many results to return.
+struct RerankRequest: Decodable, Sendable {
+    var model: String?
+    var query: String
+    var documents: [RerankDocument]
+    var top_n: Int?
+    /// Whether each result carries its document's text (Jina's default: yes).
+    var return_documents: Bool?
+    /// Ollama's keep-alive, for /api/rerank.
+    var keep_alive: JSONValue?
+}
+
+/// A document to rerank: a string, or an object whose `text` is the document.
+struct RerankDocument: Decodable, Sendable {
+    var text: String
+
+    private enum Keys: String, CodingKey { case text }
+
+    init(from decoder: any Decoder) throws {
+        if let text = try? decoder.singleValueContainer().decode(String.self) {
+            self.text = text
+            return
+        }
+        guard let object = try? decoder.container(keyedBy: Keys.self), let text = try? object.decode(String.self, forKey: .text) else {
+            let index = decoder.codingPath.last?.intValue.map { "[\($0)]" } ?? ""
+            throw ServerError.badRequest("documents\(index) must be a string or an object with a \"text\" string.", param: "documents")
+        }
+        self.text = text
+    }
+}
+
+extension HearthService {
+    /// `POST /v1/rerank` and Ollama's missing `POST /api/rerank`: one body, one answer; errors
+    /// come in each API's own shape.
+    func addRerankRoutes(to router: Router<BasicRequestContext>) {
+        router.post("v1/rerank") { request, _ in try await self.rerank(request) }
+        router.post("api/rerank") { request, _ in try await self.rerank(request) }
+    }
+
+    private func rerank(_ request: Request) async throws -> Response {
+        let body = try await decodeRerankRequest(request)
+        let keepAlive = try body.keep_alive.map(KeepAlive.init(json:))
+        let loaded = try await models.acquire(try await models.canonicalName(body.model))
+        do {
+            guard case .reranker(let reranker) = loaded.kind else {
+                let what = if case .embedding = loaded.kind { "an embedding model" } else { "a language model" }
+                throw ServerError.badRequest(
+                    "'\(loaded.name)' is \(what), not a reranker; name a cross-encoder such as cross-encoder/ms-marco-MiniLM-L6-v2.",
+                    param: "model")
+            }
+            let documents = body.documents.map(\.text)
+            let ranked = try await reranker.rerank(query: body.query, documents: documents,
+                                                   topN: body.top_n.map { min($0, documents.count) })
+            let tokens = reranker.tokenCount(query: body.query, documents: documents)
+            await models.release(loaded, keepAlive: keepAlive)
+            let returnDocuments = body.return_documents ?? true
+            return try JSONBody.response(RerankResponse(
+                id: Self.randomID(), model: loaded.name,
+                results: ranked.map { .init(index: $0.index, relevance_score: $0.score, document: returnDocuments ? .init(text: $0.document) : nil) },
+                usage: .init(prompt_tokens: tokens, total_tokens: tokens)))
+        } catch {
+            await models.release(loaded, keepAlive: keepAlive)
+            throw error
+        }
+    }
+
+    /// The body, checked before any model is loaded.
+    private func decodeRerankRequest(_ request: Request) async throws -> RerankRequest {
+        // A document that is neither a string nor {"text": …} throws its own 400 from inside
+        // the decoder.
+        let body = try await request.decodeJSON(RerankRequest.self, limit: configuration.maxBodyBytes)
+        guard !body.query.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            throw ServerError.badRequest("query must not be empty: send the text the documents should answer.", param: "query")
+        }
+        guard !body.documents.isEmpty else {
+            throw ServerError.badRequest("documents must not be empty: send the texts to rank, as strings or {\"text\": …} objects.",
+                                         param: "documents")
+        }
+        if let topN = body.top_n, topN < 1 {
+            throw ServerError.badRequest("top_n must be at least 1, not \(topN).", param: "top_n")
+        }
+        return body
+    }
+}
+
+/// The answer: the documents best first, each with its index in the request.
+struct RerankResponse: Encodable, Sendable {
+    struct Result: Encodable, Sendable {
+        struct Document: Encodable, Sendable {
+            var text: String
+        }
+
+        var index: Int
+        var relevance_score: Float
+        var document: Document?
+    }
+
+    struct Usage: Encodable, Sendable {
+        var prompt_tokens: Int
+        var total_tokens: Int
+    }
+
+    var id: String
+    var object = "list"
+    var model: String
+    var results: [Result]
+    var usage: Usage
+}
