@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Hearth
 import Hummingbird
 import NIOCore
 
@@ -15,6 +16,12 @@ extension Request {
 
     /// As `decodeJSON`, but nil for an empty body.
     func decodeJSONIfPresent<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T? {
+        try await decodeJSONWithValue(type, limit: limit)?.decoded
+    }
+
+    /// The body decoded as `T`, and as a `JSONValue` that keeps its objects' key order (a
+    /// schema's properties are generated in the order written, which `Decodable` loses).
+    func decodeJSONWithValue<T: Decodable>(_ type: T.Type, limit: Int) async throws -> (decoded: T, value: JSONValue)? {
         var request = self
         let buffer: ByteBuffer
         do {
@@ -23,11 +30,14 @@ extension Request {
             throw ServerError.tooLarge(limit: limit)
         }
         guard buffer.readableBytes > 0 else { return nil }
+        let data = Data(buffer.readableBytesView)
+        let decoded: T
         do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+            decoded = try JSONDecoder().decode(T.self, from: data)
         } catch let error as DecodingError {
             throw ServerError.badRequest("The request body is not valid: \(Self.describe(error))")
         }
+        return (decoded, (try? JSONValue(parsing: data)) ?? .null)
     }
 
     private static func describe(_ error: DecodingError) -> String {
@@ -115,45 +125,6 @@ enum OneOrMany<Element: Decodable & Sendable>: Decodable, Sendable {
         switch self {
         case .one(let value): [value]
         case .many(let values): values
-        }
-    }
-}
-
-/// Any JSON value, for fields whose shape varies (`format`, `keep_alive`, message content).
-enum JSONValue: Codable, Sendable, Equatable {
-    case null
-    case bool(Bool)
-    case number(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
         }
     }
 }

@@ -47,10 +47,15 @@ struct OllamaOptions: Decodable, Sendable {
         switch format {
         case nil, .null?, .string("")?: break
         case .string("json")?: options.format = .json
-        case .object?:
-            throw ServerError.badRequest("JSON schemas in format are not enforced yet; send format \"json\" and describe the fields in the prompt.",
-                                         param: "format")
-        default: throw ServerError.badRequest("format must be \"json\".", param: "format")
+        case .object(let fields)? where !fields.isEmpty:
+            guard let schema = format else { break }
+            do {
+                _ = try Grammar(jsonSchema: schema)
+            } catch let error as HearthError {
+                throw ServerError.badRequest(error.message, param: "format")
+            }
+            options.jsonSchema = schema
+        default: throw ServerError.badRequest("format must be \"json\" or a JSON Schema object.", param: "format")
         }
         return options
     }
@@ -61,6 +66,59 @@ struct OllamaMessage: Codable, Sendable {
     var content: String
     /// A reasoning model's thoughts; left out when there are none.
     var thinking: String?
+    /// An assistant's calls: `{"function": {"name", "arguments": {…}}}`.
+    var tool_calls: [OllamaToolCall]?
+    /// For a tool's result: the tool's name.
+    var tool_name: String?
+
+    init(role: String, content: String, thinking: String? = nil, tool_calls: [OllamaToolCall]? = nil, tool_name: String? = nil) {
+        self.role = role
+        self.content = content
+        self.thinking = thinking
+        self.tool_calls = tool_calls
+        self.tool_name = tool_name
+    }
+}
+
+/// A tool call as Ollama writes it: the arguments as an object.
+struct OllamaToolCall: Codable, Sendable {
+    struct Function: Codable, Sendable {
+        var name: String
+        var arguments: JSONValue
+    }
+    var function: Function
+}
+
+extension HearthService {
+    /// Ollama's messages as a conversation: calls get ids by position (Ollama's have none), and
+    /// each tool result answers the earliest call of its tool (or in order) not yet answered.
+    static func ollamaConversation(_ messages: [OllamaMessage]) throws -> [ChatMessage] {
+        var open: [ToolCall] = []
+        var counter = 0
+        return try messages.map { m in
+            var message = ChatMessage(role: try ServerError.role(m.role), content: m.content, reasoning: m.thinking)
+            if let calls = m.tool_calls, !calls.isEmpty {
+                message.toolCalls = calls.map { call in
+                    counter += 1
+                    return ToolCall(id: "call_\(counter)", name: call.function.name, arguments: call.function.arguments)
+                }
+                open += message.toolCalls!
+            }
+            if message.role == .tool {
+                let index = open.firstIndex { $0.name == m.tool_name } ?? (open.isEmpty ? nil : 0)
+                if let index {
+                    message.toolCallID = open[index].id
+                    message.name = open[index].name
+                    open.remove(at: index)
+                } else {
+                    counter += 1
+                    message.toolCallID = "call_\(counter)"
+                    message.name = m.tool_name
+                }
+            }
+            return message
+        }
+    }
 }
 
 /// Ollama's `think`: true or false, or a level ("high", "medium", "low"), which Hearth takes
@@ -144,6 +202,7 @@ struct OllamaLine: Encodable, Sendable {
     var created_at: String
     var text: String
     var thinking = ""
+    var toolCalls: [ToolCall] = []
     var done: Bool
     var done_reason: String?
     var timings: OllamaTimings?
@@ -154,7 +213,9 @@ struct OllamaLine: Encodable, Sendable {
         try container.encode(model, forKey: .model)
         try container.encode(created_at, forKey: .created_at)
         if chat {
-            try container.encode(OllamaMessage(role: "assistant", content: text, thinking: thinking.isEmpty ? nil : thinking), forKey: .message)
+            let calls = toolCalls.map { OllamaToolCall(function: .init(name: $0.name, arguments: $0.arguments)) }
+            try container.encode(OllamaMessage(role: "assistant", content: text, thinking: thinking.isEmpty ? nil : thinking,
+                                               tool_calls: calls.isEmpty ? nil : calls), forKey: .message)
         } else {
             try container.encode(text, forKey: .response)
             if !thinking.isEmpty { try container.encode(thinking, forKey: .thinking) }
@@ -205,15 +266,17 @@ extension HearthService {
     }
 
     private func ollamaChat(_ request: Request) async throws -> Response {
-        let body = try await request.decodeJSON(OllamaChatRequest.self, limit: configuration.maxBodyBytes)
-        let keepAlive = try body.keep_alive.map(KeepAlive.init(json:))
-        let messages = try (body.messages ?? []).map {
-            ChatMessage(role: try ServerError.role($0.role), content: $0.content, reasoning: $0.thinking)
+        guard let (body, raw) = try await request.decodeJSONWithValue(OllamaChatRequest.self, limit: configuration.maxBodyBytes) else {
+            throw ServerError.badRequest("The request body is empty; send a JSON object.")
         }
+        let keepAlive = try body.keep_alive.map(KeepAlive.init(json:))
+        let messages = try Self.ollamaConversation(body.messages ?? [])
         // No messages loads (or, with keep_alive 0, unloads) the model, as Ollama does.
         guard !messages.isEmpty else { return try await ollamaLoad(body.model, keepAlive: keepAlive, chat: true) }
-        var options = try OllamaOptions.options(body.options, format: body.format)
+        // The raw body keeps the schema's key order, which `Decodable` loses.
+        var options = try OllamaOptions.options(body.options, format: raw["format"])
         options.thinking = try ollamaThink(body.think)
+        try ChatTooling(raw, parallel: nil).apply(to: &options, parallel: nil)
         let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model,
                                                            sampling: { body.options?.apply(to: &$0) },
                                                            prompt: .chat(messages), options: options, keepAlive: keepAlive,
@@ -222,10 +285,12 @@ extension HearthService {
     }
 
     private func ollamaGenerate(_ request: Request) async throws -> Response {
-        let body = try await request.decodeJSON(OllamaGenerateRequest.self, limit: configuration.maxBodyBytes)
+        guard let (body, raw) = try await request.decodeJSONWithValue(OllamaGenerateRequest.self, limit: configuration.maxBodyBytes) else {
+            throw ServerError.badRequest("The request body is empty; send a JSON object.")
+        }
         let keepAlive = try body.keep_alive.map(KeepAlive.init(json:))
         guard let text = body.prompt, !text.isEmpty else { return try await ollamaLoad(body.model, keepAlive: keepAlive, chat: false) }
-        var options = try OllamaOptions.options(body.options, format: body.format)
+        var options = try OllamaOptions.options(body.options, format: raw["format"])
         options.thinking = try ollamaThink(body.think)
         let prompt: Prompt = body.raw == true
             ? .text(text)
@@ -261,8 +326,8 @@ extension HearthService {
             OllamaLine(chat: chat, model: name, created_at: Self.timestamp(), text: chunk.text, thinking: chunk.reasoning, done: false)
         }
         @Sendable func closing(_ response: Answer, text: String, thinking: String = "") -> OllamaLine {
-            OllamaLine(chat: chat, model: name, created_at: Self.timestamp(), text: text, thinking: thinking, done: true,
-                       done_reason: response.finishReason.apiName,
+            OllamaLine(chat: chat, model: name, created_at: Self.timestamp(), text: text, thinking: thinking, toolCalls: response.toolCalls,
+                       done: true, done_reason: response.finishReason.apiName,
                        timings: OllamaTimings(response.statistics, total: generation.elapsedSeconds, load: generation.loadSeconds))
         }
         guard stream else {

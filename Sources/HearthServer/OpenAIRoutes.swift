@@ -6,16 +6,28 @@ import NIOCore
 
 // Wire types mirror the OpenAI API's own field names.
 
-/// A chat message as OpenAI clients send it: content as a string or as text parts.
+/// A chat message as OpenAI clients send it: content as a string or as text parts; an
+/// assistant's tool calls; a tool's result with the call's id.
 struct OpenAIMessage: Decodable, Sendable {
     var role: String
     var content: JSONValue?
     /// An earlier answer's thoughts, as llama-server and DeepSeek's API return them.
     var reasoning_content: String?
+    var tool_calls: [OpenAIToolCall]?
+    var tool_call_id: String?
+    var name: String?
 
     func message() throws -> ChatMessage {
         var message = try text()
         message.reasoning = reasoning_content
+        if let calls = tool_calls, !calls.isEmpty {
+            message.toolCalls = try calls.map { try $0.call() }
+        }
+        message.toolCallID = tool_call_id
+        message.name = name
+        if message.role == .tool, tool_call_id == nil {
+            throw ServerError.badRequest("A tool message needs the tool_call_id of the call it answers.", param: "messages")
+        }
         return message
     }
 
@@ -27,7 +39,7 @@ struct OpenAIMessage: Decodable, Sendable {
         case .array(let parts)?:
             var text = ""
             for part in parts {
-                guard case .object(let fields) = part, fields["type"] == .string("text"), case .string(let piece)? = fields["text"] else {
+                guard part["type"] == .string("text"), case .string(let piece)? = part["text"] else {
                     throw ServerError.badRequest("Only text content parts ({\"type\": \"text\", \"text\": …}) are supported.", param: "messages")
                 }
                 text += piece
@@ -81,6 +93,108 @@ struct OpenAISampling: Decodable, Sendable {
     }
 }
 
+/// A tool call as OpenAI writes it: the arguments are JSON text.
+struct OpenAIToolCall: Codable, Sendable {
+    var index: Int?
+    var id: String?
+    var type: String? = "function"
+    var function: Function
+
+    struct Function: Codable, Sendable {
+        var name: String?
+        var arguments: String?
+    }
+
+    init(_ call: ToolCall, index: Int? = nil) {
+        self.index = index
+        id = call.id
+        function = Function(name: call.name, arguments: call.arguments.jsonText)
+    }
+
+    func call() throws -> ToolCall {
+        guard let name = function.name, !name.isEmpty else {
+            throw ServerError.badRequest("A tool call needs function.name.", param: "messages")
+        }
+        let arguments: JSONValue
+        do {
+            arguments = try JSONValue(parsing: function.arguments ?? "{}")
+        } catch {
+            throw ServerError.badRequest("The arguments of the call to \(name) are not JSON: \(function.arguments ?? "")", param: "messages")
+        }
+        return ToolCall(id: id ?? "call_\(name)", name: name, arguments: arguments)
+    }
+}
+
+/// The tools of a chat request, its tool_choice and response_format, read from the body with
+/// their schemas' key order kept.
+struct ChatTooling {
+    var tools: [ToolDefinition] = []
+    var choice = ToolChoice.auto
+    var schema: JSONValue?
+
+    init(_ body: JSONValue, parallel: Bool?) throws {
+        if let list = body["tools"], list != .null {
+            guard let items = list.arrayValue else { throw ServerError.badRequest("tools must be an array.", param: "tools") }
+            tools = try items.map { item in
+                guard item["type"]?.stringValue ?? "function" == "function", let function = item["function"],
+                      let name = function["name"]?.stringValue else {
+                    throw ServerError.badRequest("Each tool must be {\"type\": \"function\", \"function\": {\"name\", \"parameters\"…}}.",
+                                                 param: "tools")
+                }
+                return ToolDefinition(name: name, description: function["description"]?.stringValue ?? "",
+                                      parameters: function["parameters"] ?? .object([("type", .string("object"))]))
+            }
+        }
+        switch body["tool_choice"] {
+        case nil, .null?, .string("auto")?: choice = .auto
+        case .string("none")?: choice = .none
+        case .string("required")?: choice = .required
+        case .object?:
+            guard let name = body["tool_choice"]?["function"]?["name"]?.stringValue else {
+                throw ServerError.badRequest("tool_choice must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\": …}}.",
+                                             param: "tool_choice")
+            }
+            choice = .tool(name)
+        default:
+            throw ServerError.badRequest("tool_choice must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\": …}}.",
+                                         param: "tool_choice")
+        }
+        if let format = body["response_format"], format["type"]?.stringValue == "json_schema" {
+            guard let schema = format["json_schema"]?["schema"] else {
+                throw ServerError.badRequest("response_format json_schema needs json_schema.schema.", param: "response_format")
+            }
+            self.schema = schema
+        }
+    }
+
+    func apply(to options: inout GenerationOptions, parallel: Bool?) throws {
+        options.tools = tools
+        options.toolChoice = choice
+        options.parallelToolCalls = parallel ?? true
+        if let schema {
+            do {
+                _ = try Grammar(jsonSchema: schema)
+            } catch let error as HearthError {
+                throw ServerError.badRequest(error.message, param: "response_format")
+            }
+            options.jsonSchema = schema
+        }
+        do {
+            try options.validate()
+        } catch let error as HearthError {
+            throw ServerError.badRequest(error.message, param: tools.isEmpty ? "response_format" : "tools")
+        }
+        // Each tool's schema must compile; say which does not.
+        for tool in tools where choice != .none {
+            do {
+                _ = try Grammar(jsonSchema: tool.parameters)
+            } catch let error as HearthError {
+                throw ServerError.badRequest("The parameters of tool \(tool.name): \(error.message)", param: "tools")
+            }
+        }
+    }
+}
+
 struct ChatCompletionRequest: Decodable, Sendable {
     var model: String?
     var messages: [OpenAIMessage]
@@ -91,6 +205,7 @@ struct ChatCompletionRequest: Decodable, Sendable {
     var logprobs: Bool?
     var top_logprobs: Int?
     var response_format: ResponseFormatField?
+    var parallel_tool_calls: Bool?
     /// Variables for the chat template, as llama-server takes them; Hearth reads
     /// `enable_thinking`.
     var chat_template_kwargs: [String: JSONValue]?
@@ -101,7 +216,7 @@ struct ChatCompletionRequest: Decodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case model, messages, stream, stream_options, max_tokens, max_completion_tokens, logprobs, top_logprobs, response_format
-        case chat_template_kwargs
+        case chat_template_kwargs, parallel_tool_calls
     }
 
     init(from decoder: any Decoder) throws {
@@ -116,6 +231,7 @@ struct ChatCompletionRequest: Decodable, Sendable {
         top_logprobs = try container.decodeIfPresent(Int.self, forKey: .top_logprobs)
         response_format = try container.decodeIfPresent(ResponseFormatField.self, forKey: .response_format)
         chat_template_kwargs = try container.decodeIfPresent([String: JSONValue].self, forKey: .chat_template_kwargs)
+        parallel_tool_calls = try container.decodeIfPresent(Bool.self, forKey: .parallel_tool_calls)
         sampling = try OpenAISampling(from: decoder)
     }
 
@@ -144,9 +260,11 @@ struct CompletionRequest: Decodable, Sendable {
     var logprobs: Int?
     var echo: Bool?
     var suffix: String?
+    /// A GBNF grammar the completion must match, as llama-server takes it.
+    var grammar: String?
     var sampling: OpenAISampling
 
-    enum CodingKeys: String, CodingKey { case model, prompt, stream, stream_options, max_tokens, logprobs, echo, suffix }
+    enum CodingKeys: String, CodingKey { case model, prompt, stream, stream_options, max_tokens, logprobs, echo, suffix, grammar }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -158,6 +276,7 @@ struct CompletionRequest: Decodable, Sendable {
         logprobs = try container.decodeIfPresent(Int.self, forKey: .logprobs)
         echo = try container.decodeIfPresent(Bool.self, forKey: .echo)
         suffix = try container.decodeIfPresent(String.self, forKey: .suffix)
+        grammar = try container.decodeIfPresent(String.self, forKey: .grammar)
         sampling = try OpenAISampling(from: decoder)
     }
 }
@@ -234,9 +353,11 @@ struct ChatCompletion: Encodable, Sendable {
 
     struct Message: Encodable, Sendable {
         var role = "assistant"
-        var content: String
+        /// Null when the answer is only tool calls.
+        @NullWhenAbsent var content: String?
         /// A reasoning model's thoughts; left out when there are none.
         var reasoning_content: String?
+        var tool_calls: [OpenAIToolCall]?
     }
 }
 
@@ -260,6 +381,7 @@ struct ChatCompletionChunk: Encodable, Sendable {
         var role: String?
         var content: String?
         var reasoning_content: String?
+        var tool_calls: [OpenAIToolCall]?
 
         /// The delta of a chunk: its thoughts and its answer text, each only when present (the
         /// answer's text also when a chunk has nothing else, as before thoughts existed).
@@ -328,6 +450,14 @@ struct OpenAIErrorBody: Encodable, Sendable {
     }
 }
 
+extension GenerationChunk {
+    /// OpenAI's finish_reason for the last chunk: `tool_calls` when it carries calls.
+    var openAIFinishReason: String? {
+        guard let reason = finishReason else { return nil }
+        return (toolCalls?.isEmpty == false) && reason == .stop ? "tool_calls" : reason.apiName
+    }
+}
+
 extension FinishReason {
     /// The name OpenAI and Ollama give it.
     var apiName: String {
@@ -357,7 +487,9 @@ extension HearthService {
     }
 
     private func chatCompletion(_ request: Request) async throws -> Response {
-        let body = try await request.decodeJSON(ChatCompletionRequest.self, limit: configuration.maxBodyBytes)
+        guard let (body, raw) = try await request.decodeJSONWithValue(ChatCompletionRequest.self, limit: configuration.maxBodyBytes) else {
+            throw ServerError.badRequest("The request body is empty; send a JSON object.")
+        }
         guard !body.messages.isEmpty else { throw ServerError.badRequest("messages must not be empty.", param: "messages") }
         var options = try body.sampling.options(maxTokens: body.max_completion_tokens ?? body.max_tokens)
         options.thinking = try body.enableThinking()
@@ -365,13 +497,14 @@ extension HearthService {
         options.topLogprobs = body.top_logprobs ?? 0
         if let format = body.response_format?.type {
             switch format {
-            case "text": break
+            case "text", "json_schema": break
             case "json_object": options.format = .json
             default:
-                throw ServerError.badRequest("response_format type '\(format)' is not supported; use text or json_object.",
+                throw ServerError.badRequest("response_format type '\(format)' is not supported; use text, json_object or json_schema.",
                                              param: "response_format")
             }
         }
+        try ChatTooling(raw, parallel: body.parallel_tool_calls).apply(to: &options, parallel: body.parallel_tool_calls)
         let messages = try body.messages.map { try $0.message() }
         let generation = try await RunningGeneration.start(manager: models, metrics: metrics, model: body.model, sampling: body.sampling.apply,
                                                            prompt: .chat(messages), options: options, keepAlive: nil)
@@ -384,10 +517,14 @@ extension HearthService {
             let logprobs = options.logprobs ? ChatLogprobs(content: response.logprobs.map {
                 OpenAITokenLogprob(token: $0.token, logprob: $0.logprob, top: $0.top, tokenizer: tokenizer)
             }) : nil
+            let calls = response.toolCalls
+            let finish = !calls.isEmpty && response.finishReason == .stop ? "tool_calls" : response.finishReason.apiName
             return try JSONBody.response(ChatCompletion(
                 id: id, created: created, model: name,
-                choices: [.init(message: .init(content: response.text, reasoning_content: response.reasoning.isEmpty ? nil : response.reasoning),
-                                logprobs: logprobs, finish_reason: response.finishReason.apiName)],
+                choices: [.init(message: .init(content: calls.isEmpty || !response.text.isEmpty ? response.text : nil,
+                                               reasoning_content: response.reasoning.isEmpty ? nil : response.reasoning,
+                                               tool_calls: calls.isEmpty ? nil : calls.map { OpenAIToolCall($0) }),
+                                logprobs: logprobs, finish_reason: finish)],
                 usage: OpenAIUsage(response.statistics)))
         }
         let includeUsage = body.stream_options?.include_usage ?? false
@@ -401,9 +538,14 @@ extension HearthService {
             try await send(.init(delta: .init(role: "assistant", content: "")))
             do {
                 while let chunk = try await generation.next() {
-                    if let reason = chunk.finishReason {
+                    if chunk.finishReason != nil {
                         if !chunk.text.isEmpty || !chunk.reasoning.isEmpty { try await send(.init(delta: .init(chunk))) }
-                        try await send(.init(delta: .init(), finish_reason: reason.apiName))
+                        for (index, call) in (chunk.toolCalls ?? []).enumerated() {
+                            var delta = ChatCompletionChunk.Delta()
+                            delta.tool_calls = [OpenAIToolCall(call, index: index)]
+                            try await send(.init(delta: delta))
+                        }
+                        try await send(.init(delta: .init(), finish_reason: chunk.openAIFinishReason))
                         if includeUsage { try await send(nil, usage: OpenAIUsage(chunk.statistics)) }
                     } else if !chunk.text.isEmpty || !chunk.reasoning.isEmpty || chunk.logprob != nil {
                         let logprobs = chunk.logprob.map { logprob in
@@ -422,7 +564,9 @@ extension HearthService {
     }
 
     private func completion(_ request: Request) async throws -> Response {
-        let body = try await request.decodeJSON(CompletionRequest.self, limit: configuration.maxBodyBytes)
+        guard let (body, raw) = try await request.decodeJSONWithValue(CompletionRequest.self, limit: configuration.maxBodyBytes) else {
+            throw ServerError.badRequest("The request body is empty; send a JSON object.")
+        }
         let prompts = body.prompt.all
         guard prompts.count == 1, let prompt = prompts.first else {
             throw ServerError.badRequest("prompt must be one string; send one request per prompt.", param: "prompt")
@@ -430,6 +574,21 @@ extension HearthService {
         if body.suffix != nil { throw ServerError.badRequest("suffix (fill-in-the-middle) is not supported.", param: "suffix") }
         // OpenAI's default for this endpoint.
         var options = try body.sampling.options(maxTokens: body.max_tokens ?? 16)
+        if let grammar = body.grammar, !grammar.isEmpty {
+            do {
+                options.grammar = try Grammar(gbnf: grammar)
+            } catch let error as HearthError {
+                throw ServerError.badRequest(error.message, param: "grammar")
+            }
+        }
+        if let schema = raw["json_schema"], schema != .null {
+            do {
+                _ = try Grammar(jsonSchema: schema)
+            } catch let error as HearthError {
+                throw ServerError.badRequest(error.message, param: "json_schema")
+            }
+            options.jsonSchema = schema
+        }
         if let logprobs = body.logprobs {
             guard (0...5).contains(logprobs) else { throw ServerError.badRequest("logprobs must be between 0 and 5.", param: "logprobs") }
             options.logprobs = true

@@ -21,7 +21,7 @@ struct ServerError: Error, Sendable {
     /// The role a message names, or a 400 for one Hearth does not take.
     static func role(_ name: String) throws -> ChatMessage.Role {
         guard let role = ChatMessage.Role(rawValue: name) else {
-            throw badRequest("Message role '\(name)' is not supported; use system, user or assistant.", param: "messages")
+            throw badRequest("Message role '\(name)' is not supported; use system, user, assistant or tool.", param: "messages")
         }
         return role
     }

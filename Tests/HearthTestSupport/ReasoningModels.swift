@@ -46,9 +46,15 @@ public enum ReasoningModels {
     /// The tiny random Qwen3 model `qwen3-a` under the chat template `template` of
     /// models/templates (from scripts/fetch-models), written into `directory`.
     public static func tinyQwen3(template: String, in directory: URL) throws -> URL {
-        let url = directory.appendingPathComponent("qwen3-a-\(template).gguf")
-        guard let tiny = TinyModel.catalog.first(where: { $0.name == "qwen3-a" }) else {
-            throw TestFiles.Missing(description: "The tiny model catalog has no qwen3-a.")
+        try tiny("qwen3-a", template: template, in: directory)
+    }
+
+    /// The tiny random model `name` of the catalog under the chat template `template` of
+    /// models/templates, written into `directory`.
+    public static func tiny(_ name: String, template: String, in directory: URL) throws -> URL {
+        let url = directory.appendingPathComponent("\(name)-\(template).gguf")
+        guard let tiny = TinyModel.catalog.first(where: { $0.name == name }) else {
+            throw TestFiles.Missing(description: "The tiny model catalog has no \(name).")
         }
         let weights = URL(fileURLWithPath: try tiny.write(in: directory))
         let source = try String(contentsOf: TestFiles.modelURL("templates/\(template).jinja"), encoding: .utf8)
