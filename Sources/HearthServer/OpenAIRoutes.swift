@@ -528,10 +528,17 @@ extension HearthService {
             var object = "list"
             var data: [OpenAIModel]
         }
-        return try JSONBody.response(Body(data: await models.catalog().map(OpenAIModel.init)))
+        var data = await models.catalog().map(OpenAIModel.init)
+        if let speech = speech.configured, !data.contains(where: { $0.id == speech.name }) {
+            data.append(OpenAIModel(speech: speech.name, folder: speech.folder))
+        }
+        return try JSONBody.response(Body(data: data))
     }
 
     private func model(_ id: String) async throws -> Response {
+        if let speech = speech.configured, id == speech.name {
+            return try JSONBody.response(OpenAIModel(speech: speech.name, folder: speech.folder))
+        }
         let name = try await models.canonicalName(id)
         guard let entry = await models.catalog().first(where: { $0.name == name }) else { throw ServerError.modelNotFound(id) }
         return try JSONBody.response(OpenAIModel(entry))
@@ -551,5 +558,12 @@ struct OpenAIModel: Encodable, Sendable {
     init(_ entry: ModelEntry) {
         id = entry.name
         created = Int(entry.modified.timeIntervalSince1970)
+    }
+
+    /// The speech model, dated by its folder.
+    init(speech name: String, folder: URL) {
+        id = name
+        let modified = (try? FileManager.default.attributesOfItem(atPath: folder.path))?[.modificationDate] as? Date
+        created = Int((modified ?? Date()).timeIntervalSince1970)
     }
 }
