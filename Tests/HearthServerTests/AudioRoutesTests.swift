@@ -345,6 +345,43 @@ struct AudioRoutesTests {
         #expect((try done.json()["text"] as? String ?? "").contains("Dashwood"))
     }
 
+    @Test("hearth serve --speech-model takes a relative faster-whisper folder, named after it, and refuses anything else at start")
+    func serveCommand() async throws {
+        let directory = try TemporaryDirectory()
+        _ = try TestFiles.modelURL("whisper-base")
+        let environment = ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1", "HF_HOME": directory.file("hf").path]) { _, b in b }
+        // As the README has it: from the package root, where models/ is.
+        let child = try Child(try TestFiles.hearthBinary,
+                              ["serve", "--port", "0", "--database", directory.file("threads.sqlite").path, "-t", "2",
+                               "--speech-model", "models/whisper-base"],
+                              environment: environment, directory: directory, workingDirectory: TestFiles.packageRoot)
+        defer { kill(child.process.processIdentifier, SIGTERM) }
+        var line: Substring?
+        for _ in 0..<6000 where line == nil {
+            line = child.outputText.split(separator: "\n").first { $0.hasPrefix("Hearth listening on ") }
+            if line == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let listening = try #require(line, "hearth serve did not start: \(child.errorText)")
+        #expect(listening.hasSuffix("(speech: whisper-base)"))
+        let server = RemoteServer(base: String(listening.dropFirst("Hearth listening on ".count).prefix { $0 != " " }))
+        let answer = try await server.post("/v1/audio/transcriptions", form: .audio(try PocketsphinxClips.data(PocketsphinxClips.librivox[1]),
+                                                                                      filename: "clip.wav", [("model", "whisper-1")]))
+        #expect(answer.status == 200, "\(answer.text)")
+        // faster-whisper's text for the clip, with its default settings as the server's.
+        let fixture = try JSONSerialization.jsonObject(with: Data(contentsOf: TestFiles.packageRoot.appendingPathComponent("Tests/Fixtures/whisper/faster-whisper.json")))
+        let clips = try #require((fixture as? [String: Any])?["clips"] as? [[String: Any]])
+        let expected = try #require((clips.first { $0["clip"] as? String == PocketsphinxClips.librivox[1] }?["default"] as? [String: Any])?["text"] as? String)
+        #expect(try answer.json()["text"] as? String == expected.trimmingCharacters(in: .whitespaces))
+
+        for (argument, complaint) in [("models/no-such-whisper", "no such folder"), ("models/all-MiniLM-L6-v2", "has no model.bin")] {
+            let refused = try Child(try TestFiles.hearthBinary, ["serve", "--port", "0", "--database", directory.file("other.sqlite").path,
+                                                                 "--speech-model", argument],
+                                    environment: environment, directory: directory, workingDirectory: TestFiles.packageRoot)
+            #expect(await refused.wait() != 0)
+            #expect(refused.errorText.contains("--speech-model \(argument)") && refused.errorText.contains(complaint), "\(refused.errorText)")
+        }
+    }
+
     /// The server's count of audio requests in progress, from /metrics.
     static func transcriptionsRunning(_ server: ServerFixture) async throws -> Int {
         let metrics = try await server.get("/metrics").text
