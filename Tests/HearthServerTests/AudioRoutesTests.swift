@@ -4,20 +4,12 @@ import HearthTestSupport
 import Synchronization
 import Testing
 
-/// Debian's pocketsphinx-testdata clips (installed by .ci/run).
-enum PocketsphinxClips {
+/// The clips these tests send (Debian's pocketsphinx-testdata, installed by .ci/run).
+extension SpeechClips {
     /// "And Mr. John Dashwood had then leisure to consider how much there might be prudently
     /// in his power to do for them." (7.1 s)
     static let dashwood = "librivox/sense_and_sensibility_01_austen_64kb-0870.wav"
     static let librivox = ["0870", "0880", "0890", "0920", "0930"].map { "librivox/sense_and_sensibility_01_austen_64kb-\($0).wav" }
-
-    static func url(_ clip: String) throws -> URL {
-        let url = URL(fileURLWithPath: "/usr/share/pocketsphinx/test/data").appendingPathComponent(clip)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw TestFiles.Missing(description: "\(url.path) is missing: install Debian's pocketsphinx-testdata (apt install pocketsphinx-testdata).")
-        }
-        return url
-    }
 
     static func data(_ clip: String) throws -> Data { try Data(contentsOf: url(clip)) }
 }
@@ -44,7 +36,7 @@ struct AudioRoutesTests {
     func responseFormats() async throws {
         let server = try await ServerFixture(speechModel: true)
         defer { Task { await server.stop() } }
-        let clip = try PocketsphinxClips.url(PocketsphinxClips.dashwood)
+        let clip = try SpeechClips.url(SpeechClips.dashwood)
         let audio = try Data(contentsOf: clip)
         let expected = try await sdkTranscription(clip)
         let text = expected.text.trimmingCharacters(in: .whitespaces)
@@ -98,7 +90,7 @@ struct AudioRoutesTests {
     func settings() async throws {
         let server = try await ServerFixture(speechModel: true)
         defer { Task { await server.stop() } }
-        let clip = try PocketsphinxClips.url(PocketsphinxClips.dashwood)
+        let clip = try SpeechClips.url(SpeechClips.dashwood)
         let prompt = "Sense and Sensibility, by Jane Austen."
         // German on English speech: the language is taken as given, not detected.
         let expected = try await sdkTranscription(clip, TranscriptionConfig(language: "de", initialPrompt: prompt, temperature: 0.4))
@@ -124,7 +116,7 @@ struct AudioRoutesTests {
     func wordTimestamps() async throws {
         let server = try await ServerFixture(speechModel: true)
         defer { Task { await server.stop() } }
-        let clip = try PocketsphinxClips.url(PocketsphinxClips.dashwood)
+        let clip = try SpeechClips.url(SpeechClips.dashwood)
         let audio = try Data(contentsOf: clip)
         let expected = try await sdkTranscription(clip, TranscriptionConfig(wordTimestamps: true))
         let expectedWords = expected.segments.flatMap { $0.words ?? [] }
@@ -186,7 +178,7 @@ struct AudioRoutesTests {
         defer { Task { await server.stop() } }
         #expect(server.configuration.maxAudioBytes == 25 << 20)
         // A real WAV header, so only the size is wrong.
-        var big = try PocketsphinxClips.data(PocketsphinxClips.dashwood)
+        var big = try SpeechClips.data(SpeechClips.dashwood)
         big.append(Data(count: (25 << 20) + 1 - big.count))
         for chunked in [false, true] {
             let answer = try await server.post("/v1/audio/transcriptions", form: .audio(big, filename: "big.wav"), chunked: chunked)
@@ -198,7 +190,7 @@ struct AudioRoutesTests {
             #expect((error["message"] as? String ?? "").contains("25 MiB"))
         }
         // Exactly the limit is accepted (and is not audio past its header's data: still a clean answer).
-        var atLimit = try PocketsphinxClips.data(PocketsphinxClips.dashwood)
+        var atLimit = try SpeechClips.data(SpeechClips.dashwood)
         atLimit.append(Data(count: (25 << 20) - atLimit.count))
         let accepted = try await server.post("/v1/audio/transcriptions", form: .audio(atLimit, filename: "limit.wav"))
         #expect(accepted.status == 200, "\(accepted.text)")
@@ -209,7 +201,7 @@ struct AudioRoutesTests {
     func badRequests() async throws {
         let server = try await ServerFixture(speechModel: true)
         defer { Task { await server.stop() } }
-        let audio = try PocketsphinxClips.data(PocketsphinxClips.dashwood)
+        let audio = try SpeechClips.data(SpeechClips.dashwood)
         let route = "/v1/audio/transcriptions"
 
         func expectError(_ answer: HTTPAnswer, status: Int = 400, mentions words: [String], param: String? = nil,
@@ -270,7 +262,7 @@ struct AudioRoutesTests {
     func noSpeechModel() async throws {
         let server = try await ServerFixture()
         defer { Task { await server.stop() } }
-        let audio = try PocketsphinxClips.data(PocketsphinxClips.dashwood)
+        let audio = try SpeechClips.data(SpeechClips.dashwood)
         for route in ["/v1/audio/transcriptions", "/v1/audio/translations"] {
             let answer = try await server.post(route, form: .audio(audio, filename: "clip.wav", [("model", "whisper-1")]))
             #expect(answer.status == 400)
@@ -298,7 +290,7 @@ struct AudioRoutesTests {
         var row = (storage["models"] as? [[String: Any]])?.first { $0["name"] as? String == "whisper-base" }
         #expect(row?["kind"] as? String == "speech" && row?["loaded"] as? Bool == false && (row?["size"] as? Int ?? 0) > 50_000_000)
 
-        let audio = try PocketsphinxClips.data(PocketsphinxClips.librivox[1])
+        let audio = try SpeechClips.data(SpeechClips.librivox[1])
         let answers = try await withThrowingTaskGroup(of: HTTPAnswer.self) { group in
             for _ in 0..<3 { group.addTask { try await server.post("/v1/audio/transcriptions", form: .audio(audio, filename: "clip.wav")) } }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -316,10 +308,10 @@ struct AudioRoutesTests {
     func chatDuringTranscription() async throws {
         let server = try await ServerFixture(speechModel: true)
         defer { Task { await server.stop() } }
-        // Every librivox clip five times: about two minutes of speech, many seconds of work.
+        // Every librivox clip three times: 74 seconds of speech, many seconds of work.
         let long = server.directory.file("long.wav")
-        let clips = try PocketsphinxClips.librivox.map { try PocketsphinxClips.url($0).path }
-        #expect(try Tools.run("sox", Array(repeating: clips, count: 5).flatMap { $0 } + [long.path]) == 0)
+        let clips = try SpeechClips.librivox.map { try SpeechClips.url($0).path }
+        #expect(try Tools.run("sox", Array(repeating: clips, count: 3).flatMap { $0 } + [long.path]) == 0)
         let audio = try Data(contentsOf: long)
 
         let finished = Flag()
@@ -364,13 +356,13 @@ struct AudioRoutesTests {
         let listening = try #require(line, "hearth serve did not start: \(child.errorText)")
         #expect(listening.hasSuffix("(speech: whisper-base)"))
         let server = RemoteServer(base: String(listening.dropFirst("Hearth listening on ".count).prefix { $0 != " " }))
-        let answer = try await server.post("/v1/audio/transcriptions", form: .audio(try PocketsphinxClips.data(PocketsphinxClips.librivox[1]),
+        let answer = try await server.post("/v1/audio/transcriptions", form: .audio(try SpeechClips.data(SpeechClips.librivox[1]),
                                                                                       filename: "clip.wav", [("model", "whisper-1")]))
         #expect(answer.status == 200, "\(answer.text)")
         // faster-whisper's text for the clip, with its default settings as the server's.
-        let fixture = try JSONSerialization.jsonObject(with: Data(contentsOf: TestFiles.packageRoot.appendingPathComponent("Tests/Fixtures/whisper/faster-whisper.json")))
+        let fixture = try JSONSerialization.jsonObject(with: Data(contentsOf: SpeechClips.fixture("faster-whisper.json")))
         let clips = try #require((fixture as? [String: Any])?["clips"] as? [[String: Any]])
-        let expected = try #require((clips.first { $0["clip"] as? String == PocketsphinxClips.librivox[1] }?["default"] as? [String: Any])?["text"] as? String)
+        let expected = try #require((clips.first { $0["clip"] as? String == SpeechClips.librivox[1] }?["default"] as? [String: Any])?["text"] as? String)
         #expect(try answer.json()["text"] as? String == expected.trimmingCharacters(in: .whitespaces))
 
         for (argument, complaint) in [("models/no-such-whisper", "no such folder"), ("models/all-MiniLM-L6-v2", "has no model.bin")] {

@@ -59,7 +59,7 @@ struct PythonClientTests {
     func audio() async throws {
         let server = try await ServerFixture(speechModel: true)
         defer { Task { await server.stop() } }
-        let clip = try PocketsphinxClips.url(PocketsphinxClips.dashwood)
+        let clip = try SpeechClips.url(SpeechClips.dashwood)
         let transcription = try await sdkTranscription(clip)
         // The same espeak-ng command line as `espeak-ng -v de -w raw.wav "…"; sox -D raw.wav -r 16000 -c 1 -b 16 out.wav`.
         let german = server.directory.file("german.wav")
@@ -82,7 +82,7 @@ struct PythonClientTests {
     func audioWords() async throws {
         let server = try await ServerFixture(speechModel: true)
         defer { Task { await server.stop() } }
-        let clip = try PocketsphinxClips.url(PocketsphinxClips.dashwood)
+        let clip = try SpeechClips.url(SpeechClips.dashwood)
         let transcription = try await sdkTranscription(clip, TranscriptionConfig(wordTimestamps: true))
         let words = transcription.segments.flatMap { $0.words ?? [] }.map {
             ["word": $0.word.trimmingCharacters(in: .whitespaces), "start": $0.start, "end": $0.end] as [String: Any]

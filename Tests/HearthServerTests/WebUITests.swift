@@ -84,7 +84,7 @@ struct WebUITests {
     func speech() async throws {
         let server = try await ServerFixture(speechModel: true)
         defer { Task { await server.stop() } }
-        let clip = try PocketsphinxClips.url(PocketsphinxClips.dashwood)
+        let clip = try SpeechClips.url(SpeechClips.dashwood)
         let expected = try await sdkTranscription(clip).text.trimmingCharacters(in: .whitespaces)
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("speech"), ["--speech", clip.path, "--speech-text", expected])
     }
@@ -93,7 +93,7 @@ struct WebUITests {
     func noSpeechModel() async throws {
         let server = try await ServerFixture()
         defer { Task { await server.stop() } }
-        let clip = try PocketsphinxClips.url(PocketsphinxClips.dashwood)
+        let clip = try SpeechClips.url(SpeechClips.dashwood)
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("no-speech"), ["--no-speech", clip.path])
     }
 }
