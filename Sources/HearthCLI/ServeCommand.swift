@@ -34,7 +34,7 @@ struct ServeCommand: AsyncParsableCommand {
     var models: [String] = []
 
     @Option(name: .customLong("speech-model"),
-            help: "The Whisper model for /v1/audio: a faster-whisper folder (models/whisper-base) or a cached Hub name (Systran/faster-whisper-base). Requests for whisper-1 use it.")
+            help: "The Whisper model for /v1/audio: a faster-whisper or Hugging Face folder (models/whisper-base), a whisper.cpp file, or a cached Hub name (Systran/faster-whisper-base). Requests for whisper-1 use it.")
     var speechModel: String?
 
     @Option(name: .customLong("keep-alive"), help: "How long an idle model stays loaded (\"5m\", \"30s\", -1 for ever).")
@@ -118,29 +118,42 @@ struct ServeCommand: AsyncParsableCommand {
         return (argument, url)
     }
 
-    /// The name and folder of --speech-model: a folder on disk (named by its last component) or
-    /// a Hub repository in the cache (named as given). Checked now, so that a wrong folder fails
-    /// at start rather than on the first request.
-    private func speechRegistration(_ argument: String, hearth: Hearth) throws -> (name: String, folder: URL) {
+    /// The name and location of --speech-model: a folder or file on disk (named by its last
+    /// component, less a file's extension) or a Hub repository in the cache (named as given).
+    /// Its layout is checked now, so that a wrong path fails at start rather than on the first
+    /// request.
+    private func speechRegistration(_ argument: String, hearth: Hearth) throws -> (name: String, url: URL) {
         let path = (argument as NSString).expandingTildeInPath
-        let folder: URL
+        let url: URL
         let name: String
-        if FileManager.default.fileExists(atPath: path) {
-            folder = URL(fileURLWithPath: path).standardizedFileURL
-            name = folder.lastPathComponent
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            url = URL(fileURLWithPath: path).standardizedFileURL
+            name = isDirectory.boolValue ? url.lastPathComponent : url.deletingPathExtension().lastPathComponent
         } else {
             guard let cached = try? hearth.cachedModel(argument) else {
                 throw HearthError.invalidArgument(
-                    "--speech-model \(argument): no such folder, and no Hub model of that name in the cache. Give a faster-whisper folder (scripts/fetch-models brings models/whisper-base) or pull one first: hearth pull Systran/faster-whisper-base.")
+                    "--speech-model \(argument): no such file or folder, and no Hub model of that name in the cache. Give a Whisper model on disk (scripts/fetch-models brings models/whisper-base) or pull one first: hearth pull Systran/faster-whisper-base.")
             }
-            folder = cached
+            url = cached
             name = argument
         }
-        guard FileManager.default.fileExists(atPath: folder.appendingPathComponent("model.bin").path) else {
-            throw HearthError.invalidArgument(
-                "--speech-model \(argument): \(folder.path) has no model.bin. Give a faster-whisper (CTranslate2) folder, such as models/whisper-base or Systran/faster-whisper-base.")
+        do {
+            // A sentence-transformers folder has model.safetensors and config.json too: its
+            // config.json says what it is.
+            if try WhisperFiles.layout(of: url) == .huggingFace {
+                let configURL = url.appendingPathComponent("config.json")
+                let config = try WhisperConfig(json: try Data(contentsOf: configURL), path: configURL.path)
+                if let type = config.modelType, type != "whisper" {
+                    throw HearthError.unsupportedModel(reason: "\(url.path) holds a \(type) model, not Whisper (config.json's model_type)")
+                }
+            }
+        } catch HearthError.unsupportedModel(let reason) {
+            throw HearthError.invalidArgument("--speech-model \(argument): \(reason).")
+        } catch HearthError.invalidModelFile(_, let reason) {
+            throw HearthError.invalidArgument("--speech-model \(argument): \(url.path) holds no Whisper model Hearth reads: \(reason).")
         }
-        return (name, folder)
+        return (name, url)
     }
 
     /// Where the model `name` is: its GGUF file (in a folder, the one it holds), or the folder

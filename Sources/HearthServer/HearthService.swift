@@ -26,10 +26,11 @@ public struct ServerConfiguration: Sendable {
     public var models: [String: URL] = [:]
     /// The model for requests that name none.
     public var defaultModel: String?
-    /// The Whisper model behind /v1/audio (a faster-whisper folder) and the name requests and
+    /// The Whisper model behind /v1/audio (a faster-whisper or Hugging Face folder, or a
+    /// whisper.cpp file) and the name requests and
     /// /v1/models use for it; a request's `whisper-1` means it too. nil: the audio routes
     /// answer 400 with how to start the server with one.
-    public var speechModel: (name: String, folder: URL)?
+    public var speechModel: (name: String, url: URL)?
     /// Largest audio file /v1/audio accepts: 25 MiB, as OpenAI's API.
     public var maxAudioBytes = 25 << 20
     /// Where an uploaded audio file waits while it is transcribed; it is removed when its

@@ -530,14 +530,14 @@ extension HearthService {
         }
         var data = await models.catalog().map(OpenAIModel.init)
         if let speech = speech.configured, !data.contains(where: { $0.id == speech.name }) {
-            data.append(OpenAIModel(speech: speech.name, folder: speech.folder))
+            data.append(OpenAIModel(speech: speech.name, url: speech.url))
         }
         return try JSONBody.response(Body(data: data))
     }
 
     private func model(_ id: String) async throws -> Response {
         if let speech = speech.configured, id == speech.name {
-            return try JSONBody.response(OpenAIModel(speech: speech.name, folder: speech.folder))
+            return try JSONBody.response(OpenAIModel(speech: speech.name, url: speech.url))
         }
         let name = try await models.canonicalName(id)
         guard let entry = await models.catalog().first(where: { $0.name == name }) else { throw ServerError.modelNotFound(id) }
@@ -560,10 +560,10 @@ struct OpenAIModel: Encodable, Sendable {
         created = Int(entry.modified.timeIntervalSince1970)
     }
 
-    /// The speech model, dated by its folder.
-    init(speech name: String, folder: URL) {
+    /// The speech model, dated by its folder or file.
+    init(speech name: String, url: URL) {
         id = name
-        let modified = (try? FileManager.default.attributesOfItem(atPath: folder.path))?[.modificationDate] as? Date
+        let modified = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date
         created = Int((modified ?? Date()).timeIntervalSince1970)
     }
 }

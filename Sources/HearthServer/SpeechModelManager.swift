@@ -9,12 +9,12 @@ actor SpeechModelManager {
     static let openAIName = "whisper-1"
 
     /// The model given with --speech-model, nil when there is none.
-    nonisolated let configured: (name: String, folder: URL)?
+    nonisolated let configured: (name: String, url: URL)?
     private let threads: Int?
     private var loaded: SpeechModel?
     private var loading: Task<SpeechModel, any Error>?
 
-    init(configured: (name: String, folder: URL)?, threads: Int?) {
+    init(configured: (name: String, url: URL)?, threads: Int?) {
         self.configured = configured
         self.threads = threads
     }
@@ -34,7 +34,7 @@ actor SpeechModelManager {
     }
 
     static let noSpeechModel = ServerError.badRequest(
-        "This server has no speech model. Start it with --speech-model and a faster-whisper folder or Hub name, e.g. hearth serve --speech-model models/whisper-base (scripts/fetch-models brings it) or --speech-model Systran/faster-whisper-base.",
+        "This server has no speech model. Start it with --speech-model and a Whisper model (a faster-whisper or Hugging Face folder, a whisper.cpp file, or a cached Hub name), e.g. hearth serve --speech-model models/whisper-base (scripts/fetch-models brings it).",
         param: "model", code: "no_speech_model")
 
     /// The loaded model, loading it first if no request has yet.
@@ -45,10 +45,10 @@ actor SpeechModelManager {
         let threads = self.threads
         // Loading converts the weights (seconds for Whisper base): off the actor and off the
         // threads that serve other requests.
-        let task = Task.detached { try SpeechModel(path: configured.folder.path, name: configured.name, threads: threads) }
+        let task = Task.detached { try SpeechModel(path: configured.url.path, name: configured.name, threads: threads) }
         loading = task
         defer { loading = nil }
-        // A failed load is not kept: the next request tries again (the folder may be fixed).
+        // A failed load is not kept: the next request tries again (the files may be fixed).
         let model = try await task.value
         loaded = model
         return model

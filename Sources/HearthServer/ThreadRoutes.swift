@@ -256,12 +256,12 @@ extension HearthService {
         }
         if let speech = speech.configured {
             let loaded = await self.speech.isLoaded
-            // A speech model from the Hub cache is already listed (as a folder); it is marked, not repeated.
+            // A speech model from the Hub cache is already listed (as a folder or file); it is marked, not repeated.
             if let index = list.firstIndex(where: { $0.name == speech.name }) {
                 list[index].kind = "speech"
                 list[index].loaded = loaded
             } else {
-                list.append(Model(name: speech.name, kind: "speech", size: ModelManager.folderSize(speech.folder), last_used: nil,
+                list.append(Model(name: speech.name, kind: "speech", size: ModelManager.isDirectory(speech.url) ? ModelManager.folderSize(speech.url) : ModelManager.fileSize(speech.url), last_used: nil,
                                   loaded: loaded, deletable: false))
             }
         }

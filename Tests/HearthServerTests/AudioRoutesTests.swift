@@ -337,7 +337,7 @@ struct AudioRoutesTests {
         #expect((try done.json()["text"] as? String ?? "").contains("Dashwood"))
     }
 
-    @Test("hearth serve --speech-model takes a relative faster-whisper folder, named after it, and refuses anything else at start")
+    @Test("hearth serve --speech-model takes a relative faster-whisper folder, named after it, and refuses what is not a Whisper model at start")
     func serveCommand() async throws {
         let directory = try TemporaryDirectory()
         _ = try TestFiles.modelURL("whisper-base")
@@ -348,14 +348,8 @@ struct AudioRoutesTests {
                                "--speech-model", "models/whisper-base"],
                               environment: environment, directory: directory, workingDirectory: TestFiles.packageRoot)
         defer { kill(child.process.processIdentifier, SIGTERM) }
-        var line: Substring?
-        for _ in 0..<6000 where line == nil {
-            line = child.outputText.split(separator: "\n").first { $0.hasPrefix("Hearth listening on ") }
-            if line == nil { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        let listening = try #require(line, "hearth serve did not start: \(child.errorText)")
-        #expect(listening.hasSuffix("(speech: whisper-base)"))
-        let server = RemoteServer(base: String(listening.dropFirst("Hearth listening on ".count).prefix { $0 != " " }))
+        let server = try await Self.listening(child)
+        #expect(child.outputText.contains("(speech: whisper-base)\n"))
         let answer = try await server.post("/v1/audio/transcriptions", form: .audio(try SpeechClips.data(SpeechClips.librivox[1]),
                                                                                       filename: "clip.wav", [("model", "whisper-1")]))
         #expect(answer.status == 200, "\(answer.text)")
@@ -365,13 +359,54 @@ struct AudioRoutesTests {
         let expected = try #require((clips.first { $0["clip"] as? String == SpeechClips.librivox[1] }?["default"] as? [String: Any])?["text"] as? String)
         #expect(try answer.json()["text"] as? String == expected.trimmingCharacters(in: .whitespaces))
 
-        for (argument, complaint) in [("models/no-such-whisper", "no such folder"), ("models/all-MiniLM-L6-v2", "has no model.bin")] {
+        for (argument, complaint) in [("models/no-such-whisper", "no such file or folder"), ("models/all-MiniLM-L6-v2", "holds no Whisper model"),
+                                      ("models/SmolLM2-135M-Instruct.Q4_1.gguf", "not a whisper.cpp model file")] {
             let refused = try Child(try TestFiles.hearthBinary, ["serve", "--port", "0", "--database", directory.file("other.sqlite").path,
                                                                  "--speech-model", argument],
                                     environment: environment, directory: directory, workingDirectory: TestFiles.packageRoot)
-            #expect(await refused.wait() != 0)
+            // A server that starts anyway would never exit: it is stopped, and that is a failure.
+            let pid = refused.process.processIdentifier
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(120))
+                kill(pid, SIGTERM)
+            }
+            let status = await refused.wait()
+            watchdog.cancel()
+            #expect(status != 0 && status != SIGTERM, "--speech-model \(argument) should be refused at start")
             #expect(refused.errorText.contains("--speech-model \(argument)") && refused.errorText.contains(complaint), "\(refused.errorText)")
         }
+    }
+
+    @Test("hearth serve --speech-model takes a whisper.cpp file, named after it without its extension")
+    func serveCommandWithGGMLFile() async throws {
+        let directory = try TemporaryDirectory()
+        let file = try WhisperLayouts.ggml
+        let child = try Child(try TestFiles.hearthBinary,
+                              ["serve", "--port", "0", "--database", directory.file("threads.sqlite").path, "-t", "2", "--speech-model", file.path],
+                              environment: ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1", "HF_HOME": directory.file("hf").path]) { _, b in b },
+                              directory: directory)
+        defer { kill(child.process.processIdentifier, SIGTERM) }
+        let server = try await Self.listening(child)
+        #expect(child.outputText.contains("(speech: ggml-base)"))
+        let answer = try await server.post("/v1/audio/transcriptions", form: .audio(try SpeechClips.data(SpeechClips.librivox[1]), filename: "clip.wav",
+                                                                                      [("model", "ggml-base")]))
+        #expect(answer.status == 200, "\(answer.text)")
+        #expect((try answer.json()["text"] as? String ?? "").contains("young man"), "\(answer.text)")
+        let storage = try await server.get("/v1/storage").json()
+        let row = (storage["models"] as? [[String: Any]])?.first { $0["name"] as? String == "ggml-base" }
+        let size = try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int
+        #expect(row?["kind"] as? String == "speech" && row?["size"] as? Int == size && row?["loaded"] as? Bool == true)
+    }
+
+    /// The server a `hearth serve` child listens as, once it says so.
+    static func listening(_ child: Child) async throws -> RemoteServer {
+        var line: Substring?
+        for _ in 0..<6000 where line == nil {
+            line = child.outputText.split(separator: "\n").first { $0.hasPrefix("Hearth listening on ") }
+            if line == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let listening = try #require(line, "hearth serve did not start: \(child.errorText)")
+        return RemoteServer(base: String(listening.dropFirst("Hearth listening on ".count).prefix { $0 != " " }))
     }
 
     /// The server's count of audio requests in progress, from /metrics.

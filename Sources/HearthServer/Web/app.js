@@ -732,7 +732,7 @@ const speech = {
 };
 
 const NO_SPEECH_MODEL = "Speech input needs a speech model on the server: start it with "
-  + "hearth serve --speech-model models/whisper-base (or another faster-whisper model).";
+  + "hearth serve --speech-model models/whisper-base (or another Whisper model).";
 
 async function loadSpeechModel() {
   try {
