@@ -261,8 +261,8 @@ extension HearthService {
                 list[index].kind = "speech"
                 list[index].loaded = loaded
             } else {
-                list.append(Model(name: speech.name, kind: "speech", size: ModelManager.isDirectory(speech.url) ? ModelManager.folderSize(speech.url) : ModelManager.fileSize(speech.url), last_used: nil,
-                                  loaded: loaded, deletable: false))
+                let size = ModelManager.isDirectory(speech.url) ? ModelManager.folderSize(speech.url) : ModelManager.fileSize(speech.url)
+                list.append(Model(name: speech.name, kind: "speech", size: size, last_used: nil, loaded: loaded, deletable: false))
             }
         }
         let cached = hearth.cache.scan().reduce(0) { $0 + $1.size }
