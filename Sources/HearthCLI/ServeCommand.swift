@@ -33,6 +33,10 @@ struct ServeCommand: AsyncParsableCommand {
             help: "A model to serve: NAME=PATH, a GGUF file or embedding folder, or a cached Hub name. Repeatable; the first is the default.")
     var models: [String] = []
 
+    @Option(name: .customLong("speech-model"),
+            help: "The Whisper model for /v1/audio: a faster-whisper or Hugging Face folder (models/whisper-base), a whisper.cpp file, or a cached Hub name (Systran/faster-whisper-base). Requests for whisper-1 use it.")
+    var speechModel: String?
+
     @Option(name: .customLong("keep-alive"), help: "How long an idle model stays loaded (\"5m\", \"30s\", -1 for ever).")
     var keepAlive = "5m"
 
@@ -81,6 +85,9 @@ struct ServeCommand: AsyncParsableCommand {
                 configuration.models[name] = url
                 if configuration.defaultModel == nil { configuration.defaultModel = name }
             }
+            if let speechModel {
+                configuration.speechModel = try speechRegistration(speechModel, hearth: hearth)
+            }
             if host != "127.0.0.1", host != "localhost", host != "::1", configuration.apiKey == nil {
                 printError("warning: listening on \(host) without --api-key; anyone who can reach this address can use it.")
             }
@@ -88,7 +95,8 @@ struct ServeCommand: AsyncParsableCommand {
             try await server.start(handleSignals: true)
             let names = configuration.models.keys.sorted().joined(separator: ", ")
             writeNow("Hearth listening on http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)"
-                     + (names.isEmpty ? "" : " (models: \(names))") + "\n")
+                     + (names.isEmpty ? "" : " (models: \(names))")
+                     + (configuration.speechModel.map { " (speech: \($0.name))" } ?? "") + "\n")
             writeNow("Chat threads in \(configuration.databasePath)\n")
             try await server.wait()
         }
@@ -108,6 +116,44 @@ struct ServeCommand: AsyncParsableCommand {
             return (file.hasSuffix(".gguf") ? String(file.dropLast(5)) : file, url)
         }
         return (argument, url)
+    }
+
+    /// The name and location of --speech-model: a folder or file on disk (named by its last
+    /// component, less a file's extension) or a Hub repository in the cache (named as given).
+    /// Its layout is checked now, so that a wrong path fails at start rather than on the first
+    /// request.
+    private func speechRegistration(_ argument: String, hearth: Hearth) throws -> (name: String, url: URL) {
+        let path = (argument as NSString).expandingTildeInPath
+        let url: URL
+        let name: String
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            url = URL(fileURLWithPath: path).standardizedFileURL
+            name = isDirectory.boolValue ? url.lastPathComponent : url.deletingPathExtension().lastPathComponent
+        } else {
+            guard let cached = try? hearth.cachedModel(argument) else {
+                throw HearthError.invalidArgument(
+                    "--speech-model \(argument): no such file or folder, and no Hub model of that name in the cache. Give a Whisper model on disk (scripts/fetch-models brings models/whisper-base) or pull one first: hearth pull Systran/faster-whisper-base.")
+            }
+            url = cached
+            name = argument
+        }
+        do {
+            // A sentence-transformers folder has model.safetensors and config.json too: its
+            // config.json says what it is.
+            if try WhisperFiles.layout(of: url) == .huggingFace {
+                let configURL = url.appendingPathComponent("config.json")
+                let config = try WhisperConfig(json: try Data(contentsOf: configURL), path: configURL.path)
+                if let type = config.modelType, type != "whisper" {
+                    throw HearthError.unsupportedModel(reason: "\(url.path) holds a \(type) model, not Whisper (config.json's model_type)")
+                }
+            }
+        } catch HearthError.unsupportedModel(let reason) {
+            throw HearthError.invalidArgument("--speech-model \(argument): \(reason).")
+        } catch HearthError.invalidModelFile(_, let reason) {
+            throw HearthError.invalidArgument("--speech-model \(argument): \(url.path) holds no Whisper model Hearth reads: \(reason).")
+        }
+        return (name, url)
     }
 
     /// Where the model `name` is: its GGUF file (in a folder, the one it holds), or the folder

@@ -26,6 +26,16 @@ public struct ServerConfiguration: Sendable {
     public var models: [String: URL] = [:]
     /// The model for requests that name none.
     public var defaultModel: String?
+    /// The Whisper model behind /v1/audio (a faster-whisper or Hugging Face folder, or a
+    /// whisper.cpp file) and the name requests and
+    /// /v1/models use for it; a request's `whisper-1` means it too. nil: the audio routes
+    /// answer 400 with how to start the server with one.
+    public var speechModel: (name: String, url: URL)?
+    /// Largest audio file /v1/audio accepts: 25 MiB, as OpenAI's API.
+    public var maxAudioBytes = 25 << 20
+    /// Where an uploaded audio file waits while it is transcribed; it is removed when its
+    /// request ends, whatever the outcome.
+    public var uploadDirectory = FileManager.default.temporaryDirectory
     /// How long a model stays loaded after its last request.
     public var keepAliveSeconds: Double? = 300
     /// The chat threads database.
@@ -45,6 +55,7 @@ final class HearthService: Sendable {
     let configuration: ServerConfiguration
     let hearth: Hearth
     let models: ModelManager
+    let speech: SpeechModelManager
     let store: ChatStore
     let metrics = ServerMetrics()
 
@@ -55,6 +66,7 @@ final class HearthService: Sendable {
         models = ModelManager(hearth: hearth, registered: configuration.models, defaultModel: configuration.defaultModel,
                               parallel: configuration.parallel, queueLimit: configuration.queueLimit,
                               defaultKeepAlive: configuration.keepAliveSeconds.map { .seconds($0) } ?? .forever)
+        speech = SpeechModelManager(configured: configuration.speechModel, threads: hearth.configuration.threads)
     }
 
     func router() -> Router<BasicRequestContext> {
@@ -71,6 +83,7 @@ final class HearthService: Sendable {
         // Ollama clients probe the root.
         router.head("/") { _, _ in Response(status: .ok) }
         addOpenAIRoutes(to: router)
+        addAudioRoutes(to: router)
         addOllamaRoutes(to: router)
         addRerankRoutes(to: router)
         addThreadRoutes(to: router)

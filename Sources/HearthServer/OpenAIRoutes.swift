@@ -687,10 +687,17 @@ extension HearthService {
             var object = "list"
             var data: [OpenAIModel]
         }
-        return try JSONBody.response(Body(data: await models.catalog().map(OpenAIModel.init)))
+        var data = await models.catalog().map(OpenAIModel.init)
+        if let speech = speech.configured, !data.contains(where: { $0.id == speech.name }) {
+            data.append(OpenAIModel(speech: speech.name, url: speech.url))
+        }
+        return try JSONBody.response(Body(data: data))
     }
 
     private func model(_ id: String) async throws -> Response {
+        if let speech = speech.configured, id == speech.name {
+            return try JSONBody.response(OpenAIModel(speech: speech.name, url: speech.url))
+        }
         let name = try await models.canonicalName(id)
         guard let entry = await models.catalog().first(where: { $0.name == name }) else { throw ServerError.modelNotFound(id) }
         return try JSONBody.response(OpenAIModel(entry))
@@ -710,5 +717,12 @@ struct OpenAIModel: Encodable, Sendable {
     init(_ entry: ModelEntry) {
         id = entry.name
         created = Int(entry.modified.timeIntervalSince1970)
+    }
+
+    /// The speech model, dated by its folder or file.
+    init(speech name: String, url: URL) {
+        id = name
+        let modified = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date
+        created = Int((modified ?? Date()).timeIntervalSince1970)
     }
 }

@@ -53,6 +53,12 @@ struct ServerError: Error, Sendable {
                     type: "invalid_request_error", code: "request_too_large")
     }
 
+    static func audioTooLarge(limit: Int) -> ServerError {
+        ServerError(status: .contentTooLarge,
+                    message: "The audio file is larger than this server's limit of \(limit) bytes (\(limit >> 20) MiB). Send a shorter recording, or a compressed one (ffmpeg -i in.wav -ac 1 -ar 16000 -b:a 32k out.mp3).",
+                    type: "invalid_request_error", code: "file_too_large", param: "file")
+    }
+
     /// The answer for any error a handler threw.
     static func from(_ error: any Error) -> ServerError {
         if let error = error as? ServerError { return error }
@@ -64,7 +70,7 @@ struct ServerError: Error, Sendable {
                 return .badRequest(
                     "This model's context holds \(limit) tokens, but the request needs \(needed) (the prompt and at least one generated token). Shorten the messages or lower max_tokens.",
                     param: "messages", code: "context_length_exceeded")
-            case .invalidArgument, .invalidTemplate, .unsupportedModel:
+            case .invalidArgument, .invalidTemplate, .unsupportedModel, .invalidAudioFile:
                 return .badRequest(error.message)
             case .fileNotFound:
                 return .notFound(error.message)

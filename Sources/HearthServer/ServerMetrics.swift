@@ -16,6 +16,9 @@ final class ServerMetrics: Sendable {
     private let slotsBusy: Gauge
     private let requestsWaiting: Gauge
     private let queueWait: DurationHistogram
+    private let transcriptionsRunning: Gauge
+    private let transcriptions: Counter
+    private let transcribedSeconds: Counter
 
     init() {
         promptTokens = registry.makeCounter(name: "hearth_prompt_tokens_total", help: "Prompt tokens of finished generations, cached ones included.")
@@ -38,6 +41,22 @@ final class ServerMetrics: Sendable {
             buckets: [.milliseconds(1), .milliseconds(10), .milliseconds(100), .milliseconds(500), .seconds(1),
                       .seconds(5), .seconds(15), .seconds(60)],
             help: "Time a generation request waited for a free slot.")
+        transcriptionsRunning = registry.makeGauge(name: "hearth_transcriptions_running",
+                                                   help: "Audio requests transcribing now or waiting for the speech model.")
+        transcriptions = registry.makeCounter(name: "hearth_transcriptions_total", help: "Transcriptions and translations finished.")
+        transcribedSeconds = registry.makeCounter(name: "hearth_transcribed_audio_seconds_total", help: "Seconds of audio transcribed.")
+    }
+
+    /// Counts an audio request from the time it has its audio until it has its text.
+    func transcriptionStarted() { transcriptionsRunning.increment() }
+
+    /// Ends what `transcriptionStarted` began; `seconds` of audio when it succeeded.
+    func transcriptionEnded(seconds: Double?) {
+        transcriptionsRunning.decrement()
+        if let seconds {
+            transcriptions.increment()
+            transcribedSeconds.increment(by: seconds)
+        }
     }
 
     /// Records how long a request waited for a slot.

@@ -240,19 +240,33 @@ extension HearthService {
             var cache_directory: String
             var total_bytes: Int
             var models: [Model]
+            /// The model /v1/audio transcribes with; null without one, so the web UI can say so.
+            @NullWhenAbsent var speech_model: String?
         }
         let usage = CacheUsage(cache: hearth.cache).entries()
         let served = await models.lastUsed
         let loaded = Set(await models.running().map(\.model.name))
         let entries = await models.catalog()
-        let list = entries.map { entry in
+        var list = entries.map { entry in
             let isHub = configuration.models[entry.name] == nil
             return Model(name: entry.name, kind: entry.isEmbedding ? "embedding" : "language", size: entry.size,
                          last_used: (served[entry.name] ?? usage[entry.name]?.lastUsed).map { Int($0.timeIntervalSince1970) },
                          loaded: loaded.contains(entry.name),
                          deletable: isHub)
         }
+        if let speech = speech.configured {
+            let loaded = await self.speech.isLoaded
+            // A speech model from the Hub cache is already listed (as a folder or file); it is marked, not repeated.
+            if let index = list.firstIndex(where: { $0.name == speech.name }) {
+                list[index].kind = "speech"
+                list[index].loaded = loaded
+            } else {
+                let size = ModelManager.isDirectory(speech.url) ? ModelManager.folderSize(speech.url) : ModelManager.fileSize(speech.url)
+                list.append(Model(name: speech.name, kind: "speech", size: size, last_used: nil, loaded: loaded, deletable: false))
+            }
+        }
         let cached = hearth.cache.scan().reduce(0) { $0 + $1.size }
-        return try JSONBody.response(Body(cache_directory: hearth.cache.root.path, total_bytes: cached, models: list))
+        return try JSONBody.response(Body(cache_directory: hearth.cache.root.path, total_bytes: cached, models: list,
+                                          speech_model: speech.configured?.name))
     }
 }

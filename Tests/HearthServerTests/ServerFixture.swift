@@ -8,15 +8,15 @@ import NIOHTTP1
 import Testing
 
 /// A server on loopback, in this process, serving the real SmolLM2 as "smollm2" (the default)
-/// and all-MiniLM-L6-v2 as "all-minilm", with its own database and hub cache in a temporary
-/// directory.
+/// and all-MiniLM-L6-v2 as "all-minilm" (with `speechModel`, Whisper base as "whisper-base"
+/// for /v1/audio), with its own database, hub cache and upload folder in a temporary directory.
 final class ServerFixture: @unchecked Sendable {
     let server: HearthServer
     let directory: TemporaryDirectory
     let configuration: ServerConfiguration
 
     init(parallel: Int = 4, queueLimit: Int = 32, apiKey: String? = nil, maxBodyBytes: Int = 1 << 20,
-         keepAliveSeconds: Double? = 300, hubEndpoint: URL? = nil, contextLength: Int? = nil,
+         keepAliveSeconds: Double? = 300, hubEndpoint: URL? = nil, contextLength: Int? = nil, speechModel: Bool = false,
          moreModels: (TemporaryDirectory) throws -> [String: URL] = { _ in [:] }) async throws {
         directory = try TemporaryDirectory()
         var configuration = ServerConfiguration(databasePath: directory.file("hearth.sqlite").path)
@@ -31,6 +31,9 @@ final class ServerFixture: @unchecked Sendable {
             "all-minilm": try TestFiles.modelURL("all-MiniLM-L6-v2"),
         ].merging(try moreModels(directory)) { first, _ in first }
         configuration.defaultModel = "smollm2"
+        if speechModel { configuration.speechModel = ("whisper-base", try TestFiles.modelURL("whisper-base")) }
+        configuration.uploadDirectory = directory.file("uploads")
+        try FileManager.default.createDirectory(at: configuration.uploadDirectory, withIntermediateDirectories: true)
         var hub = HubEnvironment(environment: [:])
         hub.cacheDirectory = directory.file("hub")
         if let hubEndpoint { hub.endpoint = hubEndpoint }
@@ -56,6 +59,15 @@ final class ServerFixture: @unchecked Sendable {
 
     func get(_ path: String, headers: [String: String] = [:]) async throws -> HTTPAnswer {
         try await client.get(path, headers: headers)
+    }
+
+    func post(_ path: String, form: MultipartForm, chunked: Bool = false) async throws -> HTTPAnswer {
+        try await client.post(path, form: form, chunked: chunked)
+    }
+
+    /// Files left in the upload folder (there should be none once requests have ended).
+    func leftoverUploads() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: configuration.uploadDirectory.path)
     }
 
     @discardableResult
@@ -87,6 +99,32 @@ struct RemoteServer {
         try await send(.POST, path, body: String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self), headers: headers)
     }
 
+    /// Posts a multipart/form-data body; `chunked` sends it without a Content-Length.
+    func post(_ path: String, form: MultipartForm, chunked: Bool = false) async throws -> HTTPAnswer {
+        try await post(path, bytes: form.body, contentType: form.contentType, chunked: chunked)
+    }
+
+    /// Posts `bytes` as they are; `chunked` sends them in pieces without a Content-Length.
+    func post(_ path: String, bytes: Data, contentType: String, chunked: Bool = false) async throws -> HTTPAnswer {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: contentType)
+        if chunked {
+            // Pieces of 1 MiB, as a client streaming a recording would send them.
+            let (pieces, continuation) = AsyncStream<ByteBuffer>.makeStream()
+            for start in stride(from: 0, to: bytes.count, by: 1 << 20) {
+                continuation.yield(ByteBuffer(data: bytes[start..<min(start + (1 << 20), bytes.count)]))
+            }
+            continuation.finish()
+            request.body = .stream(pieces, length: .unknown)
+        } else {
+            request.body = .bytes(ByteBuffer(data: bytes))
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(600))
+        let body = try await response.body.collect(upTo: 64 << 20)
+        return HTTPAnswer(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
+    }
+
     func get(_ path: String, headers: [String: String] = [:]) async throws -> HTTPAnswer {
         try await send(.GET, path, headers: headers)
     }
@@ -114,6 +152,39 @@ struct RemoteServer {
             }
         }
         return Int(response.status.code)
+    }
+}
+
+/// A multipart/form-data body, written here by hand rather than with the library the server
+/// parses it with, so that the two cannot share a mistake.
+struct MultipartForm {
+    let boundary = "hearth-test-" + UUID().uuidString
+    private var parts = Data()
+
+    var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+
+    /// The parts and the closing boundary.
+    var body: Data { parts + Data("--\(boundary)--\r\n".utf8) }
+
+    /// The body without its closing boundary and the end of its last part: an upload cut short.
+    var truncatedBody: Data { parts.dropLast(10) }
+
+    mutating func field(_ name: String, _ value: String) {
+        parts += Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8)
+    }
+
+    mutating func file(_ data: Data, filename: String, type: String = "audio/wav", name: String = "file") {
+        parts += Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"; filename=\"\(filename)\"\r\nContent-Type: \(type)\r\n\r\n".utf8)
+        parts += data
+        parts += Data("\r\n".utf8)
+    }
+
+    /// A form with `file` and `fields` in this order.
+    static func audio(_ data: Data, filename: String, _ fields: [(String, String)] = []) -> MultipartForm {
+        var form = MultipartForm()
+        form.file(data, filename: filename)
+        for (name, value) in fields { form.field(name, value) }
+        return form
     }
 }
 

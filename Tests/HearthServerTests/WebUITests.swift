@@ -79,4 +79,21 @@ struct WebUITests {
         defer { Task { await server.stop() } }
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("thoughts"), ["--thoughts", "smollm2-thinking"])
     }
+
+    @Test("speech in: an uploaded WAV's text and a dictation through the fake microphone land in the message box; a denied microphone says so")
+    func speech() async throws {
+        let server = try await ServerFixture(speechModel: true)
+        defer { Task { await server.stop() } }
+        let clip = try SpeechClips.url(SpeechClips.dashwood)
+        let expected = try await sdkTranscription(clip).text.trimmingCharacters(in: .whitespaces)
+        try await Browser.run(server, screenshots: try Browser.screenshotFolder("speech"), ["--speech", clip.path, "--speech-text", expected])
+    }
+
+    @Test("speech in on a server without a speech model: the page says how to start it with one")
+    func noSpeechModel() async throws {
+        let server = try await ServerFixture()
+        defer { Task { await server.stop() } }
+        let clip = try SpeechClips.url(SpeechClips.dashwood)
+        try await Browser.run(server, screenshots: try Browser.screenshotFolder("no-speech"), ["--no-speech", clip.path])
+    }
 }

@@ -3,10 +3,14 @@
 each step both on the page and through the server's API.
 
     web_ui_test.py BASE_URL SCREENSHOT_DIR [--pull NAME] [--api-key KEY] [--thoughts MODEL]
+                   [--speech WAV --speech-text TEXT] [--no-speech WAV]
 
 --pull NAME also pulls NAME from the Models page and deletes it again (the server must reach a
 Hub that has it). --api-key KEY runs the API key checks instead of the chat ones, --thoughts
-MODEL the checks of a reasoning model's folded thoughts.
+MODEL the checks of a reasoning model's folded thoughts. --speech WAV runs the speech input
+checks (the server needs a speech model; TEXT is the SDK's transcription of WAV): the upload
+button, dictation through Chromium's fake microphone playing WAV, and a denied microphone.
+--no-speech WAV checks what the page says on a server without a speech model.
 
 Exits 0 when every check passes; otherwise prints what failed, saves failure.png and the
 browser's console, and exits 1. Every step saves a PNG in SCREENSHOT_DIR.
@@ -20,6 +24,7 @@ import signal
 import sys
 import time
 import urllib.request
+import wave
 
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
@@ -95,11 +100,11 @@ def format_bytes(count):
 class Page:
     """The browser and the few ways this test looks at the page."""
 
-    def __init__(self, base, screenshots):
+    def __init__(self, base, screenshots, arguments=()):
         options = Options()
         options.binary_location = CHROMIUM
         for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,860",
-                         "--disable-gpu", "--lang=en-US"):
+                         "--disable-gpu", "--lang=en-US", *arguments):
             options.add_argument(argument)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         self.driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
@@ -513,6 +518,103 @@ def thoughts_checks(page, server, model):
     page.shot("thoughts-reloaded")
 
 
+def prompt_value(page):
+    return page.find("prompt").get_attribute("value")
+
+
+def speech_status(page):
+    """The speech line's state and text, or None while it is hidden."""
+    status = page.find("speech-status")
+    return (status.get_attribute("data-state"), page.text(status)) if status.is_displayed() else None
+
+
+def words(text):
+    return re.findall(r"[a-z']+", text.lower())
+
+
+def speech_checks(page, clip, expected):
+    page.open()
+    check(page.visible("upload-audio") and page.visible("record"), "the upload and microphone buttons should show")
+    check(page.find("record").get_attribute("aria-pressed") == "false", "the microphone should start off")
+
+    page.log("the upload button opens the file chooser; the chosen WAV's text lands in the message box")
+    # Headless Chromium has no file dialog to click through: the chooser is intercepted, and the
+    # file is given to the input the button opened, as a person's choice would be.
+    page.driver.execute_cdp_cmd("Page.setInterceptFileChooserDialog", {"enabled": True})
+    page.driver.execute_script("window.chooserOpened = false; document.getElementById('audio-file')"
+                               ".addEventListener('click', () => { window.chooserOpened = true; });")
+    page.click("upload-audio")
+    page.wait(lambda d: d.execute_script("return window.chooserOpened"), "the upload button to open the file chooser")
+    page.find("audio-file").send_keys(clip)
+    page.wait(lambda d: prompt_value(page), "the transcription in the message box", timeout=ANSWER_TIMEOUT)
+    check(prompt_value(page) == expected, f"the message box should hold the SDK's text:\npage: {prompt_value(page)!r}\nSDK:  {expected!r}")
+    check(speech_status(page) is None, f"no message should remain: {speech_status(page)}")
+    check(not page.messages(), "the text should wait in the message box, not be sent")
+    check(page.driver.switch_to.active_element == page.find("prompt"), "the message box should have the focus")
+    page.shot("uploaded")
+
+    page.log("dictation with Chromium's fake microphone, which plays the clip once")
+    prompt = page.find("prompt")
+    prompt.send_keys(Keys.CONTROL, "a")
+    prompt.send_keys(Keys.DELETE)
+    prompt.send_keys("Typed first.")
+    with wave.open(clip) as audio:
+        seconds = audio.getnframes() / audio.getframerate()
+    page.click("record")
+    page.wait(lambda d: page.find("record").get_attribute("aria-pressed") == "true", "the recording to start")
+    page.wait(lambda d: speech_status(page) and speech_status(page)[0] == "recording", "the recording notice")
+    check(page.find("upload-audio").get_attribute("disabled") is not None, "upload should wait while recording")
+    # The page's own clock, shown beside the microphone, says when the whole clip has played.
+    page.wait(lambda d: int(page.find("record-time").get_attribute("data-seconds")) >= seconds + 1,
+              f"{seconds + 1:.0f} seconds of recording", timeout=UI_TIMEOUT + seconds)
+    page.shot("recording")
+    page.click("record")
+    page.wait(lambda d: prompt_value(page) != "Typed first.", "the dictation in the message box", timeout=ANSWER_TIMEOUT)
+    value = prompt_value(page)
+    check(value.startswith("Typed first. "), f"dictation should continue what was typed: {value!r}")
+    heard = set(words(value[len("Typed first. "):]))
+    said = words(expected)
+    overlap = sum(word in heard for word in said) / len(said)
+    check(overlap >= 0.7, f"the dictation should hold the clip's words ({overlap:.0%} of them): {value!r} vs {expected!r}")
+    check(page.find("record").get_attribute("aria-pressed") == "false" and speech_status(page) is None,
+          f"the microphone should be off again, with no message: {speech_status(page)}")
+    page.shot("dictated")
+
+
+def denied_checks(page):
+    page.open()
+    page.log("a microphone the browser refuses")
+    page.driver.execute_cdp_cmd("Browser.setPermission", {"origin": page.base, "permission": {"name": "microphone"},
+                                                          "setting": "denied"})
+    page.click("record")
+    page.wait(lambda d: speech_status(page) and speech_status(page)[0] == "error", "the refusal to show")
+    state, message = speech_status(page)
+    check("denied" in message and "upload" in message, f"the message should say the microphone was denied: {message!r}")
+    check(page.find("record").get_attribute("aria-pressed") == "false", "nothing should be recording")
+    check(page.find("speech-status").get_attribute("role") == "alert", "the refusal should be announced")
+    page.shot("microphone-denied")
+
+
+def no_speech_checks(page, clip):
+    page.open()
+    page.log("the microphone on a server without a speech model")
+    page.click("record")
+    page.wait(lambda d: speech_status(page) and speech_status(page)[0] == "error", "the message")
+    message = speech_status(page)[1]
+    check("--speech-model" in message, f"the message should say how to start the server with a speech model: {message!r}")
+    check(page.find("record").get_attribute("aria-pressed") == "false", "nothing should be recording")
+    check("--speech-model" in page.find("record").get_attribute("title"), "the button's tooltip should say so too")
+    page.shot("no-speech-model")
+
+    page.log("a file sent anyway gets the server's answer")
+    page.driver.execute_script("document.getElementById('speech-status').hidden = true;")
+    page.find("audio-file").send_keys(clip)
+    page.wait(lambda d: speech_status(page) and speech_status(page)[0] == "error", "the server's refusal")
+    message = speech_status(page)[1]
+    check("--speech-model" in message, f"the server's message should show: {message!r}")
+    check(prompt_value(page) == "", "nothing should reach the message box")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("base")
@@ -520,14 +622,30 @@ def main():
     parser.add_argument("--pull")
     parser.add_argument("--api-key")
     parser.add_argument("--thoughts")
+    parser.add_argument("--speech")
+    parser.add_argument("--speech-text")
+    parser.add_argument("--no-speech")
     arguments = parser.parse_args()
     os.makedirs(arguments.screenshots, exist_ok=True)
     # A test runner that gives up sends SIGTERM: close the browser rather than leave it behind.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
-    page = Page(arguments.base, arguments.screenshots)
+    browser_arguments = []
+    if arguments.speech:
+        # A microphone that grants itself and plays the clip once (%noloop), then silence.
+        browser_arguments = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+                             f"--use-file-for-fake-audio-capture={os.path.abspath(arguments.speech)}%noloop"]
+    page = Page(arguments.base, arguments.screenshots, browser_arguments)
     try:
-        if arguments.api_key:
+        if arguments.speech:
+            speech_checks(page, os.path.abspath(arguments.speech), arguments.speech_text)
+            # A browser of its own, whose fake device is there but whose permission is refused.
+            page.quit()
+            page = Page(arguments.base, arguments.screenshots, ["--use-fake-device-for-media-stream"])
+            denied_checks(page)
+        elif arguments.no_speech:
+            no_speech_checks(page, os.path.abspath(arguments.no_speech))
+        elif arguments.api_key:
             api_key_checks(page, Server(arguments.base, arguments.api_key), arguments.api_key)
         elif arguments.thoughts:
             thoughts_checks(page, Server(arguments.base), arguments.thoughts)

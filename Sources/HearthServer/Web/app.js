@@ -48,14 +48,16 @@ class ApiError extends Error {
 // One key dialog at a time: every request that met a 401 waits for the same answer.
 let keyPrompt = null;
 
-async function api(path, { method = "GET", body, signal } = {}) {
+// `body` is sent as JSON; `form` (a FormData) as multipart/form-data, whose boundary the
+// browser writes into the Content-Type itself.
+async function api(path, { method = "GET", body, form, signal } = {}) {
   for (;;) {
     const key = localStorage.getItem(KEY_STORAGE);
     const headers = {};
     if (key) headers.Authorization = `Bearer ${key}`;
     if (body !== undefined) headers["Content-Type"] = "application/json";
     const response = await fetch(path, {
-      method, headers, signal, body: body === undefined ? undefined : JSON.stringify(body),
+      method, headers, signal, body: form !== undefined ? form : body === undefined ? undefined : JSON.stringify(body),
     });
     if (response.status === 401) {
       await askForKey(Boolean(key));
@@ -717,6 +719,196 @@ async function pullModel(event) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Speech in: dictation with the microphone, or an audio file, transcribed by the server's
+// /v1/audio/transcriptions. The text goes into the message box, to be read before it is sent.
+
+const speech = {
+  // The server's speech model: a name, null when it has none, undefined until it has said.
+  model: undefined,
+  recorder: null,
+  startedAt: 0,
+  timer: null,
+  busy: false,
+};
+
+const NO_SPEECH_MODEL = "Speech input needs a speech model on the server: start it with "
+  + "hearth serve --speech-model models/whisper-base (or another Whisper model).";
+
+async function loadSpeechModel() {
+  try {
+    speech.model = (await getJSON("/v1/storage")).speech_model || null;
+  } catch (_) {
+    // Asked again when a speech button is used.
+    speech.model = undefined;
+  }
+  renderSpeechControls();
+}
+
+function renderSpeechControls() {
+  const recording = Boolean(speech.recorder);
+  const record = $("record");
+  record.setAttribute("aria-pressed", String(recording));
+  record.setAttribute("aria-label", recording ? "Stop recording and transcribe" : "Dictate with the microphone");
+  record.title = speech.model === null ? NO_SPEECH_MODEL : record.getAttribute("aria-label");
+  record.disabled = speech.busy;
+  $("upload-audio").disabled = speech.busy || recording;
+  $("upload-audio").title = speech.model === null ? NO_SPEECH_MODEL : "Transcribe an audio file into the message";
+  $("record-time").hidden = !recording;
+  document.body.dataset.speech = recording ? "recording" : speech.busy ? "transcribing" : "idle";
+}
+
+// `state`: "recording", "busy" or "error"; errors stay until the next speech action.
+function showSpeechStatus(message, state) {
+  const status = $("speech-status");
+  status.textContent = message;
+  status.dataset.state = state;
+  status.setAttribute("role", state === "error" ? "alert" : "status");
+  status.hidden = false;
+}
+
+function hideSpeechStatus() {
+  $("speech-status").hidden = true;
+  $("speech-status").textContent = "";
+}
+
+// Whether the server can transcribe; says why not when it cannot.
+async function speechAvailable() {
+  if (speech.model === undefined) await loadSpeechModel();
+  if (speech.model === null) {
+    showSpeechStatus(NO_SPEECH_MODEL, "error");
+    return false;
+  }
+  return true;
+}
+
+function microphoneError(error) {
+  switch (error && error.name) {
+    case "NotAllowedError":
+    case "SecurityError":
+      return "Microphone access was denied. Allow the microphone for this page in the browser's site settings, or upload an audio file instead.";
+    case "NotFoundError":
+    case "OverconstrainedError":
+      return "No microphone was found. Connect one, or upload an audio file instead.";
+    case "NotReadableError":
+      return "The microphone could not be started; another program may be using it.";
+    default:
+      return `The microphone could not be started: ${(error && error.message) || error}`;
+  }
+}
+
+function recordingExtension(type) {
+  if (type.includes("ogg")) return "ogg";
+  if (type.includes("mp4")) return "m4a";
+  if (type.includes("wav")) return "wav";
+  return "webm";
+}
+
+async function toggleRecording() {
+  if (speech.recorder) {
+    speech.recorder.stop();
+    return;
+  }
+  if (speech.busy) return;
+  hideSpeechStatus();
+  if (!(await speechAvailable())) return;
+  // Browsers offer the microphone only to secure pages: https, or http on localhost.
+  if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia || typeof MediaRecorder === "undefined") {
+    showSpeechStatus("This page cannot use the microphone: browsers allow it only over https or on localhost. Upload an audio file instead.", "error");
+    return;
+  }
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+  } catch (error) {
+    showSpeechStatus(microphoneError(error), "error");
+    return;
+  }
+  const preferred = ["audio/webm;codecs=opus", "audio/webm", "audio/ogg;codecs=opus", "audio/mp4"]
+    .find((type) => MediaRecorder.isTypeSupported(type));
+  let recorder;
+  try {
+    recorder = new MediaRecorder(stream, preferred ? { mimeType: preferred } : undefined);
+  } catch (error) {
+    stream.getTracks().forEach((track) => track.stop());
+    showSpeechStatus(`This browser cannot record audio: ${error.message}`, "error");
+    return;
+  }
+  const chunks = [];
+  recorder.addEventListener("dataavailable", (event) => {
+    if (event.data && event.data.size) chunks.push(event.data);
+  });
+  recorder.addEventListener("stop", () => {
+    stream.getTracks().forEach((track) => track.stop());
+    clearInterval(speech.timer);
+    speech.recorder = null;
+    renderSpeechControls();
+    const type = recorder.mimeType || preferred || "audio/webm";
+    const recording = new Blob(chunks, { type });
+    if (!recording.size) {
+      showSpeechStatus("Nothing was recorded; check the microphone and try again.", "error");
+      return;
+    }
+    transcribe(recording, `recording.${recordingExtension(type)}`);
+  });
+  recorder.start();
+  speech.recorder = recorder;
+  speech.startedAt = Date.now();
+  updateRecordTime();
+  speech.timer = setInterval(updateRecordTime, 250);
+  renderSpeechControls();
+  showSpeechStatus("Recording… press the microphone again to stop and transcribe.", "recording");
+}
+
+function updateRecordTime() {
+  const seconds = Math.floor((Date.now() - speech.startedAt) / 1000);
+  const time = $("record-time");
+  time.dataset.seconds = String(seconds);
+  time.textContent = `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`;
+}
+
+async function chooseAudioFile() {
+  if (speech.busy || speech.recorder) return;
+  hideSpeechStatus();
+  if (!(await speechAvailable())) return;
+  $("audio-file").click();
+}
+
+async function transcribe(file, filename) {
+  speech.busy = true;
+  renderSpeechControls();
+  showSpeechStatus(`Transcribing ${filename}…`, "busy");
+  try {
+    const form = new FormData();
+    form.append("file", file, filename);
+    form.append("model", speech.model || "whisper-1");
+    form.append("response_format", "json");
+    const result = await (await api("/v1/audio/transcriptions", { method: "POST", form })).json();
+    const text = (result.text || "").trim();
+    if (text) {
+      insertIntoPrompt(text);
+      hideSpeechStatus();
+    } else {
+      showSpeechStatus(`No speech was heard in ${filename}.`, "error");
+    }
+  } catch (error) {
+    showSpeechStatus(error.message, "error");
+  } finally {
+    speech.busy = false;
+    renderSpeechControls();
+  }
+}
+
+// Appended to what is already typed, so dictation can continue a message.
+function insertIntoPrompt(text) {
+  const prompt = $("prompt");
+  const typed = prompt.value.replace(/\s+$/, "");
+  prompt.value = typed ? `${typed} ${text}` : text;
+  resizePrompt();
+  prompt.focus();
+  prompt.setSelectionRange(prompt.value.length, prompt.value.length);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Views and start-up
 
 function showView(name) {
@@ -800,6 +992,15 @@ function wire() {
   });
   prompt.addEventListener("input", resizePrompt);
   $("stop").addEventListener("click", stopStreaming);
+  $("record").addEventListener("click", () => toggleRecording().catch((error) => showSpeechStatus(error.message, "error")));
+  $("upload-audio").addEventListener("click", () => chooseAudioFile().catch((error) => showSpeechStatus(error.message, "error")));
+  $("audio-file").addEventListener("change", () => {
+    const input = $("audio-file");
+    const file = input.files && input.files[0];
+    // Cleared, so that choosing the same file again is a change too.
+    input.value = "";
+    if (file) transcribe(file, file.name);
+  });
   window.addEventListener("popstate", () => route().catch((error) => toast(error.message)));
 }
 
@@ -808,9 +1009,11 @@ async function start() {
   try {
     await loadThreads();
     await route();
+    await loadSpeechModel();
   } catch (error) {
     toast(error.message);
   }
+  renderSpeechControls();
   document.body.dataset.ready = "true";
 }
 
