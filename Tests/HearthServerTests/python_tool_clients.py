@@ -66,7 +66,7 @@ client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
 
 # --- A complete loop, not streamed: the model must call, the tools run, the model answers. ---
 first = client.chat.completions.create(model=model, messages=QUESTION, tools=TOOLS, tool_choice="required",
-                                       parallel_tool_calls=True, temperature=0, max_tokens=200)
+                                       parallel_tool_calls=True, temperature=0, max_tokens=1000)
 choice = first.choices[0]
 check("finish_reason tool_calls", choice.finish_reason == "tool_calls", choice.finish_reason)
 calls = choice.message.tool_calls or []
@@ -85,7 +85,7 @@ check("final finish", final.choices[0].finish_reason in ("stop", "length"), fina
 # --- The same loop streamed: tool_calls deltas gathered by index. ---
 gathered, finish = {}, None
 for chunk in client.chat.completions.create(model=model, messages=QUESTION, tools=TOOLS, tool_choice="required",
-                                            temperature=0, max_tokens=200, stream=True):
+                                            temperature=0, max_tokens=1000, stream=True):
     for c in chunk.choices:
         for delta in c.delta.tool_calls or []:
             entry = gathered.setdefault(delta.index, {"id": "", "name": "", "arguments": ""})
@@ -101,7 +101,7 @@ check("streamed calls equal the whole answer's", [(g["name"], json.loads(g["argu
 # --- A named tool only, and a single call without parallel calls. ---
 named = client.chat.completions.create(model=model, messages=QUESTION, tools=TOOLS, parallel_tool_calls=False,
                                        tool_choice={"type": "function", "function": {"name": "get_time"}},
-                                       temperature=0, max_tokens=120)
+                                       temperature=0, max_tokens=400)
 named_calls = named.choices[0].message.tool_calls or []
 check("named tool", len(named_calls) == 1 and named_calls[0].function.name == "get_time", named.choices[0].message)
 
@@ -109,7 +109,7 @@ check("named tool", len(named_calls) == 1 and named_calls[0].function.name == "g
 # --- RUNS sampled requests at temperature 1.0, four at a time: every call validates. ---
 def sampled(seed):
     response = client.chat.completions.create(model=model, messages=QUESTION, tools=TOOLS, tool_choice="required",
-                                              parallel_tool_calls=seed % 2 == 0, temperature=1.0, seed=seed, max_tokens=400)
+                                              parallel_tool_calls=seed % 2 == 0, temperature=1.0, seed=seed, max_tokens=1000)
     message = response.choices[0].message
     check("sampled finish", response.choices[0].finish_reason == "tool_calls", (seed, response.choices[0].finish_reason, message))
     for call in message.tool_calls:
@@ -142,7 +142,7 @@ check("unsupported keyword refused by name", bad is not None and "patternPropert
 
 # --- ollama: tools and a format schema. ---
 oc = ollama.Client(host=base)
-reply = oc.chat(model=model, messages=QUESTION, tools=TOOLS, options={"temperature": 0, "num_predict": 200})
+reply = oc.chat(model=model, messages=QUESTION, tools=TOOLS, options={"temperature": 0, "num_predict": 1000})
 # Ollama has no tool_choice: a model may answer or call; when it calls, the calls validate.
 for call in reply.message.tool_calls or []:
     validate(call.function.name, call.function.arguments)
