@@ -55,6 +55,23 @@ public final class GrammarProgram: Sendable {
     let trie: TokenTrie
     private let automaton: Mutex<ByteAutomaton>
     private let masks = Mutex<[GrammarState: [UInt64]]>([:])
+    private let counters = Mutex(MaskStatistics())
+
+    /// How the program's whole-vocabulary masks were had so far.
+    public struct MaskStatistics: Sendable, Equatable {
+        /// Masks computed (a state met for the first time, or again after the cache was emptied).
+        public var computed = 0
+        /// Masks found in the cache.
+        public var cached = 0
+        /// Time spent computing masks.
+        public var computeSeconds = 0.0
+
+        /// Nothing counted yet.
+        public init() {}
+    }
+
+    /// How the program's masks were had so far (for benchmarks).
+    public var statistics: MaskStatistics { counters.withLock { $0 } }
 
     public init(_ grammar: Grammar, table: TokenByteTable) {
         self.grammar = CompiledGrammar(grammar)
@@ -96,7 +113,11 @@ public final class GrammarProgram: Sendable {
 
     /// The allowed tokens after `state`, one bit each.
     func mask(for state: GrammarState) -> [UInt64] {
-        if let known = masks.withLock({ $0[state] }) { return known }
+        if let known = masks.withLock({ $0[state] }) {
+            counters.withLock { $0.cached += 1 }
+            return known
+        }
+        let started = ContinuousClock.now
         var computed = [UInt64](repeating: 0, count: (table.vocabularySize + 63) / 64)
         func mark(_ token: Int32) { computed[Int(token) >> 6] |= 1 << UInt64(token & 63) }
         automaton.withLock { automaton in
@@ -115,6 +136,11 @@ public final class GrammarProgram: Sendable {
             // Emptying when full is simpler than tracking use, and the states that recur come back soon.
             if masks.count >= capacity { masks.removeAll(keepingCapacity: true) }
             masks[state] = computed
+        }
+        let elapsed = ContinuousClock.now - started
+        counters.withLock {
+            $0.computed += 1
+            $0.computeSeconds += Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         }
         return computed
     }
