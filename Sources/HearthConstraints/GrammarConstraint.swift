@@ -55,6 +55,23 @@ public final class GrammarProgram: Sendable {
     let trie: TokenTrie
     private let automaton: Mutex<ByteAutomaton>
     private let masks = Mutex<[GrammarState: [UInt64]]>([:])
+    private let counters = Mutex(MaskStatistics())
+
+    /// How the program's whole-vocabulary masks were had so far.
+    public struct MaskStatistics: Sendable, Equatable {
+        /// Masks computed (a state met for the first time, or again after the cache was emptied).
+        public var computed = 0
+        /// Masks found in the cache.
+        public var cached = 0
+        /// Time spent computing masks.
+        public var computeSeconds = 0.0
+
+        /// Nothing counted yet.
+        public init() {}
+    }
+
+    /// How the program's masks were had so far (for benchmarks).
+    public var statistics: MaskStatistics { counters.withLock { $0 } }
 
     public init(_ grammar: Grammar, table: TokenByteTable) {
         self.grammar = CompiledGrammar(grammar)
@@ -96,12 +113,18 @@ public final class GrammarProgram: Sendable {
 
     /// The allowed tokens after `state`, one bit each.
     func mask(for state: GrammarState) -> [UInt64] {
-        if let known = masks.withLock({ $0[state] }) { return known }
+        if let known = masks.withLock({ $0[state] }) {
+            counters.withLock { $0.cached += 1 }
+            return known
+        }
+        let started = ContinuousClock.now
         var computed = [UInt64](repeating: 0, count: (table.vocabularySize + 63) / 64)
         func mark(_ token: Int32) { computed[Int(token) >> 6] |= 1 << UInt64(token & 63) }
         automaton.withLock { automaton in
             if automaton.stateCount > 1 << 16 { automaton = ByteAutomaton() }
-            trie.walk(from: automaton.id(of: state), automaton: &automaton, grammar: grammar, allow: mark)
+            computed.withUnsafeMutableBufferPointer { words in
+                trie.walk(from: automaton.id(of: state), automaton: &automaton, grammar: grammar, mask: words.baseAddress!)
+            }
         }
         if state.isAccepting { for token in table.endTokens { mark(token) } }
         if grammar.hasTokens && grammar.waitsForToken(state.stacks) {
@@ -115,6 +138,11 @@ public final class GrammarProgram: Sendable {
             // Emptying when full is simpler than tracking use, and the states that recur come back soon.
             if masks.count >= capacity { masks.removeAll(keepingCapacity: true) }
             masks[state] = computed
+        }
+        let elapsed = ContinuousClock.now - started
+        counters.withLock {
+            $0.computed += 1
+            $0.computeSeconds += Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         }
         return computed
     }
@@ -152,18 +180,19 @@ struct ByteAutomaton {
     }
 }
 
-/// The text tokens' bytes as a trie: node 0 is the root; a node's children are the nodes of
-/// one more byte, and it lists the tokens whose bytes end there.
+/// The text tokens' bytes as a trie, laid out breadth first so that a node's children are
+/// consecutive (one pass over them reads neighbouring memory): node 0 is the root; node `n`'s
+/// children are `childStart[n]..<childStart[n + 1]`, each reached by its `byte`, and the tokens
+/// whose bytes end at `n` are `tokens[tokenStart[n]..<tokenStart[n + 1]]`.
 struct TokenTrie: Sendable {
-    var byte: [UInt8] = [0]
-    var firstChild: [Int32] = [-1]
-    var nextSibling: [Int32] = [-1]
-    /// Tokens ending at node `n`: `tokens[tokenStart[n]..<tokenStart[n + 1]]`.
+    var byte: [UInt8] = []
+    var childStart: [Int32] = []
     var tokenStart: [Int32] = []
     var tokens: [Int32] = []
 
     init(_ table: TokenByteTable) {
-        // Tokens sorted by their bytes build the trie in one pass, each node's children in order.
+        // Tokens sorted by their bytes build the trie in one pass (children in byte order),
+        // which is then numbered breadth first.
         let text = (0..<Int32(table.vocabularySize)).filter { table.kinds[Int($0)] == .text }
         let sorted = table.bytes.withUnsafeBufferPointer { bytes in
             text.sorted { a, b in
@@ -172,8 +201,7 @@ struct TokenTrie: Sendable {
                 return x.lexicographicallyPrecedes(y)
             }
         }
-        var endsAt: [[Int32]] = [[]]
-        var lastChild: [Int32] = [-1]
+        var built: (byte: [UInt8], children: [[Int32]], endsAt: [[Int32]]) = ([0], [[]], [[]])
         var path: [Int32] = [0]  // nodes of the previous token's bytes
         var previous: [UInt8] = []
         for token in sorted {
@@ -182,40 +210,61 @@ struct TokenTrie: Sendable {
             while shared < min(piece.count, previous.count) && piece[shared] == previous[shared] { shared += 1 }
             path.removeSubrange((shared + 1)...)
             for b in piece[shared...] {
-                let parent = path[path.count - 1]
-                let node = Int32(byte.count)
-                byte.append(b)
-                firstChild.append(-1)
-                nextSibling.append(-1)
-                lastChild.append(-1)
-                endsAt.append([])
-                if lastChild[Int(parent)] < 0 { firstChild[Int(parent)] = node } else { nextSibling[Int(lastChild[Int(parent)])] = node }
-                lastChild[Int(parent)] = node
+                let node = Int32(built.byte.count)
+                built.byte.append(b)
+                built.children.append([])
+                built.endsAt.append([])
+                built.children[Int(path[path.count - 1])].append(node)
                 path.append(node)
             }
-            endsAt[Int(path[path.count - 1])].append(token)
+            built.endsAt[Int(path[path.count - 1])].append(token)
             previous = piece
         }
-        tokenStart.reserveCapacity(endsAt.count + 1)
-        tokenStart.append(0)
-        for list in endsAt {
-            tokens += list
-            tokenStart.append(Int32(tokens.count))
+        // Breadth-first numbering: a node's children get consecutive numbers, the first of them
+        // one more than all the children of the nodes numbered before it.
+        var order: [Int32] = [0]
+        var head = 0
+        while head < order.count {
+            order += built.children[Int(order[head])]
+            head += 1
         }
+        byte.reserveCapacity(order.count)
+        childStart.reserveCapacity(order.count + 1)
+        tokenStart.reserveCapacity(order.count + 1)
+        var nextChild: Int32 = 1
+        for old in order {
+            byte.append(built.byte[Int(old)])
+            childStart.append(nextChild)
+            nextChild += Int32(built.children[Int(old)].count)
+            tokenStart.append(Int32(tokens.count))
+            tokens += built.endsAt[Int(old)]
+        }
+        childStart.append(nextChild)
+        tokenStart.append(Int32(tokens.count))
     }
 
-    /// Calls `allow` for every text token whose bytes the state `start` of `automaton` takes.
-    func walk(from start: Int32, automaton: inout ByteAutomaton, grammar: CompiledGrammar, allow: (Int32) -> Void) {
+    /// Sets in `mask` the bit of every text token whose bytes the state `start` of `automaton`
+    /// takes: a depth-first walk that leaves a subtree as soon as its first byte is refused.
+    func walk(from start: Int32, automaton: inout ByteAutomaton, grammar: CompiledGrammar, mask: UnsafeMutablePointer<UInt64>) {
         var stack: [(node: Int32, state: Int32)] = [(0, start)]
-        while let (node, s) = stack.popLast() {
-            var child = firstChild[Int(node)]
-            while child >= 0 {
-                let t = automaton.next(s, byte[Int(child)], grammar: grammar)
-                if t >= 0 {
-                    for i in Int(tokenStart[Int(child)])..<Int(tokenStart[Int(child) + 1]) { allow(tokens[i]) }
-                    if firstChild[Int(child)] >= 0 { stack.append((child, t)) }
+        stack.reserveCapacity(64)
+        byte.withUnsafeBufferPointer { byte in
+            childStart.withUnsafeBufferPointer { childStart in
+                tokenStart.withUnsafeBufferPointer { tokenStart in
+                    tokens.withUnsafeBufferPointer { tokens in
+                        while let (node, s) = stack.popLast() {
+                            for child in Int(childStart[Int(node)])..<Int(childStart[Int(node) + 1]) {
+                                let t = automaton.next(s, byte[child], grammar: grammar)
+                                guard t >= 0 else { continue }
+                                for i in Int(tokenStart[child])..<Int(tokenStart[child + 1]) {
+                                    let token = tokens[i]
+                                    mask[Int(token) >> 6] |= 1 << UInt64(token & 63)
+                                }
+                                if childStart[child] < childStart[child + 1] { stack.append((Int32(child), t)) }
+                            }
+                        }
+                    }
                 }
-                child = nextSibling[Int(child)]
             }
         }
     }

@@ -59,10 +59,14 @@ public final class CompiledGrammar: Sendable {
     /// be empty) is skipped: it leads to nothing new.
     func expand(_ stack: [Int32], into out: inout Set<[Int32]>) {
         var opened: [Int32] = []
-        expand(stack, opened: &opened, into: &out)
+        var working = stack
+        working.reserveCapacity(stack.count + 8)
+        expand(&working, opened: &opened, into: &out)
     }
 
-    private func expand(_ stack: [Int32], opened: inout [Int32], into out: inout Set<[Int32]>) {
+    /// Expands `stack` in place, putting it back as it was before returning (one working stack
+    /// instead of a copy per step).
+    private func expand(_ stack: inout [Int32], opened: inout [Int32], into out: inout Set<[Int32]>) {
         guard let top = stack.last else {
             out.insert(stack)
             return
@@ -71,20 +75,24 @@ public final class CompiledGrammar: Sendable {
         case .characters, .token:
             out.insert(stack)
         case .end:
-            expand(Array(stack.dropLast()), opened: &opened, into: &out)
+            stack.removeLast()
+            expand(&stack, opened: &opened, into: &out)
+            stack.append(top)
         case .rule(let r):
             guard !opened.contains(top) else { return }
             opened.append(top)
-            var continued = stack
             // A reference that ends its alternative leaves nothing to come back to: its place is
             // dropped rather than kept (a tail call), so a repetition `r ::= x r | ε` goes on at
             // a constant depth and its states recur instead of growing with every item.
-            if case .end = slots[Int(top) + 1] {
-                continued.removeLast()
-            } else {
-                continued[continued.count - 1] = top + 1
+            let tail: Bool
+            if case .end = slots[Int(top) + 1] { tail = true } else { tail = false }
+            if tail { stack.removeLast() } else { stack[stack.count - 1] = top + 1 }
+            for alternative in starts[r] {
+                stack.append(alternative)
+                expand(&stack, opened: &opened, into: &out)
+                stack.removeLast()
             }
-            for alternative in starts[r] { expand(continued + [alternative], opened: &opened, into: &out) }
+            if tail { stack.append(top) } else { stack[stack.count - 1] = top }
             opened.removeLast()
         }
     }

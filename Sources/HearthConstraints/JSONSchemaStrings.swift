@@ -277,21 +277,23 @@ extension JSONSchemaCompiler {
         return builder.define("time", [[.rule(hour)] + Self.literal(":") + sixty + Self.literal(":") + sixty + fraction + [.rule(offset)]])
     }
 
-    /// A plain address: a dot-atom local part (letters, digits and ! # $ % & ' * + - / = ? ^ _ ` { | } ~)
-    /// at a host name of letters, digits and inner hyphens with at least one dot. An
-    /// approximation: quoted local parts and address literals are left out.
+    /// A plain address: a dot-atom local part (letters, digits and ! # $ % & ' * + - / = ? ^ _ ` { | } ~,
+    /// dots between them) of up to 64 of those characters, at a host of two to four labels of
+    /// letters, digits and inner hyphens, up to 63 characters each (RFC 5321's limits). An
+    /// approximation: quoted local parts and address literals are left out; the bounds keep a
+    /// sampled address from running on.
     mutating func emailRule() -> Int {
         if builder.has("email") { return builder.reference("email") }
         let atom = Grammar.Element.characters(Grammar.CharacterClass(
             CodePointSet("!#$%&'*+-/=?^_`{|}~").union(CodePointSet([0x30...0x39, 0x41...0x5A, 0x61...0x7A])).ranges))
         let alnum = Grammar.Element.characters(Grammar.CharacterClass([0x30...0x39, 0x41...0x5A, 0x61...0x7A]))
         let hyphenated = Grammar.Element.characters(Grammar.CharacterClass([0x2D...0x2D, 0x30...0x39, 0x41...0x5A, 0x61...0x7A]))
-        // Bounded counts (64-character atoms, up to 8 of them, 8 labels) keep a sampled address finite.
-        let atoms = [atom] + builder.repeated([atom], minimum: 0, maximum: 63, name: "email-atom")
-        let local = atoms + builder.repeated(Self.literal(".") + atoms, minimum: 0, maximum: 7, name: "email-local")
-        // A label: up to 63 characters, starting and ending with a letter or digit.
-        let label = builder.define("email-label", [[alnum] + builder.repeated(builder.repeated([hyphenated], minimum: 0, maximum: 61, name: "email-label") + [alnum], minimum: 0, maximum: 1, name: "email-label")])
-        let host = [Grammar.Element.rule(label)] + builder.repeated(Self.literal(".") + [.rule(label)], minimum: 1, maximum: 7, name: "email-host")
+        // Each further character may follow a dot: never two dots, none first or last.
+        let dotted = builder.define("email-dotted", [[atom], Self.literal(".") + [atom]])
+        let local = [atom] + builder.repeated([.rule(dotted)], minimum: 0, maximum: 63, name: "email-local")
+        let label = builder.define("email-label", [[alnum] + builder.repeated(builder.repeated([hyphenated], minimum: 0, maximum: 61, name: "email-label") + [alnum],
+                                                                              minimum: 0, maximum: 1, name: "email-label")])
+        let host = [Grammar.Element.rule(label)] + builder.repeated(Self.literal(".") + [.rule(label)], minimum: 1, maximum: 3, name: "email-host")
         return builder.define("email", [local + Self.literal("@") + host])
     }
 
