@@ -97,7 +97,7 @@ let package = Package(
         .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
         .testTarget(name: "HearthTemplatesTests", dependencies: ["HearthTemplates", "HearthTestSupport"]),
         .testTarget(name: "HearthConstraintsTests", dependencies: ["HearthConstraints", "HearthTestSupport"]),
-        .testTarget(name: "HearthCLITests", dependencies: ["HearthFormats", "HearthTestSupport"]),
+        .testTarget(name: "HearthCLITests", dependencies: ["HearthFormats", "HearthConstraints", "HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "Hearth", "HearthTestSupport"]),
         .testTarget(name: "HearthSpeechTests", dependencies: ["HearthSpeech", "HearthTestSupport"]),
         .testTarget(name: "HearthTests", dependencies: ["Hearth", "HearthTestSupport"]),

@@ -67,31 +67,43 @@ struct ChatSessionTests {
     @Test("cancelling the consuming task stops generation within a token")
     func cancellation() async throws {
         // A model of its own: its usage counts only this test's tokens.
-        let model = try LocalModel(path: TestFiles.model(TestFiles.smolLM2), threads: 2, contextLength: 1024)
-        let chat = model.chat(options: .greedy)
-        let counted = Counter()
-        let task = Task {
-            var options = GenerationOptions.greedy
-            options.maxTokens = 400
-            for try await chunk in chat.stream("Write a long story about a dragon.", options: options) {
-                // The reader keeps waiting on the stream, so cancelling its task reaches the
-                // generator at once, through the stream's cancellation handler.
-                if chunk.token != nil { counted.increment() }
+        let model = try LocalModel(path: TestFiles.model(TestFiles.smolLM2), threads: 2, contextLength: 2048)
+        var options = GenerationOptions.greedy
+        options.maxTokens = 1500
+        // The generator does not wait for its reader: on a busy host it can write the whole answer
+        // before the reader has seen five tokens, and then there is nothing left to cancel. Such
+        // a try says nothing about cancellation and is made again.
+        for _ in 1...3 {
+            let chat = model.chat(options: .greedy)
+            let requestsBefore = model.usage.requests
+            let atCancel = Mutex<LocalModel.Usage?>(nil)
+            let task = Task {
+                var tokens = 0
+                for try await chunk in chat.stream("Write a long story about a dragon.", options: options) {
+                    if chunk.token != nil { tokens += 1 }
+                    if tokens == 5, atCancel.withLock({ $0 == nil }) {
+                        atCancel.withLock { $0 = model.usage }
+                        // The reader keeps waiting on the stream, so cancelling its task reaches
+                        // the generator at once, through the stream's cancellation handler.
+                        withUnsafeCurrentTask { $0?.cancel() }
+                    }
+                }
             }
+            _ = await task.result
+            await model.waitUntilIdle()
+            let before = try #require(atCancel.withLock { $0 })
+            if before.requests > requestsBefore { continue }
+            // The token being computed when the task was cancelled may still finish, and one more
+            // may have been counted between reading the total and cancelling.
+            #expect(model.usage.completionTokens - before.completionTokens <= 2)
+            // A cancelled answer is not kept; the question waits for regenerate() or a new message.
+            #expect(chat.messages.map(\.role) == [.user])
+            let next = try await chat.respond(to: "What is 2+2?")
+            #expect(next.text == "The answer to this classic math problem is 4.")
+            #expect(chat.messages.map(\.role) == [.user, .assistant])
+            return
         }
-        while counted.value < 5 { try await Task.sleep(for: .milliseconds(1)) }
-        let before = model.usage.completionTokens
-        task.cancel()
-        _ = await task.result
-        await model.waitUntilIdle()
-        // The token being computed when the task was cancelled may still finish, and one more may
-        // have been counted between reading the total and cancelling.
-        #expect(model.usage.completionTokens - before <= 2)
-        // A cancelled answer is not kept; the question waits for regenerate() or a new message.
-        #expect(chat.messages.map(\.role) == [.user])
-        let next = try await chat.respond(to: "What is 2+2?")
-        #expect(next.text == "The answer to this classic math problem is 4.")
-        #expect(chat.messages.map(\.role) == [.user, .assistant])
+        Issue.record("Three times the whole answer was written before its reader saw five tokens.")
     }
 
     @Test("two sessions on one model take turns and each gets its own answer")
