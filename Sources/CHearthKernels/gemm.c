@@ -163,13 +163,103 @@ static void HK_AVX2 gemm_avx2(const float *packed, int64_t k, int64_t r0, int64_
     }
 }
 
+// The same products with AVX-512, on CPUs that have it: a panel's 16 weights for one k fill one
+// register, so 12 activation rows take 12 accumulators and each k is 12 FMAs of 16 lanes. Each
+// output is still one fused chain per K block started and finished as above, so the results are
+// the AVX2 path's, bit for bit.
+#define HK_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
+#define MR16 12
+
+HK_INLINE HK_AVX512 __m512 gelu16(__m512 v) {
+    const __m256 lo = hk_gelu8(_mm512_castps512_ps256(v));
+    const __m256 hi = hk_gelu8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+}
+
+HK_INLINE HK_AVX512 void kernel16(const int R, const float *x, int64_t x_stride, const float *b, int64_t kc, float *out,
+                                  int64_t out_stride, int full, int lo, int hi, const float *bias, int first, int last,
+                                  int activation) {
+    __m512 acc[MR16];
+    for (int i = 0; i < R; i++) acc[i] = _mm512_setzero_ps();
+    const float *xr[MR16];
+    for (int i = 0; i < R; i++) xr[i] = x + i * x_stride;
+#pragma clang loop unroll_count(2)
+    for (int64_t kk = 0; kk < kc; kk++) {
+        const __m512 bv = _mm512_loadu_ps(b + kk * NR);
+        for (int i = 0; i < R; i++) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(xr[i][kk]), bv, acc[i]);
+    }
+    const __mmask16 mask = full ? (__mmask16)0xFFFF : (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+    const __m512 base = first && bias ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
+    for (int i = 0; i < R; i++) {
+        float *o = out + i * out_stride;
+        __m512 s = first ? base : _mm512_maskz_loadu_ps(mask, o);
+        s = _mm512_add_ps(s, acc[i]);
+        if (last && activation == HK_GEMM_GELU) s = gelu16(s);
+        _mm512_mask_storeu_ps(o, mask, s);
+    }
+}
+
+static void HK_AVX512 gemm_avx512(const float *packed, int64_t k, int64_t r0, int64_t r1, const float *x, int64_t x_stride,
+                                  int64_t m, const float *bias, int activation, float *out, int64_t out_stride) {
+    const int64_t kc_max = k_block(k);
+    for (int64_t k0 = 0; k0 < k; k0 += kc_max) {
+        const int64_t kc = k0 + kc_max < k ? kc_max : k - k0;
+        const int first = k0 == 0, last = k0 + kc == k;
+        for (int64_t m0 = 0; m0 < m; m0 += MC) {
+            const int64_t m1 = m0 + MC < m ? m0 + MC : m;
+            for (int64_t p = r0 / NR; p * NR < r1; p++) {
+                const int64_t base = p * NR;
+                const int lo = (int)(r0 > base ? r0 - base : 0), hi = (int)(r1 < base + NR ? r1 - base : NR);
+                const int full = lo == 0 && hi == NR;
+                const float *b = packed + p * NR * k + k0 * NR;
+                const float *bp = bias ? bias + base : NULL;
+                float *o = out + base;
+                int64_t c = m0;
+                for (; c + MR16 <= m1; c += MR16)
+                    kernel16(MR16, x + c * x_stride + k0, x_stride, b, kc, o + c * out_stride, out_stride, full, lo, hi, bp,
+                             first, last, activation);
+#define HK_REST(R) case R: kernel16(R, x + c * x_stride + k0, x_stride, b, kc, o + c * out_stride, out_stride, full, lo, hi, \
+                                    bp, first, last, activation); break;
+                switch (m1 - c) {
+                HK_REST(11) HK_REST(10) HK_REST(9) HK_REST(8) HK_REST(7) HK_REST(6)
+                HK_REST(5) HK_REST(4) HK_REST(3) HK_REST(2) HK_REST(1)
+                default: break;
+                }
+#undef HK_REST
+            }
+        }
+    }
+}
+
+static _Atomic int avx512_allowed = 1;
+
+static int has_avx512(void) {
+    static _Atomic int known = -1;
+    if (known < 0) known = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    return known && avx512_allowed;
+}
+
 #endif
+
+int hk_gemm_avx512(int allowed) {
+#if HK_HAVE_AVX2
+    if (allowed >= 0) avx512_allowed = allowed;
+    return has_avx512();
+#else
+    (void)allowed;
+    return 0;
+#endif
+}
 
 void hk_gemm_packed_f32(int isa, const float *packed, int64_t n, int64_t k, int64_t r0, int64_t r1, const float *x,
                         int64_t x_stride, int64_t m, const float *bias, int activation, float *out, int64_t out_stride) {
     if (r1 > n) r1 = n;
     if (r0 >= r1 || m <= 0 || k <= 0) return;
 #if HK_HAVE_AVX2
+    if (isa == HK_ISA_AVX2 && has_avx512()) {
+        gemm_avx512(packed, k, r0, r1, x, x_stride, m, bias, activation, out, out_stride);
+        return;
+    }
     if (isa == HK_ISA_AVX2) {
         gemm_avx2(packed, k, r0, r1, x, x_stride, m, bias, activation, out, out_stride);
         return;

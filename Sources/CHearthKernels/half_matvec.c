@@ -58,9 +58,11 @@ static HK_AVX2 void rows_avx2(const uint16_t *w, int64_t r0, int64_t r1, int64_t
 
 #if HK_HAVE_AVX2
 // Up to 8 vectors against each row: the row's weights are read and widened once for all of
-// them; each vector's sum is the one rows_avx2 gives it alone.
-static HK_AVX2 void columns_avx2(const uint16_t *w, int64_t r0, int64_t r1, int64_t n, const float *x, int64_t x_stride,
-                                 int cols, float *out, int64_t out_stride) {
+// them; each vector's sum is the one rows_avx2 gives it alone. Inlined for each count of
+// vectors, so that the sums stay in registers.
+static inline __attribute__((always_inline)) HK_AVX2 void columns_body(const uint16_t *w, int64_t r0, int64_t r1, int64_t n,
+                                                                       const float *x, int64_t x_stride, const int cols,
+                                                                       float *out, int64_t out_stride) {
     const int64_t whole = n - n % 8;
     for (int64_t r = r0; r < r1; r++) {
         const uint16_t *p = w + r * n;
@@ -75,6 +77,19 @@ static HK_AVX2 void columns_avx2(const uint16_t *w, int64_t r0, int64_t r1, int6
             for (int64_t i = whole; i < n; i++) sum = fmaf(hk_fp16_to_fp32(p[i]), x[c * x_stride + i], sum);
             out[c * out_stride + r] = sum;
         }
+    }
+}
+
+static HK_AVX2 void columns_avx2(const uint16_t *w, int64_t r0, int64_t r1, int64_t n, const float *x, int64_t x_stride,
+                                 int cols, float *out, int64_t out_stride) {
+    switch (cols) {
+    case 2: columns_body(w, r0, r1, n, x, x_stride, 2, out, out_stride); break;
+    case 3: columns_body(w, r0, r1, n, x, x_stride, 3, out, out_stride); break;
+    case 4: columns_body(w, r0, r1, n, x, x_stride, 4, out, out_stride); break;
+    case 5: columns_body(w, r0, r1, n, x, x_stride, 5, out, out_stride); break;
+    case 6: columns_body(w, r0, r1, n, x, x_stride, 6, out, out_stride); break;
+    case 7: columns_body(w, r0, r1, n, x, x_stride, 7, out, out_stride); break;
+    default: columns_body(w, r0, r1, n, x, x_stride, 8, out, out_stride); break;
     }
 }
 #endif

@@ -72,6 +72,32 @@ static HK_AVX2 float dot_lanes_avx2(const float *x, const float *y, int64_t n) {
     return sum;
 }
 
+// Four dot products of x with y0..y3 at once: four independent chains of fused multiply-adds
+// (one would wait on its own latency), each summed in dot_lanes_avx2's order.
+static HK_AVX2 void dot_lanes4_avx2(const float *x, const float *y, int64_t stride, int64_t n, float divisor, float *out) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    const float *y0 = y, *y1 = y + stride, *y2 = y + 2 * stride, *y3 = y + 3 * stride;
+    const int64_t whole = n - n % 8;
+    for (int64_t j = 0; j < whole; j += 8) {
+        const __m256 xv = _mm256_loadu_ps(x + j);
+        a0 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(y0 + j), a0);
+        a1 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(y1 + j), a1);
+        a2 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(y2 + j), a2);
+        a3 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(y3 + j), a3);
+    }
+    float s0 = hk_hsum(a0), s1 = hk_hsum(a1), s2 = hk_hsum(a2), s3 = hk_hsum(a3);
+    for (int64_t j = whole; j < n; j++) {
+        s0 = hk_fma(x[j], y0[j], s0);
+        s1 = hk_fma(x[j], y1[j], s1);
+        s2 = hk_fma(x[j], y2[j], s2);
+        s3 = hk_fma(x[j], y3[j], s3);
+    }
+    out[0] = s0 / divisor;
+    out[1] = s1 / divisor;
+    out[2] = s2 / divisor;
+    out[3] = s3 / divisor;
+}
+
 static HK_AVX2 float exp_sum_avx2(float *x, int64_t n, float shift) {
     __m256 acc = _mm256_setzero_ps();
     const __m256 s = _mm256_set1_ps(shift);
@@ -129,7 +155,9 @@ static HK_AVX2 void attend_avx2(const float *q, const float *kt, const float *vt
         if (scores[j] > largest) largest = scores[j];
     }
     const float sum = exp_sum_avx2(scores, count, largest);
-    for (int64_t e = 0; e < head_dim; e++) out[e] = dot_lanes_avx2(scores, vt + e * count, count) / sum;
+    int64_t e = 0;
+    for (; e + 4 <= head_dim; e += 4) dot_lanes4_avx2(scores, vt + e * count, count, count, sum, out + e);
+    for (; e < head_dim; e++) out[e] = dot_lanes_avx2(scores, vt + e * count, count) / sum;
 }
 #endif
 

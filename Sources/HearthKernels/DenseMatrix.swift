@@ -8,6 +8,13 @@ public final class DenseMatrix: @unchecked Sendable {
     public let rows: Int
     /// Input features.
     public let columns: Int
+    /// Whether the best path's products run on AVX-512 where the CPU has it (they do unless this
+    /// is set to false). The results are the same bits either way.
+    public static var usesAVX512: Bool {
+        get { hk_gemm_avx512(-1) != 0 }
+        set { _ = hk_gemm_avx512(newValue ? 1 : 0) }
+    }
+
     /// One per row, or nil.
     private let bias: UnsafeMutablePointer<Float>?
     /// `hk_gemm_packed_count(rows, columns)` floats.

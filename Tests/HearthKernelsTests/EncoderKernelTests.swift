@@ -147,6 +147,33 @@ import Testing
         }
     }
 
+    /// The only test that turns AVX-512 off: products that run beside it on the AVX2 kernel
+    /// meanwhile give the same bits, which is what it checks.
+    @Test("F32 matrix product: the AVX-512 kernel gives the AVX2 kernel's bits, with GELU, bias and any row range",
+          .enabled(if: DenseMatrix.usesAVX512), arguments: [(1, 1, 1), (5, 7, 3), (37, 389, 11), (130, 1536, 25), (300, 384, 70), (1536, 384, 29)])
+    func avx512EqualsAVX2(shape: (rows: Int, columns: Int, count: Int)) {
+        let (rows, k, count) = shape
+        var random = SplitMix64(seed: UInt64(rows * 31 + k * 7 + count))
+        let weights = randomFloats(rows * k, 1, using: &random), bias = randomFloats(rows, 1, using: &random)
+        let inputStride = k + 1, outputStride = rows + 5
+        let input = randomFloats(count * inputStride, 1, using: &random)
+        let matrix = DenseMatrix(rows: rows, columns: k, weights: weights, bias: bias)
+        for activation in [DenseMatrix.Activation.none, .gelu] {
+            for range in [0..<rows, (rows / 5)..<(rows - rows / 3)] where !range.isEmpty {
+                var results: [[Float]] = []
+                for wide in [true, false] {
+                    DenseMatrix.usesAVX512 = wide
+                    defer { DenseMatrix.usesAVX512 = true }
+                    var out = [Float](repeating: .nan, count: count * outputStride)
+                    matrix.multiply(input, inputStride: inputStride, count: count, rows: range, output: &out,
+                                    outputStride: outputStride, activation: activation)
+                    results.append(out)
+                }
+                #expect(results[0].elementsEqual(results[1]) { $0.bitPattern == $1.bitPattern }, "\(activation) \(range)")
+            }
+        }
+    }
+
     @Test("F32 matrix product: an output does not depend on the rows beside it, the row range or a GELU after it",
           arguments: [(48, 384, 23), (1536, 384, 9), (40, 1536, 7)])
     func denseMatrixInvariance(shape: (rows: Int, columns: Int, count: Int)) {

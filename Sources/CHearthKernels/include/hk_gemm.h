@@ -26,6 +26,10 @@ void hk_gemm_packed_f32(int isa, const float *packed, int64_t n, int64_t k, int6
                         const float *x, int64_t x_stride, int64_t m, const float *bias, int activation,
                         float *out, int64_t out_stride);
 
+/// Whether hk_gemm_packed_f32's AVX2 path runs on AVX-512 (when the CPU has it); `allowed` 0 or 1
+/// sets it first, -1 leaves it. Both give the same bits, so tests compare them.
+int hk_gemm_avx512(int allowed);
+
 #ifdef __cplusplus
 }
 #endif
