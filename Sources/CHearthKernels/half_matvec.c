@@ -35,6 +35,9 @@ static HK_AVX2 void rows_avx2(const uint16_t *w, int64_t r0, int64_t r1, int64_t
         __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
         for (int64_t i = 0; i < whole; i += 8) {
             const __m256 xv = _mm256_loadu_ps(x + i);
+            // The rows a few blocks ahead: one thread alone keeps more of memory's bandwidth busy.
+            if ((i & 31) == 0)
+                for (int k = 0; k < 4; k++) _mm_prefetch((const char *)(p[k] + i) + 512, _MM_HINT_T0);
             for (int k = 0; k < 4; k++)
                 acc[k] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p[k] + i))), xv, acc[k]);
         }
