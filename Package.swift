@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(name: "CHearthKernels"),
@@ -43,6 +44,19 @@ let package = Package(
             ]
         ),
         .target(name: "HearthStore", dependencies: ["HearthFormats", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The same store on PostgreSQL, for several servers sharing one database.
+        .target(
+            name: "HearthStorePostgres",
+            dependencies: [
+                "HearthFormats", "HearthStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                // Its ConnectionPoolError, which the pool throws (a cancelled wait, a closed pool).
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .target(
             name: "Hearth",
             dependencies: [
@@ -57,6 +71,7 @@ let package = Package(
             dependencies: [
                 "Hearth",
                 "HearthStore",
+                "HearthStorePostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -104,7 +119,7 @@ let package = Package(
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "HearthStore", "Hearth", "HubEmulator", "HearthTestSupport",
+                "HearthServer", "HearthStore", "HearthStorePostgres", "Hearth", "HubEmulator", "HearthTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -115,10 +130,13 @@ let package = Package(
             // Run by WebUITests and the Python client tests with python3, not built.
             exclude: ["web_ui_test.py", "python_clients.py"]
         ),
-        // GRDB too, to look at the file from outside the store (integrity, pragmas, foreign files).
+        // GRDB too, to look at the file from outside the store (integrity, pragmas, foreign files);
+        // the PostgreSQL database is looked at with psql (HearthTestSupport's PostgresTestServer).
         .testTarget(
             name: "HearthStoreTests",
-            dependencies: ["HearthStore", "HearthTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "HearthStore", "HearthStorePostgres", "HearthTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
     ]
 )

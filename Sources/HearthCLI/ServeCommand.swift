@@ -53,7 +53,9 @@ struct ServeCommand: AsyncParsableCommand {
             help: "MiB of keys and values each model keeps of conversations that moved on, for prompts that begin the same way (0: none).")
     var cacheRAM = LocalModel.defaultPromptCacheBytes >> 20
 
-    @Option(help: "The chat threads database (default: $HEARTH_DATA_DIR, else ~/.local/share/hearth, hearth.sqlite).")
+    @Option(help: ArgumentHelp(
+        "The chat threads database: a SQLite file, or postgres://USER@HOST:PORT/DATABASE for a PostgreSQL database several servers share (default: $HEARTH_DATABASE_URL, else hearth.sqlite in $HEARTH_DATA_DIR or ~/.local/share/hearth).",
+        valueName: "path-or-url"))
     var database: String?
 
     func validate() throws {
@@ -69,7 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
         try await reportingErrors {
             let hearth = Hearth(configuration: .init(threads: threads, contextLength: contextLength,
                                                      promptCacheBytes: cacheRAM << 20))
-            var configuration = ServerConfiguration(databasePath: database ?? ChatStore.defaultPath())
+            var configuration = ServerConfiguration(database: try ChatDatabase.chosen(option: database))
             configuration.host = host
             configuration.port = port
             configuration.apiKey = apiKey ?? ProcessInfo.processInfo.environment["HEARTH_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
@@ -91,13 +93,13 @@ struct ServeCommand: AsyncParsableCommand {
             if host != "127.0.0.1", host != "localhost", host != "::1", configuration.apiKey == nil {
                 printError("warning: listening on \(host) without --api-key; anyone who can reach this address can use it.")
             }
-            let server = try HearthServer(configuration: configuration, hearth: hearth)
+            let server = try await HearthServer(configuration: configuration, hearth: hearth)
             try await server.start(handleSignals: true)
             let names = configuration.models.keys.sorted().joined(separator: ", ")
             writeNow("Hearth listening on http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)"
                      + (names.isEmpty ? "" : " (models: \(names))")
                      + (configuration.speechModel.map { " (speech: \($0.name))" } ?? "") + "\n")
-            writeNow("Chat threads in \(configuration.databasePath)\n")
+            writeNow("Chat threads in \(configuration.database)\n")
             try await server.wait()
         }
     }

@@ -59,14 +59,17 @@ public enum HearthError: Error, Sendable, Equatable {
     case remoteRejected(endpoint: String, status: Int, message: String, retryAfter: Int?)
     /// No chat thread has this id (it never existed, or it was deleted).
     case threadNotFound(id: String)
-    /// The chat database file cannot be used: it is not a SQLite database, it is damaged, or it
-    /// belongs to another application.
+    /// The chat database cannot be used: the file is not a SQLite database or is damaged, or the
+    /// file or PostgreSQL database belongs to another application.
     case chatStoreDamaged(path: String, reason: String)
     /// The chat database was written by a newer Hearth: it has schema migrations this build does
     /// not know, so reading or writing it could lose data.
     case chatStoreTooNew(path: String, unknownMigrations: [String])
     /// Reading or writing the chat database failed (permissions, a full disk, a lock held too long).
     case chatStoreFailed(path: String, reason: String)
+    /// The chat database's server (PostgreSQL) cannot be reached or refuses the login; `location`
+    /// is its URL without the password, `reason` what went wrong.
+    case chatDatabaseUnreachable(location: String, reason: String)
 
     /// What went wrong, and what to do.
     public var message: String {
@@ -139,11 +142,21 @@ public enum HearthError: Error, Sendable, Equatable {
         case .threadNotFound(let id):
             return "No chat thread with id \(id). It may have been deleted; list the threads to get a current id."
         case .chatStoreDamaged(let path, let reason):
+            if Self.isDatabaseURL(path) {
+                return "\(path) cannot be used as Hearth's chat database: \(reason). Give Hearth a database of its own (createdb hearth) with --database or HEARTH_DATABASE_URL."
+            }
             return "\(path) cannot be used as Hearth's chat database: \(reason). Move it aside (for example `mv \(path) \(path).bak`) and Hearth starts a new one, or set HEARTH_DATA_DIR to another directory."
         case .chatStoreTooNew(let path, let unknownMigrations):
-            return "\(path) was written by a newer version of Hearth (schema changes this version does not know: \(unknownMigrations.joined(separator: ", "))). Upgrade Hearth, or set HEARTH_DATA_DIR to another directory to keep a separate database."
+            let elsewhere = Self.isDatabaseURL(path)
+                ? "point --database or HEARTH_DATABASE_URL at another database" : "set HEARTH_DATA_DIR to another directory"
+            return "\(path) was written by a newer version of Hearth (schema changes this version does not know: \(unknownMigrations.joined(separator: ", "))). Upgrade Hearth, or \(elsewhere) to keep a separate database."
         case .chatStoreFailed(let path, let reason):
+            if Self.isDatabaseURL(path) {
+                return "The chat database \(path) failed: \(reason). Check the PostgreSQL server (its log says more), then try again."
+            }
             return "The chat database \(path) failed: \(reason). Check that its directory is writable and the disk is not full, then try again."
+        case .chatDatabaseUnreachable(let location, let reason):
+            return "Cannot use the chat database \(location): \(reason). Check that PostgreSQL is running there and that --database or HEARTH_DATABASE_URL names the right host, port, user, password and database."
         }
     }
 
@@ -156,6 +169,8 @@ public enum HearthError: Error, Sendable, Equatable {
         case .resourceUnavailable, .insufficientMemory, .insufficientDiskSpace,
              .chatStoreDamaged, .chatStoreTooNew, .chatStoreFailed:
             return .resource
+        case .chatDatabaseUnreachable:
+            return .network
         case .hubAuthenticationRequired, .hubAccessDenied, .hubNotFound, .hubRateLimited, .hubServerError,
              .hubInvalidResponse, .networkFailure, .offlineNotCached, .checksumMismatch, .unsafeRemotePath, .remoteRejected:
             return .network
@@ -165,11 +180,17 @@ public enum HearthError: Error, Sendable, Equatable {
     /// Whether the same request might succeed if tried again unchanged.
     public var isRetryable: Bool {
         switch self {
-        case .resourceUnavailable, .hubRateLimited, .hubServerError, .networkFailure, .checksumMismatch: return true
+        case .resourceUnavailable, .hubRateLimited, .hubServerError, .networkFailure, .checksumMismatch,
+             .chatDatabaseUnreachable: return true
         case .remoteRejected(_, let status, _, _): return status == 408 || status == 429 || status >= 500
         default: return false
         }
     }
+}
+
+extension HearthError {
+    /// Whether a chat store's location is a database server's URL rather than a file.
+    private static func isDatabaseURL(_ location: String) -> Bool { location.contains("://") }
 }
 
 extension HearthError: LocalizedError, CustomStringConvertible {

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hearth
 import HearthStore
+import HearthStorePostgres
 import Hummingbird
 import Logging
 import NIOCore
@@ -38,13 +39,14 @@ public struct ServerConfiguration: Sendable {
     public var uploadDirectory = FileManager.default.temporaryDirectory
     /// How long a model stays loaded after its last request.
     public var keepAliveSeconds: Double? = 300
-    /// The chat threads database.
-    public var databasePath: String
+    /// The chat threads database: a SQLite file, or a PostgreSQL database that several servers
+    /// may share.
+    public var database: ChatDatabase
 
-    /// A configuration with the defaults above and the chat threads in `databasePath`
-    /// (default: `ChatStore.defaultPath()`).
-    public init(databasePath: String = ChatStore.defaultPath()) {
-        self.databasePath = databasePath
+    /// A configuration with the defaults above and the chat threads in `database` (default:
+    /// the SQLite file at `SQLiteChatStore.defaultPath()`).
+    public init(database: ChatDatabase = .sqlite(path: SQLiteChatStore.defaultPath())) {
+        self.database = database
     }
 }
 
@@ -56,17 +58,25 @@ final class HearthService: Sendable {
     let hearth: Hearth
     let models: ModelManager
     let speech: SpeechModelManager
-    let store: ChatStore
+    let store: any ChatStore
     let metrics = ServerMetrics()
 
-    init(configuration: ServerConfiguration, hearth: Hearth) throws {
+    init(configuration: ServerConfiguration, hearth: Hearth, logger: Logger) async throws {
         self.configuration = configuration
         self.hearth = hearth
-        store = try ChatStore(path: configuration.databasePath)
+        store = try await Self.openStore(configuration.database, logger: logger)
         models = ModelManager(hearth: hearth, registered: configuration.models, defaultModel: configuration.defaultModel,
                               parallel: configuration.parallel, queueLimit: configuration.queueLimit,
                               defaultKeepAlive: configuration.keepAliveSeconds.map { .seconds($0) } ?? .forever)
         speech = SpeechModelManager(configured: configuration.speechModel, threads: hearth.configuration.threads)
+    }
+
+    /// The one place that knows which engines there are; the routes see only `ChatStore`.
+    static func openStore(_ database: ChatDatabase, logger: Logger) async throws -> any ChatStore {
+        switch database {
+        case .sqlite(let path): return try SQLiteChatStore(path: path)
+        case .postgres(let url): return try await PostgresChatStore(url: url, logger: logger)
+        }
     }
 
     func router() -> Router<BasicRequestContext> {
@@ -212,9 +222,12 @@ public final class HearthServer: Sendable {
     private let state = Mutex<(port: Int, task: Task<Void, any Error>?, group: ServiceGroup?)>((0, nil, nil))
 
     /// A server with `configuration`, loading models through `hearth`. Opens (or creates) the
-    /// chat threads database; throws when it cannot.
-    public init(configuration: ServerConfiguration, hearth: Hearth = Hearth()) throws {
-        service = try HearthService(configuration: configuration, hearth: hearth)
+    /// chat threads database, connecting to it when it is PostgreSQL; throws when it cannot.
+    /// `logger` gets the database's messages about lost connections (none by default).
+    public init(configuration: ServerConfiguration, hearth: Hearth = Hearth(), logger: Logger? = nil) async throws {
+        var log = logger ?? Logger(label: "hearth.server")
+        if logger == nil { log.logLevel = .warning }
+        service = try await HearthService(configuration: configuration, hearth: hearth, logger: log)
     }
 
     /// The port it listens on, once started.
@@ -247,8 +260,11 @@ public final class HearthServer: Sendable {
                 try await group.run()
             } catch {
                 portContinuation.finish()
+                await service.store.close()
                 throw error
             }
+            // The requests have finished (or were given up on): the store's connections can go.
+            await service.store.close()
         }
         var bound: Int?
         for await value in ports {

@@ -97,25 +97,6 @@ enum StoreSchema {
     }
 }
 
-/// Dates as whole milliseconds since 1970, the precision the database keeps.
-///
-/// Every date the store hands out is made by `date(milliseconds:)`, including the ones it has
-/// only just written, so a value returned by a write equals the same value read back later.
-enum StoredDate {
-    /// The current time, cut to the millisecond.
-    static func now() -> Date {
-        date(milliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
-    }
-
-    static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded())
-    }
-
-    static func date(milliseconds: Int64) -> Date {
-        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
-    }
-}
-
 /// Text the user or a model wrote, stored so that it comes back byte for byte.
 ///
 /// GRDB binds and reads strings as C strings, so a NUL character (which JSON allows, and a

@@ -3,9 +3,9 @@ import HearthFormats
 
 /// Checks on what callers hand the store, done before any write so that a bad value never
 /// reaches the file and the error says which value was wrong.
-enum StoreValidation {
+package enum StoreValidation {
     /// The name trimmed of surrounding whitespace, if it is not empty and not too long.
-    static func threadName(_ name: String) throws -> String {
+    package static func threadName(_ name: String) throws -> String {
         let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
         if trimmed.isEmpty {
             throw HearthError.invalidArgument("A thread name cannot be empty or only spaces. Give it at least one visible character.")
@@ -20,12 +20,12 @@ enum StoreValidation {
 
     /// A model or preset name trimmed, with an empty one meaning "the server's default" (nil),
     /// which is what a cleared field in a form sends.
-    static func settingName(_ value: String?) -> String? {
+    package static func settingName(_ value: String?) -> String? {
         guard let trimmed = value?.trimmingCharacters(in: .whitespacesAndNewlines), !trimmed.isEmpty else { return nil }
         return trimmed
     }
 
-    static func role(_ role: String) throws -> String {
+    package static func role(_ role: String) throws -> String {
         guard StoredMessage.roles.contains(role) else {
             throw HearthError.invalidArgument(
                 "Unknown message role \"\(role)\": use \(StoredMessage.roles.joined(separator: ", ")).")
@@ -34,7 +34,7 @@ enum StoreValidation {
     }
 
     /// SQLite stores NaN as NULL, so a non-finite speed would silently come back as nil.
-    static func statistics(completionTokens: Int?, tokensPerSecond: Double?) throws {
+    package static func statistics(completionTokens: Int?, tokensPerSecond: Double?) throws {
         if let completionTokens, completionTokens < 0 {
             throw HearthError.invalidArgument("completionTokens cannot be negative (got \(completionTokens)).")
         }
