@@ -5,11 +5,11 @@ import Testing
 
 @Suite("Concurrent use")
 struct ConcurrencyTests {
-    @Test("50 tasks creating threads at once get Chat 1 to Chat 50, each once")
-    func concurrentCreates() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("50 tasks creating threads at once get Chat 1 to Chat 50, each once", arguments: StoreEngine.available)
+    func concurrentCreates(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let threads = try await withThrowingTaskGroup(of: ChatThread.self) { group in
             for _ in 0..<50 { group.addTask { try await store.createThread() } }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -19,12 +19,12 @@ struct ConcurrencyTests {
         #expect(try await store.threads().count == 50)
     }
 
-    @Test("two stores on one file (as two processes would be) share the counter without clashes")
-    func twoStores() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let first = try file.open()
-        let second = try file.open()
+    @Test("two stores on one database (as two processes would be) share the counter without clashes", arguments: StoreEngine.available)
+    func twoStores(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let first = try await database.open()
+        let second = try await database.open()
         let names = try await withThrowingTaskGroup(of: String.self) { group in
             for i in 0..<50 {
                 let store = i % 2 == 0 ? first : second
@@ -35,12 +35,12 @@ struct ConcurrencyTests {
         #expect(Set(names) == Set((1...50).map { "Chat \($0)" }))
     }
 
-    @Test("writers appending to one thread while readers list it lose nothing and keep each writer's order")
-    func concurrentAppends() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
-        let other = try file.open()
+    @Test("writers appending to one thread while readers list it lose nothing and keep each writer's order", arguments: StoreEngine.available)
+    func concurrentAppends(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
+        let other = try await database.open()
         let thread = try await store.createThread()
         let writers = 8, perWriter = 25
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -71,17 +71,17 @@ struct ConcurrencyTests {
             let own = messages.map(\.content).filter { $0.hasPrefix("\(writer):") }
             #expect(own == (0..<perWriter).map { "\(writer):\($0)" })
         }
-        #expect(try file.integrityCheck() == ["ok"])
+        #expect(try database.integrityCheck() == ["ok"])
     }
 }
 
 @Suite("Cancellation")
 struct CancellationTests {
-    @Test("a cancelled task's write throws CancellationError and writes nothing")
-    func cancelledWrite() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("a cancelled task's write throws CancellationError and writes nothing", arguments: StoreEngine.available)
+    func cancelledWrite(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread()
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
@@ -92,11 +92,11 @@ struct CancellationTests {
         #expect(try await store.thread(id: thread.id) == thread)
     }
 
-    @Test("writes cancelled at random moments either happen whole or not at all")
-    func cancelledAtRandom() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("writes cancelled at random moments either happen whole or not at all", arguments: StoreEngine.available)
+    func cancelledAtRandom(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread()
         let long = String(repeating: "y", count: 200_000)
         var written: Set<Int64> = []
@@ -113,6 +113,6 @@ struct CancellationTests {
         let messages = try await store.messages(threadID: thread.id)
         #expect(Set(messages.map(\.id)) == written)
         #expect(messages.allSatisfy { $0.content == long })
-        #expect(try file.integrityCheck() == ["ok"])
+        #expect(try database.integrityCheck() == ["ok"])
     }
 }

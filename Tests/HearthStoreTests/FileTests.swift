@@ -108,21 +108,21 @@ struct FileTests {
 
     @Test("paths SQLite would take as a temporary or in-memory database are refused", arguments: ["", ":memory:"])
     func notAFilePath(path: String) async {
-        #expect(invalidArgumentText(await hearthError { _ = try ChatStore(path: path) }) != nil)
+        #expect(invalidArgumentText(await hearthError { _ = try SQLiteChatStore(path: path) }) != nil)
     }
 
     @Test("a path that cannot hold a database fails with a HearthError naming it")
     func unusablePath() async throws {
         let directory = try TemporaryDirectory()
         // The path is a directory.
-        let error = await hearthError { _ = try ChatStore(path: directory.url.path) }
+        let error = await hearthError { _ = try SQLiteChatStore(path: directory.url.path) }
         #expect(error?.category == .resource)
         #expect(error?.message.contains(directory.url.path) == true)
         // The parent "directory" is a file.
         let blocker = directory.file("blocker")
         try Data("x".utf8).write(to: blocker)
         let nested = blocker.appendingPathComponent("hearth.sqlite").path
-        guard case .chatStoreFailed(let path, let reason) = await hearthError({ _ = try ChatStore(path: nested) }) else {
+        guard case .chatStoreFailed(let path, let reason) = await hearthError({ _ = try SQLiteChatStore(path: nested) }) else {
             Issue.record("expected chatStoreFailed when the parent is a file")
             return
         }

@@ -6,11 +6,11 @@ import Testing
 
 @Suite("Messages")
 struct MessageTests {
-    @Test("messages come back oldest first, with their roles, statistics and growing ids")
-    func order() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("messages come back oldest first, with their roles, statistics and growing ids", arguments: StoreEngine.available)
+    func order(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread()
         let other = try await store.createThread()
         var appended: [StoredMessage] = []
@@ -31,11 +31,11 @@ struct MessageTests {
         #expect(try await store.messages(threadID: other.id).count == 20)
     }
 
-    @Test("a reasoning model's thoughts are kept beside its answer, byte for byte; other messages have none")
-    func reasoning() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("a reasoning model's thoughts are kept beside its answer, byte for byte; other messages have none", arguments: StoreEngine.available)
+    func reasoning(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread()
         let question = try await store.appendMessage(threadID: thread.id, role: "user", content: "Name a vegetable.")
         let thoughts = "The user wants a vegetable.\nCarrots 🥕 are common.\u{0}"
@@ -48,39 +48,41 @@ struct MessageTests {
         #expect(try await store.deleteLastAssistantMessage(threadID: thread.id)?.reasoning == thoughts)
     }
 
-    @Test("text comes back byte for byte: Unicode, newlines, NUL characters, long messages", arguments: [
+    @Test("text comes back byte for byte: Unicode, newlines, NUL characters, long messages", arguments: StoreEngine.available, [
         "", "plain", "line one\nline two\r\n\ttabbed", "emoji 👩🏽‍💻 and accents é ü", "a\u{0}b\u{0}",
         "'; DROP TABLE message; --", String(repeating: "long text ", count: 50_000),
+        // PostgreSQL keeps NUL as DLE "0" and DLE as DLE DLE: text that looks like either.
+        "\u{10}0 \u{10}\u{10} \u{10}", "\u{10}",
     ])
-    func textRoundTrip(content: String) async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    func textRoundTrip(engine: StoreEngine, content: String) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread(systemPrompt: content)
         let message = try await store.appendMessage(threadID: thread.id, role: "assistant", content: content)
-        let reopened = try file.open()
+        let reopened = try await database.open()
         let stored = try #require(try await reopened.messages(threadID: thread.id).first)
         #expect(stored == message)
         #expect(stored.content.utf8.count == content.utf8.count)
         #expect(try await reopened.thread(id: thread.id)?.systemPrompt == content)
     }
 
-    @Test("a name with a NUL character is kept whole")
-    func nameWithNUL() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("a name with a NUL character is kept whole", arguments: StoreEngine.available)
+    func nameWithNUL(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread(model: "m\u{0}x")
         #expect(try await store.renameThread(id: thread.id, to: "a\u{0}b").name == "a\u{0}b")
         #expect(try await store.thread(id: thread.id)?.name == "a\u{0}b")
         #expect(try await store.thread(id: thread.id)?.model == "m\u{0}x")
     }
 
-    @Test("deleteLastAssistantMessage removes the final answer only, for Regenerate")
-    func deleteLastAssistant() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("deleteLastAssistantMessage removes the final answer only, for Regenerate", arguments: StoreEngine.available)
+    func deleteLastAssistant(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread()
         #expect(try await store.deleteLastAssistantMessage(threadID: thread.id) == nil)
         let question = try await store.appendMessage(threadID: thread.id, role: "user", content: "Why?")
@@ -100,11 +102,11 @@ struct MessageTests {
         #expect(again.id > regenerated.id)
     }
 
-    @Test("clearAll deletes every message and keeps threads, names, settings and times")
-    func clearAll() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("clearAll deletes every message and keeps threads, names, settings and times", arguments: StoreEngine.available)
+    func clearAll(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let a = try await store.createThread(preset: "code")
         let b = try await store.renameThread(id: try await store.createThread().id, to: "Named")
         _ = try await store.appendMessage(threadID: a.id, role: "user", content: "one")
@@ -114,13 +116,13 @@ struct MessageTests {
         #expect(try await store.threads() == before)
         #expect(try await store.messages(threadID: a.id).isEmpty)
         #expect(try await store.messages(threadID: b.id).isEmpty)
-        #expect(try file.count("message") == 0)
+        #expect(try database.count("message") == 0)
         // Ids go on growing after a clear.
         let next = try await store.appendMessage(threadID: a.id, role: "user", content: "three")
         #expect(next.id == 3)
     }
 
-    @Test("after clearAll the deleted text is gone from the file and its write-ahead log")
+    @Test("after clearAll the deleted text is gone from the SQLite file and its write-ahead log")
     func clearAllScrubs() async throws {
         let file = try StoreFile()
         defer { withExtendedLifetime(file) {} }
@@ -143,24 +145,25 @@ struct MessageTests {
         #expect(try file.integrityCheck() == ["ok"])
     }
 
-    @Test("a role other than system, user or assistant is refused", arguments: ["tool", "User", "", "assistant "])
-    func invalidRole(role: String) async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("a role other than system, user or assistant is refused",
+          arguments: StoreEngine.available, ["tool", "User", "", "assistant "])
+    func invalidRole(engine: StoreEngine, role: String) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread()
         let error = await hearthError { _ = try await store.appendMessage(threadID: thread.id, role: role, content: "x") }
         let text = try #require(invalidArgumentText(error))
         #expect(text.contains("\"\(role)\"") && text.contains("system, user, assistant"))
-        #expect(try file.count("message") == 0)
+        #expect(try database.count("message") == 0)
         #expect(try await store.thread(id: thread.id) == thread)
     }
 
-    @Test("statistics that cannot be right are refused rather than stored")
-    func invalidStatistics() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("statistics that cannot be right are refused rather than stored", arguments: StoreEngine.available)
+    func invalidStatistics(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread()
         let cases: [(Int?, Double?)] = [(-1, nil), (nil, -0.5), (nil, .nan), (nil, .infinity)]
         for (tokens, speed) in cases {

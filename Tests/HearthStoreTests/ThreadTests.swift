@@ -6,11 +6,11 @@ import Testing
 
 @Suite("Chat threads")
 struct ThreadTests {
-    @Test("a new thread is named Chat N, has a lowercased UUID and equal created and updated times")
-    func create() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("a new thread is named Chat N, has a lowercased UUID and equal created and updated times", arguments: StoreEngine.available)
+    func create(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let before = Date()
         let thread = try await store.createThread(model: "smollm2", preset: "precise", systemPrompt: "Be brief.")
         #expect(thread.name == "Chat 1")
@@ -25,11 +25,11 @@ struct ThreadTests {
         #expect(try await store.createThread().name == "Chat 2")
     }
 
-    @Test("the list puts the most recently changed thread first, whatever changed it")
-    func listOrder() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("the list puts the most recently changed thread first, whatever changed it", arguments: StoreEngine.available)
+    func listOrder(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let a = try await store.createThread()
         let b = try await store.createThread()
         let c = try await store.createThread()
@@ -43,11 +43,11 @@ struct ThreadTests {
         #expect(try await store.threads().map(\.id) == [c.id, b.id, a.id])
     }
 
-    @Test("adding a message, renaming and changing settings move updatedAt forward, never createdAt")
-    func updatedAtBumps() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("adding a message, renaming and changing settings move updatedAt forward, never createdAt", arguments: StoreEngine.available)
+    func updatedAtBumps(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread()
         try await Task.sleep(for: .milliseconds(5))
         let message = try await store.appendMessage(threadID: thread.id, role: "user", content: "hi")
@@ -64,11 +64,11 @@ struct ThreadTests {
         #expect(configured.createdAt == thread.createdAt)
     }
 
-    @Test("rename trims the name and returns the stored thread")
-    func rename() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("rename trims the name and returns the stored thread", arguments: StoreEngine.available)
+    func rename(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread(model: "m")
         let renamed = try await store.renameThread(id: thread.id, to: "  Trip to Lisbon \n")
         #expect(renamed.name == "Trip to Lisbon")
@@ -79,13 +79,14 @@ struct ThreadTests {
         #expect(try await store.renameThread(id: thread.id, to: thumbs).name == thumbs)
     }
 
-    @Test("an empty, blank or over-long name is refused with a message saying why", arguments: [
+    @Test("an empty, blank or over-long name is refused with a message saying why", arguments: StoreEngine.available, [
         ("", "empty"), ("   \t\n ", "empty"), (String(repeating: "a", count: 201), "201"),
     ])
-    func invalidNames(name: String, mentions: String) async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    func invalidNames(engine: StoreEngine, example: (name: String, mentions: String)) async throws {
+        let (name, mentions) = example
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread()
         let error = await hearthError { _ = try await store.renameThread(id: thread.id, to: name) }
         let text = try #require(invalidArgumentText(error))
@@ -94,11 +95,11 @@ struct ThreadTests {
         #expect(try await store.thread(id: thread.id) == thread)
     }
 
-    @Test("settings are replaced as a whole; blank model or preset names mean the default")
-    func settings() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("settings are replaced as a whole; blank model or preset names mean the default", arguments: StoreEngine.available)
+    func settings(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let thread = try await store.createThread()
         #expect(thread.model == nil && thread.preset == nil && thread.systemPrompt == nil)
         let set = try await store.updateSettings(id: thread.id, model: " smollm2 ", preset: "", systemPrompt: "Answer in French.")
@@ -112,11 +113,11 @@ struct ThreadTests {
         #expect(try await store.thread(id: thread.id) == none)
     }
 
-    @Test("deleting a thread deletes its messages and leaves the other threads alone")
-    func deleteCascades() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("deleting a thread deletes its messages and leaves the other threads alone", arguments: StoreEngine.available)
+    func deleteCascades(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let doomed = try await store.createThread()
         let kept = try await store.createThread()
         for i in 0..<3 {
@@ -127,16 +128,16 @@ struct ThreadTests {
         #expect(try await store.thread(id: doomed.id) == nil)
         #expect(try await store.threads().map(\.id) == [kept.id])
         #expect(try await store.messages(threadID: kept.id).map(\.content) == ["kept 0", "kept 1", "kept 2"])
-        #expect(try file.count("message") == 3)
-        #expect(try file.inspect { try Int.fetchOne($0, sql: "SELECT count(*) FROM message WHERE threadID = ?", arguments: [doomed.id]) } == 0)
+        #expect(try database.count("message") == 3)
+        #expect(try database.messageCount(threadID: doomed.id) == 0)
     }
 
-    @Test("numbers are never handed out twice: not after deletes, not after clearAll, not after reopening")
-    func counterOnlyGrows() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
+    @Test("numbers are never handed out twice: not after deletes, not after clearAll, not after reopening", arguments: StoreEngine.available)
+    func counterOnlyGrows(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
         do {
-            let store = try file.open()
+            let store = try await database.open()
             let one = try await store.createThread()
             let two = try await store.createThread()
             let three = try await store.createThread()
@@ -149,7 +150,7 @@ struct ThreadTests {
             try await store.clearAll()
             #expect(try await store.createThread().name == "Chat 6")
         }
-        let reopened = try file.open()
+        let reopened = try await database.open()
         #expect(try await reopened.createThread().name == "Chat 7")
         // The number comes from the counter alone: a thread renamed by hand to "Chat 9" does not
         // stop the next new thread being called Chat 9 as well.
@@ -158,11 +159,11 @@ struct ThreadTests {
         #expect(try await reopened.createThread().name == "Chat 9")
     }
 
-    @Test("an unknown thread id is nil from thread(id:) and threadNotFound everywhere else")
-    func unknownThread() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
-        let store = try file.open()
+    @Test("an unknown thread id is nil from thread(id:) and threadNotFound everywhere else", arguments: StoreEngine.available)
+    func unknownThread(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
         let gone = try await store.createThread()
         try await store.deleteThread(id: gone.id)
         for id in [gone.id, "no-such-thread", ""] {
@@ -180,14 +181,14 @@ struct ThreadTests {
         #expect(try await store.threads().isEmpty)
     }
 
-    @Test("threads and messages read after reopening equal what the writes returned")
-    func roundTripAfterReopen() async throws {
-        let file = try StoreFile()
-        defer { withExtendedLifetime(file) {} }
+    @Test("threads and messages read after reopening equal what the writes returned", arguments: StoreEngine.available)
+    func roundTripAfterReopen(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
         let thread: ChatThread
         let messages: [StoredMessage]
         do {
-            let store = try file.open()
+            let store = try await database.open()
             _ = try await store.createThread()
             let created = try await store.createThread(model: "smollm2", preset: "creative", systemPrompt: "Rhyme.")
             let user = try await store.appendMessage(threadID: created.id, role: "user", content: "A poem, please")
@@ -196,7 +197,7 @@ struct ThreadTests {
             thread = try #require(try await store.thread(id: created.id))
             messages = [user, assistant]
         }
-        let reopened = try file.open()
+        let reopened = try await database.open()
         #expect(try await reopened.thread(id: thread.id) == thread)
         #expect(try await reopened.messages(threadID: thread.id) == messages)
         #expect(try await reopened.threads().first == thread)
@@ -211,15 +212,15 @@ struct ThreadTests {
 
     @Test("defaultPath: HEARTH_DATA_DIR, then XDG_DATA_HOME, then ~/.local/share")
     func defaultPath() {
-        #expect(ChatStore.defaultPath(environment: ["HEARTH_DATA_DIR": "/srv/hearth", "XDG_DATA_HOME": "/x", "HOME": "/home/u"])
+        #expect(SQLiteChatStore.defaultPath(environment: ["HEARTH_DATA_DIR": "/srv/hearth", "XDG_DATA_HOME": "/x", "HOME": "/home/u"])
             == "/srv/hearth/hearth.sqlite")
-        #expect(ChatStore.defaultPath(environment: ["HEARTH_DATA_DIR": "/srv/hearth/"]) == "/srv/hearth/hearth.sqlite")
-        #expect(ChatStore.defaultPath(environment: ["XDG_DATA_HOME": "/x/data", "HOME": "/home/u"]) == "/x/data/hearth/hearth.sqlite")
-        #expect(ChatStore.defaultPath(environment: ["HOME": "/home/u"]) == "/home/u/.local/share/hearth/hearth.sqlite")
+        #expect(SQLiteChatStore.defaultPath(environment: ["HEARTH_DATA_DIR": "/srv/hearth/"]) == "/srv/hearth/hearth.sqlite")
+        #expect(SQLiteChatStore.defaultPath(environment: ["XDG_DATA_HOME": "/x/data", "HOME": "/home/u"]) == "/x/data/hearth/hearth.sqlite")
+        #expect(SQLiteChatStore.defaultPath(environment: ["HOME": "/home/u"]) == "/home/u/.local/share/hearth/hearth.sqlite")
         // Empty means unset, and a relative XDG_DATA_HOME is ignored, as the XDG specification says.
-        #expect(ChatStore.defaultPath(environment: ["HEARTH_DATA_DIR": "", "XDG_DATA_HOME": "", "HOME": "/home/u"])
+        #expect(SQLiteChatStore.defaultPath(environment: ["HEARTH_DATA_DIR": "", "XDG_DATA_HOME": "", "HOME": "/home/u"])
             == "/home/u/.local/share/hearth/hearth.sqlite")
-        #expect(ChatStore.defaultPath(environment: ["XDG_DATA_HOME": "relative/data", "HOME": "/home/u"])
+        #expect(SQLiteChatStore.defaultPath(environment: ["XDG_DATA_HOME": "relative/data", "HOME": "/home/u"])
             == "/home/u/.local/share/hearth/hearth.sqlite")
     }
 }

@@ -14,7 +14,7 @@ guard arguments.count == 4, let padding = Int(arguments[3]) else {
     exit(2)
 }
 do {
-    let store = try ChatStore(path: arguments[1])
+    let store = try SQLiteChatStore(path: arguments[1])
     let filler = String(repeating: "x", count: padding)
     var n = 0
     while true {
