@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import Hearth
 import HearthServer
+import HearthStore
 import HearthTestSupport
 import NIOCore
 import NIOHTTP1
@@ -9,17 +10,18 @@ import Testing
 
 /// A server on loopback, in this process, serving the real SmolLM2 as "smollm2" (the default)
 /// and all-MiniLM-L6-v2 as "all-minilm" (with `speechModel`, Whisper base as "whisper-base"
-/// for /v1/audio), with its own database, hub cache and upload folder in a temporary directory.
+/// for /v1/audio), with its own hub cache and upload folder in a temporary directory and its own
+/// chat database: a SQLite file there, or a new database on the test PostgreSQL server.
 final class ServerFixture: @unchecked Sendable {
     let server: HearthServer
     let directory: TemporaryDirectory
     let configuration: ServerConfiguration
 
-    init(parallel: Int = 4, queueLimit: Int = 32, apiKey: String? = nil, maxBodyBytes: Int = 1 << 20,
+    init(engine: StoreEngine = .sqlite, parallel: Int = 4, queueLimit: Int = 32, apiKey: String? = nil, maxBodyBytes: Int = 1 << 20,
          keepAliveSeconds: Double? = 300, hubEndpoint: URL? = nil, contextLength: Int? = nil, speechModel: Bool = false,
          moreModels: (TemporaryDirectory) throws -> [String: URL] = { _ in [:] }) async throws {
         directory = try TemporaryDirectory()
-        var configuration = ServerConfiguration(databasePath: directory.file("hearth.sqlite").path)
+        var configuration = ServerConfiguration(database: try ChatDatabase(try engine.newDatabase(in: directory)))
         configuration.port = 0
         configuration.parallel = parallel
         configuration.queueLimit = queueLimit
@@ -39,7 +41,7 @@ final class ServerFixture: @unchecked Sendable {
         if let hubEndpoint { hub.endpoint = hubEndpoint }
         let hearth = Hearth(configuration: .init(threads: 2, contextLength: contextLength ?? 2048, hub: hub))
         self.configuration = configuration
-        server = try HearthServer(configuration: configuration, hearth: hearth)
+        server = try await HearthServer(configuration: configuration, hearth: hearth)
         try await server.start()
     }
 

@@ -20,9 +20,9 @@ struct ThreadTests {
         return events
     }
 
-    @Test("create, list, rename, settings, send, regenerate, delete, clear-all")
-    func lifecycle() async throws {
-        let server = try await ServerFixture()
+    @Test("create, list, rename, settings, send, regenerate, delete, clear-all", arguments: StoreEngine.available)
+    func lifecycle(engine: StoreEngine) async throws {
+        let server = try await ServerFixture(engine: engine)
         defer { Task { await server.stop() } }
         let first = try await server.post("/v1/threads", [:])
         #expect(first.status == 201)
@@ -74,9 +74,9 @@ struct ThreadTests {
         #expect(try await server.post("/v1/threads/\(secondID)/messages", ["content": "  "]).status == 400)
     }
 
-    @Test("a stopped answer is not stored; the question stays")
-    func stoppedAnswer() async throws {
-        let server = try await ServerFixture()
+    @Test("a stopped answer is not stored; the question stays", arguments: StoreEngine.available)
+    func stoppedAnswer(engine: StoreEngine) async throws {
+        let server = try await ServerFixture(engine: engine)
         defer { Task { await server.stop() } }
         let id = try #require(try await server.post("/v1/threads", [:]).json()["id"] as? String)
         var deltas = 0
@@ -89,25 +89,48 @@ struct ThreadTests {
         #expect(messages.map { $0["role"] as? String ?? "" } == ["user"])
     }
 
-    @Test("kill -9 of hearth serve mid-stream, then a restart: every thread and completed message is there")
-    func killAndRestart() async throws {
-        let directory = try TemporaryDirectory()
-        let database = directory.file("threads.sqlite").path
-        func serve() async throws -> (Child, String) {
-            let child = try Child(try TestFiles.hearthBinary,
-                                  ["serve", "--port", "0", "--database", database, "--model", "smollm2=\(try TestFiles.model(TestFiles.smolLM2))",
-                                   "-t", "2", "-c", "2048"],
-                                  environment: ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1"]) { _, b in b },
-                                  directory: directory)
-            for _ in 0..<6000 {
-                if let line = child.outputText.split(separator: "\n").first(where: { $0.hasPrefix("Hearth listening on ") }) {
-                    let url = line.dropFirst("Hearth listening on ".count).split(separator: " ").first.map(String.init) ?? ""
-                    return (child, url)
-                }
-                try await Task.sleep(for: .milliseconds(50))
+    /// `hearth serve` on `database` (a path, or a PostgreSQL URL) with SmolLM2, and the URL it
+    /// listens on once it says so. `environment` adds to the test's own.
+    static func serve(database: String?, environment: [String: String] = [:],
+                      directory: TemporaryDirectory) async throws -> (Child, String) {
+        let child = try Child(try TestFiles.hearthBinary,
+                              ["serve", "--port", "0", "--model", "smollm2=\(try TestFiles.model(TestFiles.smolLM2))", "-t", "2", "-c", "2048"]
+                                + (database.map { ["--database", $0] } ?? []),
+                              environment: ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1"].merging(environment) { _, b in b }) { _, b in b },
+                              directory: directory)
+        for _ in 0..<6000 {
+            if let line = child.outputText.split(separator: "\n").first(where: { $0.hasPrefix("Hearth listening on ") }) {
+                let url = line.dropFirst("Hearth listening on ".count).split(separator: " ").first.map(String.init) ?? ""
+                return (child, url)
             }
-            Issue.record("hearth serve did not start: \(child.errorText)")
-            throw CancellationError()
+            if !child.process.isRunning { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("hearth serve did not start: \(child.errorText)")
+        throw CancellationError()
+    }
+
+    @Test("kill -9 of hearth serve mid-stream, then a restart: every thread and completed message is there",
+          arguments: StoreEngine.available)
+    func killAndRestart(engine: StoreEngine) async throws {
+        let directory = try TemporaryDirectory()
+        // On PostgreSQL: the first server has --database without the password and PGPASSWORD,
+        // the second has no --database, only HEARTH_DATABASE_URL (with the password).
+        let database = try engine.newDatabase(in: directory)
+        let first: (database: String, environment: [String: String])
+        let second: (database: String?, environment: [String: String])
+        switch engine {
+        case .sqlite:
+            first = (database, [:])
+            second = (database, [:])
+        case .postgres:
+            let server = try PostgresTestServer.shared
+            let url = try #require(URLComponents(string: database))
+            first = (server.url(database: String(url.path.dropFirst()), withPassword: false), ["PGPASSWORD": server.password])
+            second = (nil, ["HEARTH_DATABASE_URL": database])
+        }
+        func serve() async throws -> (Child, String) {
+            try await Self.serve(database: first.database, environment: first.environment, directory: directory)
         }
         var (child, url) = try await serve()
         let client = RemoteServer(base: url)
@@ -126,8 +149,10 @@ struct ThreadTests {
         }
         #expect(await child.wait() == SIGKILL)
 
-        (child, url) = try await serve()
+        (child, url) = try await Self.serve(database: second.database, environment: second.environment, directory: directory)
         defer { kill(child.process.processIdentifier, SIGTERM) }
+        #expect(child.outputText.contains("Chat threads in \(engine == .sqlite ? database : "postgres://")"))
+        if engine == .postgres { #expect(!child.outputText.contains(try PostgresTestServer.shared.password)) }
         let restarted = RemoteServer(base: url)
         let listed = (try await restarted.get("/v1/threads").json()["data"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
         #expect(Set(listed) == Set(threadIDs))
@@ -140,5 +165,30 @@ struct ThreadTests {
         let interrupted = try await restarted.get("/v1/threads/\(threadIDs[2])/messages").json()["data"] as? [[String: Any]] ?? []
         #expect(interrupted.map { $0["role"] as? String ?? "" } == ["user"])
         #expect(try await restarted.post("/v1/threads", [:]).json()["name"] as? String == "Chat 4")
+    }
+
+    @Test("hearth serve refuses a PostgreSQL database it cannot use, saying where and what to do, never the password",
+          .enabled(if: PostgresTestServer.isInstalled, Comment(rawValue: PostgresTestServer.unavailableReason ?? "")))
+    func unusableDatabase() async throws {
+        let server = try PostgresTestServer.shared
+        let directory = try TemporaryDirectory()
+        let secret = "wrong-\(UInt32.random(in: .min ... .max))"
+        let cases: [(arguments: [String], environment: [String: String], mentions: [String])] = [
+            (["--database", "postgres://hearth:\(secret)@127.0.0.1:\(server.port)/postgres"], [:],
+             ["127.0.0.1:\(server.port)", "password", "HEARTH_DATABASE_URL"]),
+            ([], ["HEARTH_DATABASE_URL": "postgres://hearth:\(secret)@127.0.0.1:1/hearth"],
+             ["127.0.0.1:1", "refused", "--database"]),
+            (["--database", "postgres://hearth:\(secret)@127.0.0.1:notaport/hearth"], [:], ["--database", "URL"]),
+        ]
+        for (arguments, environment, mentions) in cases {
+            let child = try Child(try TestFiles.hearthBinary, ["serve", "--port", "0"] + arguments,
+                                  environment: ProcessInfo.processInfo.environment.merging(environment) { _, b in b },
+                                  directory: directory)
+            #expect(await child.wait() == 1)
+            let said = child.errorText + child.outputText
+            for word in mentions { #expect(said.contains(word), "\(arguments) \(environment): \(said)") }
+            #expect(!said.contains(secret), "the password is in: \(said)")
+            #expect(!said.contains("Hearth listening"))
+        }
     }
 }
