@@ -5,8 +5,9 @@ import Foundation
 ///
 /// Every engine keeps the same promises, which the store tests check on each:
 /// - every write is one transaction: it happens whole or not at all;
-/// - thread ids are lowercased UUIDs; a new thread is "Chat N", N one more than the last number
-///   ever handed out from this database (never twice, not after deletes or `clearAll`);
+/// - thread ids are lowercased UUIDs; a new thread is "Chat N", N greater than every number
+///   handed out before from this database (never twice, not after deletes or `clearAll`;
+///   PostgreSQL skips the number of a creation that failed or was cancelled);
 /// - times are whole milliseconds, so a value returned by a write equals the same value read
 ///   back; `updatedAt` never goes back;
 /// - `threads()` lists the most recently changed thread first, whatever the clock says;
@@ -57,7 +58,9 @@ public protocol ChatStore: AnyObject, Sendable {
     /// times, and the "Chat N" counter goes on from where it was.
     func clearAll() async throws
 
-    /// Lets go of the connections; calls after this one fail. Safe to call more than once.
+    /// Lets go of the store's connections: PostgreSQL's pool stops, and calls after this one
+    /// fail with `chatStoreFailed`; SQLite has nothing to do (it closes the file when the store
+    /// is released). Safe to call more than once.
     func close() async
 }
 

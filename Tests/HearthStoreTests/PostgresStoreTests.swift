@@ -163,13 +163,63 @@ struct PostgresStoreTests {
         let (_, missing) = await failure(server.url(database: "no_such_database"))
         #expect(missing.contains("no database no_such_database") && missing.contains("createdb"))
 
-        // The test server has no certificate, so it offers no TLS.
-        let (_, noTLS) = await failure(server.url(database: database, parameters: "?sslmode=require"))
-        #expect(noTLS.contains("TLS") && noTLS.contains("sslmode"))
-        // prefer (libpq's default) falls back to an unencrypted connection, as libpq does.
-        let preferred = try await PostgresChatStore(url: PostgresURL(server.url(database: database, parameters: "?sslmode=prefer")))
-        #expect(try await preferred.createThread().name == "Chat 1")
-        await preferred.close()
+        if server.certificate == nil {
+            // Without a certificate (no openssl to make one) the server offers no TLS.
+            let (_, noTLS) = await failure(server.url(database: database, parameters: "?sslmode=require"))
+            #expect(noTLS.contains("TLS") && noTLS.contains("sslmode"))
+            // prefer (libpq's default) falls back to an unencrypted connection, as libpq does.
+            let preferred = try await PostgresChatStore(url: PostgresURL(server.url(database: database, parameters: "?sslmode=prefer")))
+            #expect(try await preferred.createThread().name == "Chat 1")
+            await preferred.close()
+        } else {
+            // A certificate signed by no authority the system trusts.
+            let (_, untrusted) = await failure(server.url(database: database, parameters: "?sslmode=verify-full"))
+            #expect(untrusted.contains("TLS") && untrusted.contains("sslrootcert"), "\(untrusted)")
+        }
+    }
+
+    @Test("sslmode: require and prefer encrypt, disable does not, verify-full checks the certificate against sslrootcert",
+          .enabled(if: (try? PostgresTestServer.shared.certificate) != nil, "the test server has TLS when openssl is installed"))
+    func tls() async throws {
+        let server = try PostgresTestServer.shared
+        let certificate = try #require(server.certificate)
+        for (parameters, encrypted) in [("?sslmode=require", true), ("", true), ("?sslmode=disable", false),
+                                        ("?sslmode=verify-full&sslrootcert=\(certificate)", true),
+                                        ("?sslmode=verify-ca&sslrootcert=\(certificate)", true)] {
+            let database = try server.createDatabase()
+            let store = try await PostgresChatStore(url: PostgresURL(server.url(database: database, parameters: parameters)))
+            _ = try await store.createThread()
+            // The pool's connection stays open, idle: the server says whether it is encrypted.
+            let ssl = try server.psql("""
+                SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+                WHERE a.datname = '\(database)' AND a.application_name = 'hearth'
+                """, database: "postgres").trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(ssl == (encrypted ? "t" : "f"), "\(parameters)")
+            await store.close()
+        }
+    }
+
+    @Test("connections the server drops (a restart, an administrator) are replaced: the store goes on working")
+    func droppedConnections() async throws {
+        let database = try StoreDatabase(.postgres)
+        let store = try await database.open()
+        defer { Task { await store.close() } }
+        let thread = try await store.createThread()
+        // Several connections in the pool, then all of them cut from the server's side.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<8 { group.addTask { _ = try await store.appendMessage(threadID: thread.id, role: "user", content: "\(i)") } }
+            try await group.waitForAll()
+        }
+        let name = try #require(try database.url?.database)
+        let cut = try database.value(sqlite: "", postgres: """
+            SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+            WHERE datname = '\(name)' AND pid <> pg_backend_pid()
+            """)
+        #expect((Int(cut) ?? 0) >= 1)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await store.messages(threadID: thread.id).count == 8)
+        _ = try await store.appendMessage(threadID: thread.id, role: "assistant", content: "still here")
+        #expect(try await store.messages(threadID: thread.id).last?.content == "still here")
     }
 
     @Test("a closed store refuses further calls with a HearthError; closing twice is harmless")

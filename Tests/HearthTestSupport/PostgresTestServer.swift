@@ -27,6 +27,9 @@ public final class PostgresTestServer: Sendable {
     public let password: String
     /// The temporary directory: `data/`, the socket, `server.log`.
     public let directory: URL
+    /// The server's self-signed certificate for 127.0.0.1 (PEM), when openssl was there to make
+    /// one: the server then offers TLS. nil: it offers none.
+    public let certificate: String?
     private let binaries: URL
     private let runAs: String?
 
@@ -74,6 +77,7 @@ public final class PostgresTestServer: Sendable {
         }
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false,
                                                 attributes: [.posixPermissions: 0o700])
+        Self.startWatchdog(directory: directory, pgctl: binaries.appendingPathComponent("pg_ctl").path, runAs: runAs)
         do {
             try FileManager.default.createDirectory(at: directory.appendingPathComponent("data"), withIntermediateDirectories: false,
                                                     attributes: [.posixPermissions: 0o700])
@@ -90,6 +94,22 @@ public final class PostgresTestServer: Sendable {
                 "-D", dataDirectory, "-U", Self.user, "--pwfile=\(passwordFile.path)", "--auth-local=trust",
                 "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C", "--no-sync",
             ])
+            // A certificate for 127.0.0.1 signed by itself, so that it is also the authority
+            // verify-full checks it against (sslrootcert).
+            var certificate: String?
+            var tlsSettings = ""
+            if let openssl = ["/usr/bin/openssl", "/bin/openssl"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
+                let crt = directory.appendingPathComponent("server.crt").path
+                let key = directory.appendingPathComponent("server.key").path
+                try Self.run(openssl, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt, "-days", "2",
+                                       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                             runAs: runAs, scratch: directory)
+                // PostgreSQL refuses a key that others can read.
+                chmod(key, 0o600)
+                certificate = crt
+                tlsSettings = " -c ssl=on -c ssl_cert_file=\(crt) -c ssl_key_file=\(key)"
+            }
+            self.certificate = certificate
             var started: Int?
             var lastError: (any Error)?
             // A port found free can be taken before the server binds it: try another.
@@ -99,7 +119,7 @@ public final class PostgresTestServer: Sendable {
                     try run("pg_ctl", [
                         "-D", dataDirectory, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t", "120",
                         // No durability needed for test data; connections for many tests at once.
-                        "-o", "-p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_directories=\(directory.path) -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=500",
+                        "-o", "-p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_directories=\(directory.path) -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=500" + tlsSettings,
                         "start",
                     ])
                     started = port
@@ -115,7 +135,6 @@ public final class PostgresTestServer: Sendable {
             try? FileManager.default.removeItem(at: directory)
             throw TestFiles.Missing(description: "The test PostgreSQL server did not start: \(error)\n\(log.suffix(2000))")
         }
-        startWatchdog()
     }
 
     private var dataDirectory: String { directory.appendingPathComponent("data").path }
@@ -168,18 +187,25 @@ public final class PostgresTestServer: Sendable {
         try? FileManager.default.removeItem(at: server.directory)
     }
 
-    /// A shell that outlives this process by at most a second: when the process is gone
-    /// without having stopped the server, it stops it and deletes the directory. It has a
-    /// session of its own, so a Ctrl-C that kills the tests does not kill it too.
-    private func startWatchdog() {
-        let pgctl = binaries.appendingPathComponent("pg_ctl").path
-        let stop = (runAs.map { "\(Self.runuser) -u \($0) -- " } ?? "") + "\(pgctl) -D \(dataDirectory) -m immediate stop"
+    /// A shell that outlives this process by a few seconds: once the process is gone without
+    /// having deleted the directory (a crash, SIGKILL, even during initdb or pg_ctl start), it
+    /// stops the server (again, for a while, in case a pg_ctl start was still under way) and
+    /// deletes the directory. It has a session of its own, so a Ctrl-C that kills the tests
+    /// does not kill it too.
+    private static func startWatchdog(directory: URL, pgctl: String, runAs: String?) {
+        let data = directory.appendingPathComponent("data").path
+        let stop = (runAs.map { "\(Self.runuser) -u \($0) -- " } ?? "") + "\(pgctl) -D \(data) -m immediate stop"
         let script = """
             while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done
-            if [ -d \(directory.path) ]; then \(stop); rm -rf \(directory.path); fi
+            for attempt in 1 2 3 4 5 6 7 8 9 10; do
+                [ -d \(directory.path) ] || exit 0
+                [ -f \(data)/postmaster.pid ] && \(stop)
+                sleep 1
+            done
+            rm -rf \(directory.path)
             """
-        _ = try? Self.spawn(["/bin/sh", "-c", script], environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"],
-                            output: "/dev/null", errors: "/dev/null", newSession: true)
+        _ = try? spawn(["/bin/sh", "-c", script], environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"],
+                       output: "/dev/null", errors: "/dev/null", newSession: true)
     }
 
     // MARK: Processes
