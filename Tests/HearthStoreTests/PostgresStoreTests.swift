@@ -216,7 +216,8 @@ struct PostgresStoreTests {
             WHERE datname = '\(name)' AND pid <> pg_backend_pid()
             """)
         #expect((Int(cut) ?? 0) >= 1)
-        try await Task.sleep(for: .milliseconds(300))
+        // The pool learns of each cut when its connection closes; give it that moment.
+        try await Task.sleep(for: .seconds(1))
         #expect(try await store.messages(threadID: thread.id).count == 8)
         _ = try await store.appendMessage(threadID: thread.id, role: "assistant", content: "still here")
         #expect(try await store.messages(threadID: thread.id).last?.content == "still here")
