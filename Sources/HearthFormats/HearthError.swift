@@ -59,6 +59,8 @@ public enum HearthError: Error, Sendable, Equatable {
     case remoteRejected(endpoint: String, status: Int, message: String, retryAfter: Int?)
     /// No chat thread has this id (it never existed, or it was deleted).
     case threadNotFound(id: String)
+    /// The thread has no message with this id (it never had, or the message was deleted).
+    case messageNotFound(threadID: String, id: Int64)
     /// The chat database file cannot be used: it is not a SQLite database, it is damaged, or it
     /// belongs to another application.
     case chatStoreDamaged(path: String, reason: String)
@@ -138,6 +140,8 @@ public enum HearthError: Error, Sendable, Equatable {
             }
         case .threadNotFound(let id):
             return "No chat thread with id \(id). It may have been deleted; list the threads to get a current id."
+        case .messageNotFound(let threadID, let id):
+            return "Chat thread \(threadID) has no message with id \(id). It may have been deleted; list the thread's messages to get current ids."
         case .chatStoreDamaged(let path, let reason):
             return "\(path) cannot be used as Hearth's chat database: \(reason). Move it aside (for example `mv \(path) \(path).bak`) and Hearth starts a new one, or set HEARTH_DATA_DIR to another directory."
         case .chatStoreTooNew(let path, let unknownMigrations):
@@ -150,7 +154,9 @@ public enum HearthError: Error, Sendable, Equatable {
     /// The part of the system the error comes from.
     public var category: Category {
         switch self {
-        case .fileNotFound, .modelNotFound, .invalidArgument, .invalidTemplate, .threadNotFound, .invalidAudioFile: return .input
+        case .fileNotFound, .modelNotFound, .invalidArgument, .invalidTemplate, .threadNotFound, .messageNotFound,
+             .invalidAudioFile:
+            return .input
         case .invalidModelFile, .unsupportedModel: return .model
         case .contextOverflow, .generationFailed: return .generation
         case .resourceUnavailable, .insufficientMemory, .insufficientDiskSpace,
