@@ -59,6 +59,8 @@ public enum HearthError: Error, Sendable, Equatable {
     case remoteRejected(endpoint: String, status: Int, message: String, retryAfter: Int?)
     /// No chat thread has this id (it never existed, or it was deleted).
     case threadNotFound(id: String)
+    /// The thread has no message with this id (it never had, or the message was deleted).
+    case messageNotFound(threadID: String, id: Int64)
     /// The chat database cannot be used: the file is not a SQLite database or is damaged, or the
     /// file or PostgreSQL database belongs to another application.
     case chatStoreDamaged(path: String, reason: String)
@@ -141,6 +143,8 @@ public enum HearthError: Error, Sendable, Equatable {
             }
         case .threadNotFound(let id):
             return "No chat thread with id \(id). It may have been deleted; list the threads to get a current id."
+        case .messageNotFound(let threadID, let id):
+            return "Chat thread \(threadID) has no message with id \(id). It may have been deleted; list the thread's messages to get current ids."
         case .chatStoreDamaged(let path, let reason):
             if Self.isDatabaseURL(path) {
                 return "\(path) cannot be used as Hearth's chat database: \(reason). Give Hearth a database of its own (createdb hearth) with --database or HEARTH_DATABASE_URL."
@@ -163,7 +167,9 @@ public enum HearthError: Error, Sendable, Equatable {
     /// The part of the system the error comes from.
     public var category: Category {
         switch self {
-        case .fileNotFound, .modelNotFound, .invalidArgument, .invalidTemplate, .threadNotFound, .invalidAudioFile: return .input
+        case .fileNotFound, .modelNotFound, .invalidArgument, .invalidTemplate, .threadNotFound, .messageNotFound,
+             .invalidAudioFile:
+            return .input
         case .invalidModelFile, .unsupportedModel: return .model
         case .contextOverflow, .generationFailed: return .generation
         case .resourceUnavailable, .insufficientMemory, .insufficientDiskSpace,

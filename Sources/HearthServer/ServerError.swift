@@ -78,7 +78,7 @@ struct ServerError: Error, Sendable {
                 return ServerError(status: .init(code: 507), message: error.message, type: "server_error", code: "insufficient_resources")
             case .hubRateLimited(let retryAfter):
                 return ServerError(status: .tooManyRequests, message: error.message, type: "server_error", code: "rate_limited", retryAfter: retryAfter)
-            case .hubNotFound, .threadNotFound:
+            case .hubNotFound, .threadNotFound, .messageNotFound:
                 return .notFound(error.message)
             case .hubAuthenticationRequired, .hubAccessDenied:
                 return ServerError(status: .forbidden, message: error.message, type: "invalid_request_error", code: "hub_access")

@@ -61,6 +61,63 @@ struct ThreadEvent: Encodable, Sendable {
     var error: OpenAIErrorBody.Detail?
 }
 
+/// A thread with all its messages: what `GET /v1/threads/{id}/export` sends, and (ids and
+/// times aside) what `POST /v1/threads/import` takes back.
+struct ThreadExport: Encodable, Sendable {
+    struct Message: Encodable, Sendable {
+        var role: String
+        var content: String
+        var created_at: Int
+        var completion_tokens: Int?
+        var tokens_per_second: Double?
+        var reasoning: String?
+    }
+
+    var object = "thread.export"
+    /// Raised when a change would make an older Hearth misread the file.
+    var version = ThreadExport.version
+    var name: String
+    @NullWhenAbsent var model: String?
+    @NullWhenAbsent var preset: String?
+    @NullWhenAbsent var system_prompt: String?
+    var created_at: Int
+    var updated_at: Int
+    var messages: [Message]
+
+    static let version = 1
+
+    init(_ thread: ChatThread, messages: [StoredMessage]) {
+        name = thread.name
+        model = thread.model
+        preset = thread.preset
+        system_prompt = thread.systemPrompt
+        created_at = Int(thread.createdAt.timeIntervalSince1970)
+        updated_at = Int(thread.updatedAt.timeIntervalSince1970)
+        self.messages = messages.map {
+            Message(role: $0.role, content: $0.content, created_at: Int($0.createdAt.timeIntervalSince1970),
+                    completion_tokens: $0.completionTokens, tokens_per_second: $0.tokensPerSecond, reasoning: $0.reasoning)
+        }
+    }
+}
+
+/// The body of `POST /v1/threads/import`: an export, of which only these fields are read.
+struct ThreadImport: Decodable, Sendable {
+    struct Message: Decodable, Sendable {
+        var role: String
+        var content: String
+        var completion_tokens: Int?
+        var tokens_per_second: Double?
+        var reasoning: String?
+    }
+
+    var version: Int?
+    var name: String?
+    var model: String?
+    var preset: String?
+    var system_prompt: String?
+    var messages: [Message]
+}
+
 struct List<Item: Encodable & Sendable>: Encodable, Sendable {
     var object = "list"
     var data: [Item]
@@ -72,7 +129,16 @@ extension HearthService {
 
     func addThreadRoutes(to router: Router<BasicRequestContext>) {
         let threads = router.group("v1/threads")
-        threads.get { _, _ in try JSONBody.response(List(data: try await self.store.threads().map(WireThread.init))) }
+        threads.get { request, _ in
+            // ?search= keeps the threads whose name or messages hold the text.
+            let threads = if let search = request.uri.queryParameters.get("search") {
+                try await self.store.threads(matching: search)
+            } else {
+                try await self.store.threads()
+            }
+            return try JSONBody.response(List(data: threads.map(WireThread.init)))
+        }
+        threads.post("import") { request, _ in try await self.importThread(request) }
         threads.post { request, _ in
             let settings = try await self.settings(request)
             let thread = try await self.store.createThread(model: settings.model ?? nil, preset: settings.preset ?? nil,
@@ -95,6 +161,18 @@ extension HearthService {
         }
         threads.post("{id}/messages") { request, context in
             try await self.send(request, threadID: try context.parameters.require("id"))
+        }
+        threads.post("{id}/messages/{messageID}/edit") { request, context in
+            try await self.edit(request, threadID: try context.parameters.require("id"),
+                                messageID: try context.parameters.require("messageID"))
+        }
+        threads.get("{id}/export") { _, context in
+            let id = try context.parameters.require("id")
+            guard let thread = try await self.store.thread(id: id) else { throw HearthError.threadNotFound(id: id) }
+            let export = ThreadExport(thread, messages: try await self.store.messages(threadID: id))
+            var headers = HTTPFields()
+            headers[.contentDisposition] = "attachment; filename=\"\(Self.exportFileName(thread.name)).json\""
+            return try JSONBody.response(export, headers: headers)
         }
         threads.post("{id}/regenerate") { _, context in
             try await self.regenerate(threadID: try context.parameters.require("id"))
@@ -142,15 +220,51 @@ extension HearthService {
         default: throw ServerError.badRequest("name must be a string.", param: "name")
         }
         let preset = try optionalString("preset")
-        if case .some(.some(let value)) = preset, !Self.stylePresets.contains(value) {
-            throw ServerError.badRequest("Unknown style preset '\(value)'; use one of \(Self.stylePresets.joined(separator: ", ")).",
+        if case .some(let value) = preset { try checkPreset(value) }
+        let model = try optionalString("model")
+        if case .some(let value) = model { try await checkModel(value) }
+        return (name, model, preset, try optionalString("system_prompt"))
+    }
+
+    /// Refuses a style preset the server does not have; nil is the default.
+    private func checkPreset(_ preset: String?) throws {
+        if let preset, !preset.isEmpty, !Self.stylePresets.contains(preset) {
+            throw ServerError.badRequest("Unknown style preset '\(preset)'; use one of \(Self.stylePresets.joined(separator: ", ")).",
                                          param: "preset")
         }
-        let model = try optionalString("model")
-        if case .some(.some(let value)) = model, !value.isEmpty {
-            _ = try await models.locate(try await models.canonicalName(value))
+    }
+
+    /// Refuses a model the server cannot serve; nil or empty is the default.
+    private func checkModel(_ model: String?) async throws {
+        if let model, !model.isEmpty { _ = try await models.locate(try await models.canonicalName(model)) }
+    }
+
+    /// A thread's name as a file name for a Content-Disposition header: ASCII letters, digits,
+    /// spaces, dots, dashes and underscores kept, anything else (path separators, quotes,
+    /// characters a header cannot carry as they are) replaced.
+    static func exportFileName(_ name: String) -> String {
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ._-")
+        let kept = name.unicodeScalars.map { scalar -> String in
+            allowed.contains(scalar) ? String(scalar) : "_"
+        }.joined().trimmingCharacters(in: CharacterSet(charactersIn: " ."))
+        return kept.isEmpty ? "chat" : kept
+    }
+
+    private func importThread(_ request: Request) async throws -> Response {
+        let body = try await request.decodeJSON(ThreadImport.self, limit: configuration.maxBodyBytes)
+        if let version = body.version, version > ThreadExport.version {
+            throw ServerError.badRequest("This export is of format version \(version), newer than this server reads (\(ThreadExport.version)). Import it with a newer Hearth.",
+                                         param: "version")
         }
-        return (name, model, preset, try optionalString("system_prompt"))
+        try checkPreset(body.preset)
+        try await checkModel(body.model)
+        let messages = body.messages.map {
+            NewMessage(role: $0.role, content: $0.content, completionTokens: $0.completion_tokens,
+                                 tokensPerSecond: $0.tokens_per_second, reasoning: $0.reasoning)
+        }
+        let thread = try await store.importThread(name: body.name, model: body.model, preset: body.preset,
+                                                  systemPrompt: body.system_prompt, messages: messages)
+        return try JSONBody.response(WireThread(thread), status: .created)
     }
 
     private func updateThread(_ request: Request, id: String) async throws -> Response {
@@ -172,6 +286,20 @@ extension HearthService {
         }
         guard try await store.thread(id: threadID) != nil else { throw HearthError.threadNotFound(id: threadID) }
         let question = try await store.appendMessage(threadID: threadID, role: "user", content: body.content)
+        return try await answer(threadID: threadID, question: question)
+    }
+
+    /// Replaces a question's text, drops everything after it and answers it again.
+    private func edit(_ request: Request, threadID: String, messageID: String) async throws -> Response {
+        struct Body: Decodable { var content: String }
+        let body = try await request.decodeJSON(Body.self, limit: configuration.maxBodyBytes)
+        guard !body.content.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            throw ServerError.badRequest("content must not be empty.", param: "content")
+        }
+        guard let id = Int64(messageID) else {
+            throw ServerError.notFound("Message ids are integers; '\(messageID)' is not one. List the thread's messages to get their ids.")
+        }
+        let question = try await store.editMessage(threadID: threadID, messageID: id, content: body.content)
         return try await answer(threadID: threadID, question: question)
     }
 

@@ -27,6 +27,19 @@ public protocol ChatStore: AnyObject, Sendable {
     /// Every thread, the most recently updated first.
     func threads() async throws -> [ChatThread]
 
+    /// The threads whose name, or the text of any of whose messages, contains `text`, ignoring
+    /// case and diacritics (as `TextSearch.contains` compares); the most recently updated
+    /// first. Text of only spaces matches every thread, as an empty search box shows them all.
+    func threads(matching text: String) async throws -> [ChatThread]
+
+    /// A new thread holding `messages`, in their order, for a conversation brought in from
+    /// elsewhere (an exported thread). The thread and its messages are written in one
+    /// transaction: a refused message leaves no thread behind. A nil `name` means "Chat N";
+    /// a given one is checked as `renameThread` checks it. Roles and statistics are checked as
+    /// `appendMessage` checks them.
+    func importThread(name: String?, model: String?, preset: String?, systemPrompt: String?,
+                      messages: [NewMessage]) async throws -> ChatThread
+
     /// The thread with this id, or nil if there is none.
     func thread(id: String) async throws -> ChatThread?
 
@@ -50,6 +63,12 @@ public protocol ChatStore: AnyObject, Sendable {
     func appendMessage(threadID: String, role: String, content: String, completionTokens: Int?, tokensPerSecond: Double?,
                        reasoning: String?) async throws -> StoredMessage
 
+    /// For editing a question: replaces the text of one of the thread's user messages and
+    /// deletes every message after it, in one transaction. Returns the edited message, which
+    /// keeps its id and time. Throws `threadNotFound`, `messageNotFound` when the thread has no
+    /// message `messageID`, and `invalidArgument` when that message is not the user's.
+    func editMessage(threadID: String, messageID: Int64, content: String) async throws -> StoredMessage
+
     /// For Regenerate: deletes the thread's last message if it is the assistant's, and returns
     /// it; returns nil, deleting nothing, when the thread is empty or ends with another role.
     func deleteLastAssistantMessage(threadID: String) async throws -> StoredMessage?
@@ -70,10 +89,35 @@ extension ChatStore {
         try await createThread(model: model, preset: preset, systemPrompt: systemPrompt)
     }
 
+    /// A new thread holding `messages`, with the server's defaults unless given.
+    public func importThread(name: String?, model: String? = nil, preset: String? = nil, systemPrompt: String? = nil,
+                             messages: [NewMessage]) async throws -> ChatThread {
+        try await importThread(name: name, model: model, preset: preset, systemPrompt: systemPrompt, messages: messages)
+    }
+
     /// Adds a message at the end of a thread, without statistics unless given.
     public func appendMessage(threadID: String, role: String, content: String, completionTokens: Int? = nil,
                               tokensPerSecond: Double? = nil, reasoning: String? = nil) async throws -> StoredMessage {
         try await appendMessage(threadID: threadID, role: role, content: content, completionTokens: completionTokens,
                                 tokensPerSecond: tokensPerSecond, reasoning: reasoning)
+    }
+}
+
+/// A message for `ChatStore.importThread`, not yet stored.
+public struct NewMessage: Sendable, Equatable {
+    /// "system", "user" or "assistant".
+    public var role: String
+    public var content: String
+    public var completionTokens: Int?
+    public var tokensPerSecond: Double?
+    public var reasoning: String?
+
+    public init(role: String, content: String, completionTokens: Int? = nil, tokensPerSecond: Double? = nil,
+                reasoning: String? = nil) {
+        self.role = role
+        self.content = content
+        self.completionTokens = completionTokens
+        self.tokensPerSecond = tokensPerSecond
+        self.reasoning = reasoning
     }
 }

@@ -73,24 +73,31 @@ public final class SQLiteChatStore: ChatStore {
         let model = StoreValidation.settingName(model)
         let preset = StoreValidation.settingName(preset)
         return try await write { db in
-            try db.execute(sql: "UPDATE counter SET value = value + 1 WHERE name = ?",
-                           arguments: [StoreSchema.threadNumberCounter])
-            guard let number = try Int64.fetchOne(db, sql: "SELECT value FROM counter WHERE name = ?",
-                                                  arguments: [StoreSchema.threadNumberCounter]) else {
-                throw HearthError.chatStoreDamaged(path: self.path, reason: "its thread counter row is missing")
+            try self.insertThread(db, name: nil, model: model, preset: preset, systemPrompt: systemPrompt)
+        }
+    }
+
+    /// A new thread holding `messages`, in their order, for a conversation brought in from
+    /// elsewhere (an exported thread). The thread and its messages are written in one
+    /// transaction: a refused message leaves no thread behind. A nil `name` means "Chat N";
+    /// a given one is checked as `renameThread` checks it. Roles and statistics are checked as
+    /// `appendMessage` checks them.
+    public func importThread(name: String?, model: String? = nil, preset: String? = nil, systemPrompt: String? = nil,
+                             messages: [NewMessage]) async throws -> ChatThread {
+        let name = try name.map(StoreValidation.threadName)
+        let model = StoreValidation.settingName(model)
+        let preset = StoreValidation.settingName(preset)
+        var checked = messages
+        for index in checked.indices {
+            checked[index].role = try StoreValidation.role(checked[index].role)
+            try StoreValidation.statistics(completionTokens: checked[index].completionTokens,
+                                           tokensPerSecond: checked[index].tokensPerSecond)
+        }
+        return try await write { [checked] db in
+            let thread = try self.insertThread(db, name: name, model: model, preset: preset, systemPrompt: systemPrompt)
+            for message in checked {
+                _ = try Self.insertMessage(db, threadID: thread.id, message, at: thread.createdAt)
             }
-            let now = StoredDate.now()
-            let thread = ChatThread(id: UUID().uuidString.lowercased(), name: "Chat \(number)", model: model, preset: preset,
-                                    systemPrompt: systemPrompt, createdAt: now, updatedAt: now)
-            let milliseconds = StoredDate.milliseconds(now)
-            let text = StoredText.placeholder
-            try db.execute(
-                sql: """
-                    INSERT INTO thread (id, name, model, preset, systemPrompt, createdAt, updatedAt, activity)
-                    VALUES (?, \(text), \(text), \(text), \(text), ?, ?, \(Self.nextActivity))
-                    """,
-                arguments: [thread.id, StoredText.bind(thread.name), StoredText.bind(model), StoredText.bind(preset),
-                            StoredText.bind(systemPrompt), milliseconds, milliseconds])
             return thread
         }
     }
@@ -99,6 +106,28 @@ public final class SQLiteChatStore: ChatStore {
     public func threads() async throws -> [ChatThread] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT \(ChatThread.columns) FROM thread ORDER BY activity DESC")
+                .map(ChatThread.init(row:))
+        }
+    }
+
+    /// The threads whose name, or the text of any of whose messages, contains `text`, ignoring
+    /// case and diacritics; the most recently updated first. Text of only spaces matches every
+    /// thread, as an empty search box shows them all.
+    public func threads(matching text: String) async throws -> [ChatThread] {
+        let needle = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if needle.isEmpty { return try await threads() }
+        let contains = TextSearch.functionName
+        return try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(ChatThread.columns) FROM thread
+                    WHERE \(contains)(CAST(thread.name AS BLOB), ?)
+                       OR EXISTS (SELECT 1 FROM message
+                                  WHERE message.threadID = thread.id AND \(contains)(CAST(message.content AS BLOB), ?))
+                    ORDER BY activity DESC
+                    """,
+                arguments: [Data(needle.utf8), Data(needle.utf8)])
                 .map(ChatThread.init(row:))
         }
     }
@@ -160,18 +189,41 @@ public final class SQLiteChatStore: ChatStore {
                               reasoning: String? = nil) async throws -> StoredMessage {
         let role = try StoreValidation.role(role)
         try StoreValidation.statistics(completionTokens: completionTokens, tokensPerSecond: tokensPerSecond)
+        let message = NewMessage(role: role, content: content, completionTokens: completionTokens, tokensPerSecond: tokensPerSecond,
+                                 reasoning: reasoning)
         return try await write { db in
             let now = StoredDate.now()
             try Self.touch(db, id: threadID, at: now)
-            try db.execute(
-                sql: """
-                    INSERT INTO message (threadID, role, content, createdAt, completionTokens, tokensPerSecond, reasoning)
-                    VALUES (?, ?, \(StoredText.placeholder), ?, ?, ?, \(StoredText.placeholder))
-                    """,
-                arguments: [threadID, role, StoredText.bind(content), StoredDate.milliseconds(now), completionTokens,
-                            tokensPerSecond, StoredText.bind(reasoning)])
-            return StoredMessage(id: db.lastInsertedRowID, threadID: threadID, role: role, content: content, createdAt: now,
-                                 completionTokens: completionTokens, tokensPerSecond: tokensPerSecond, reasoning: reasoning)
+            return try Self.insertMessage(db, threadID: threadID, message, at: now)
+        }
+    }
+
+    /// For editing a question: replaces the text of one of the thread's user messages and
+    /// deletes every message after it, so that the conversation goes on from the edited
+    /// question. Returns the edited message, which keeps its id and time. One transaction: the
+    /// later messages are never gone while the old text stays, nor the other way round.
+    ///
+    /// Throws `messageNotFound` when the thread has no message `messageID`, and
+    /// `invalidArgument` when that message is not the user's: an answer is regenerated, not
+    /// edited.
+    public func editMessage(threadID: String, messageID: Int64, content: String) async throws -> StoredMessage {
+        try await write { db in
+            _ = try Self.requireThread(db, id: threadID)
+            guard let row = try Row.fetchOne(
+                db, sql: "SELECT \(StoredMessage.columns) FROM message WHERE threadID = ? AND id = ?",
+                arguments: [threadID, messageID])
+            else { throw HearthError.messageNotFound(threadID: threadID, id: messageID) }
+            var message = try StoredMessage(row: row)
+            guard message.role == "user" else {
+                throw HearthError.invalidArgument(
+                    "Message \(messageID) is the \(message.role)'s; only a user message can be edited. Regenerate an answer instead.")
+            }
+            try db.execute(sql: "DELETE FROM message WHERE threadID = ? AND id > ?", arguments: [threadID, messageID])
+            try db.execute(sql: "UPDATE message SET content = \(StoredText.placeholder) WHERE id = ?",
+                           arguments: [StoredText.bind(content), messageID])
+            try Self.touch(db, id: threadID)
+            message.content = content
+            return message
         }
     }
 
@@ -209,6 +261,46 @@ public final class SQLiteChatStore: ChatStore {
     public func close() async {}
 
     // MARK: Internals
+
+    /// Inserts a thread, at the top of the list; a nil `name` takes the next "Chat N".
+    private func insertThread(_ db: Database, name: String?, model: String?, preset: String?, systemPrompt: String?) throws -> ChatThread {
+        let name = try name ?? {
+            try db.execute(sql: "UPDATE counter SET value = value + 1 WHERE name = ?", arguments: [StoreSchema.threadNumberCounter])
+            guard let number = try Int64.fetchOne(db, sql: "SELECT value FROM counter WHERE name = ?",
+                                                  arguments: [StoreSchema.threadNumberCounter]) else {
+                throw HearthError.chatStoreDamaged(path: self.path, reason: "its thread counter row is missing")
+            }
+            return "Chat \(number)"
+        }()
+        let now = StoredDate.now()
+        let thread = ChatThread(id: UUID().uuidString.lowercased(), name: name, model: model, preset: preset,
+                                systemPrompt: systemPrompt, createdAt: now, updatedAt: now)
+        let milliseconds = StoredDate.milliseconds(now)
+        let text = StoredText.placeholder
+        try db.execute(
+            sql: """
+                INSERT INTO thread (id, name, model, preset, systemPrompt, createdAt, updatedAt, activity)
+                VALUES (?, \(text), \(text), \(text), \(text), ?, ?, \(Self.nextActivity))
+                """,
+            arguments: [thread.id, StoredText.bind(thread.name), StoredText.bind(model), StoredText.bind(preset),
+                        StoredText.bind(systemPrompt), milliseconds, milliseconds])
+        return thread
+    }
+
+    /// Inserts a message (already checked) at the end of a thread, without touching the thread.
+    private static func insertMessage(_ db: Database, threadID: String, _ message: NewMessage, at now: Date) throws -> StoredMessage {
+        let text = StoredText.placeholder
+        try db.execute(
+            sql: """
+                INSERT INTO message (threadID, role, content, createdAt, completionTokens, tokensPerSecond, reasoning)
+                VALUES (?, ?, \(text), ?, ?, ?, \(text))
+                """,
+            arguments: [threadID, message.role, StoredText.bind(message.content), StoredDate.milliseconds(now), message.completionTokens,
+                        message.tokensPerSecond, StoredText.bind(message.reasoning)])
+        return StoredMessage(id: db.lastInsertedRowID, threadID: threadID, role: message.role, content: message.content, createdAt: now,
+                             completionTokens: message.completionTokens, tokensPerSecond: message.tokensPerSecond,
+                             reasoning: message.reasoning)
+    }
 
     /// SQL for the next value of `thread.activity`, which orders the thread list.
     private static let nextActivity = "(SELECT coalesce(max(activity), 0) + 1 FROM thread)"
@@ -280,6 +372,7 @@ extension SQLiteChatStore {
             // killed process; one fsync per message costs nothing next to generating it.
             // secure_delete: deleted chats are overwritten, not left in free pages.
             try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA secure_delete = ON")
+            db.add(function: TextSearch.function)
         }
         do {
             let pool = try DatabasePool(path: path, configuration: configuration)

@@ -81,16 +81,39 @@ public final class PostgresChatStore: ChatStore {
     public func createThread(model: String? = nil, preset: String? = nil, systemPrompt: String? = nil) async throws -> ChatThread {
         let model = StoreValidation.settingName(model)
         let preset = StoreValidation.settingName(preset)
-        let id = UUID().uuidString.lowercased()
         return try await write { connection in
-            let rows = try await connection.query("""
-                INSERT INTO thread (id, name, model, preset, system_prompt, created_at, updated_at, activity)
-                SELECT \(id), 'Chat ' || nextval('thread_number'), \(PostgresText.encode(model)), \(PostgresText.encode(preset)),
-                       \(PostgresText.encode(systemPrompt)), now.t, now.t, nextval('thread_activity')
-                FROM (SELECT \(unescaped: SQL.now) AS t) AS now
-                RETURNING \(unescaped: SQL.threadColumns)
-                """, logger: self.logger).collect()
-            return try Self.thread(from: self.only(rows))
+            try await self.insertThread(connection, name: nil, model: model, preset: preset, systemPrompt: systemPrompt)
+        }
+    }
+
+    /// A new thread holding `messages`, in their order, for a conversation brought in from
+    /// elsewhere (an exported thread). The thread and its messages are written in one
+    /// transaction: a refused message leaves no thread behind. A nil `name` means "Chat N";
+    /// a given one is checked as `renameThread` checks it. Roles and statistics are checked as
+    /// `appendMessage` checks them. The messages take the thread's creation time.
+    public func importThread(name: String?, model: String? = nil, preset: String? = nil, systemPrompt: String? = nil,
+                             messages: [NewMessage]) async throws -> ChatThread {
+        let name = try name.map(StoreValidation.threadName)
+        let model = StoreValidation.settingName(model)
+        let preset = StoreValidation.settingName(preset)
+        var checked = messages
+        for index in checked.indices {
+            checked[index].role = try StoreValidation.role(checked[index].role)
+            try StoreValidation.statistics(completionTokens: checked[index].completionTokens,
+                                           tokensPerSecond: checked[index].tokensPerSecond)
+        }
+        return try await write { [checked] connection in
+            let thread = try await self.insertThread(connection, name: name, model: model, preset: preset, systemPrompt: systemPrompt)
+            // One at a time, so that ids grow in the messages' order.
+            for message in checked {
+                _ = try await connection.query("""
+                    INSERT INTO message (thread_id, role, content, created_at, completion_tokens, tokens_per_second, reasoning)
+                    SELECT id, \(message.role), \(PostgresText.encode(message.content)), created_at, \(message.completionTokens),
+                           \(message.tokensPerSecond), \(PostgresText.encode(message.reasoning))
+                    FROM thread WHERE id = \(thread.id)
+                    """, logger: self.logger).collect()
+            }
+            return thread
         }
     }
 
@@ -99,6 +122,44 @@ public final class PostgresChatStore: ChatStore {
         try await read { connection in
             try await connection.query("SELECT \(unescaped: SQL.threadColumns) FROM thread ORDER BY activity DESC", logger: self.logger)
                 .collect().map(Self.thread(from:))
+        }
+    }
+
+    /// The threads whose name, or the text of any of whose messages, contains `text`, ignoring
+    /// case and diacritics; the most recently updated first. Text of only spaces matches every
+    /// thread, as an empty search box shows them all.
+    ///
+    /// The text is compared in Swift by `TextSearch.contains`, as SQLite's store compares it,
+    /// so both engines find the same threads: PostgreSQL's lower() and ILIKE depend on the
+    /// database's collation and locale, and its unaccent extension may not be installed. The
+    /// rows are streamed from one statement (one snapshot), not collected.
+    public func threads(matching text: String) async throws -> [ChatThread] {
+        let needle = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if needle.isEmpty { return try await threads() }
+        return try await read { connection in
+            let rows = try await connection.query("""
+                SELECT \(unescaped: SQL.threadColumns("t")), m.content
+                FROM thread AS t LEFT JOIN message AS m ON m.thread_id = t.id
+                ORDER BY t.activity DESC, t.id, m.id
+                """, logger: self.logger)
+            var found: [ChatThread] = []
+            var decided: String?
+            for try await row in rows {
+                let (id, _, _, _, _, _, _, content) =
+                    try row.decode((String, String, String?, String?, String?, Int64, Int64, String?).self)
+                if id == decided { continue }
+                let thread = try Self.thread(from: row)
+                if TextSearch.contains(thread.name, needle) {
+                    found.append(thread)
+                    decided = id
+                    continue
+                }
+                if let content, TextSearch.contains(PostgresText.decode(content), needle) {
+                    found.append(thread)
+                    decided = id
+                }
+            }
+            return found
         }
     }
 
@@ -191,6 +252,38 @@ public final class PostgresChatStore: ChatStore {
         }
     }
 
+    /// For editing a question: replaces the text of one of the thread's user messages and
+    /// deletes every message after it, so that the conversation goes on from the edited
+    /// question. Returns the edited message, which keeps its id and time. One transaction: the
+    /// later messages are never gone while the old text stays, nor the other way round.
+    ///
+    /// Throws `messageNotFound` when the thread has no message `messageID`, and
+    /// `invalidArgument` when that message is not the user's: an answer is regenerated, not
+    /// edited.
+    public func editMessage(threadID: String, messageID: Int64, content: String) async throws -> StoredMessage {
+        try await write { connection in
+            // Locked as appendMessage locks it, so no message arrives while the later ones go.
+            try await self.lockThread(connection, id: threadID)
+            let rows = try await connection.query("""
+                SELECT \(unescaped: SQL.messageColumns(nil)) FROM message WHERE thread_id = \(threadID) AND id = \(messageID)
+                """, logger: self.logger).collect()
+            guard let row = rows.first else { throw HearthError.messageNotFound(threadID: threadID, id: messageID) }
+            var message = try self.message(from: row)
+            guard message.role == "user" else {
+                throw HearthError.invalidArgument(
+                    "Message \(messageID) is the \(message.role)'s; only a user message can be edited. Regenerate an answer instead.")
+            }
+            _ = try await connection.query("DELETE FROM message WHERE thread_id = \(threadID) AND id > \(messageID)",
+                                           logger: self.logger).collect()
+            _ = try await connection.query("UPDATE message SET content = \(PostgresText.encode(content)) WHERE id = \(messageID)",
+                                           logger: self.logger).collect()
+            _ = try await connection.query("UPDATE thread SET \(unescaped: SQL.touch) WHERE id = \(threadID)",
+                                           logger: self.logger).collect()
+            message.content = content
+            return message
+        }
+    }
+
     /// For Regenerate: deletes the thread's last message if it is the assistant's, and returns
     /// it; returns nil, deleting nothing, when the thread is empty or ends with another role.
     ///
@@ -240,8 +333,15 @@ public final class PostgresChatStore: ChatStore {
         }
 
         /// The columns `thread(from:)` reads, in its order.
-        static let threadColumns = ["id", "name", "model", "preset", "system_prompt", milliseconds("created_at"),
-                                    milliseconds("updated_at")].joined(separator: ", ")
+        static let threadColumns = threadColumns(nil)
+
+        /// The columns `thread(from:)` reads, in its order, of the table called `table`.
+        static func threadColumns(_ table: String?) -> String {
+            let prefix = table.map { "\($0)." } ?? ""
+            return ["id", "name", "model", "preset", "system_prompt", "created_at", "updated_at"]
+                .map { $0.hasSuffix("_at") ? milliseconds(prefix + $0) : prefix + $0 }
+                .joined(separator: ", ")
+        }
 
         /// The columns `message(from:)` reads, in its order, of the table called `table`.
         static func messageColumns(_ table: String?) -> String {
@@ -252,6 +352,24 @@ public final class PostgresChatStore: ChatStore {
         }
     }
 
+    /// Inserts a thread, at the top of the list; a nil `name` takes the next "Chat N".
+    private func insertThread(_ connection: PostgresConnection, name: String?, model: String?, preset: String?,
+                              systemPrompt: String?) async throws -> ChatThread {
+        let id = UUID().uuidString.lowercased()
+        // CASE, not coalesce: nextval runs only when there is no name, so no number is spent.
+        let rows = try await connection.query("""
+            INSERT INTO thread (id, name, model, preset, system_prompt, created_at, updated_at, activity)
+            SELECT \(id), CASE WHEN \(PostgresText.encode(name))::text IS NULL THEN 'Chat ' || nextval('thread_number')
+                             ELSE \(PostgresText.encode(name))::text END,
+                   \(PostgresText.encode(model)), \(PostgresText.encode(preset)),
+                   \(PostgresText.encode(systemPrompt)), now.t, now.t, nextval('thread_activity')
+            FROM (SELECT \(unescaped: SQL.now) AS t) AS now
+            RETURNING \(unescaped: SQL.threadColumns)
+            """, logger: logger).collect()
+        return try Self.thread(from: only(rows))
+    }
+
+    /// The thread of the first seven columns of `row` (`SQL.threadColumns`).
     private static func thread(from row: PostgresRow) throws -> ChatThread {
         let (id, name, model, preset, systemPrompt, createdAt, updatedAt) =
             try row.decode((String, String, String?, String?, String?, Int64, Int64).self)

@@ -51,7 +51,7 @@ struct SchemaAnswer: Sendable {
 /// many sequences that jobs take in turn.
 func sampleSchemas(_ model: TransformerModel, _ cases: [SchemaSamplingCase], seeds: Int, running: Int) async throws -> [[SchemaAnswer]] {
     let generator = try BatchedGenerator(model: model, maxRunning: running)
-    let pool = try (0..<running).map { _ in try model.makeSequence(contextLength: 1024) }
+    let pool = try (0..<running).map { _ in try model.makeSequence(contextLength: 2048) }
     let answers = Mutex([[SchemaAnswer]](repeating: [SchemaAnswer](repeating: SchemaAnswer(), count: seeds), count: cases.count))
     let (ended, continuation) = AsyncStream.makeStream(of: Void.self)
     var job = 0

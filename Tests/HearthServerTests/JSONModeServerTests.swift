@@ -49,15 +49,28 @@ struct JSONModeServerTests {
         #expect(reason == "stop")
     }
 
-    @Test("a JSON schema in Ollama's format is refused, not silently ignored")
-    func schemaRefused() async throws {
+    @Test("a JSON schema in Ollama's format holds the answer; one Hearth cannot enforce is refused by name, not ignored")
+    func schemaFormat() async throws {
         let server = try await ServerFixture()
         defer { Task { await server.stop() } }
         let answer = try await server.post("/api/chat", [
-            "model": "smollm2", "stream": false, "messages": [["role": "user", "content": "Hi!"]],
-            "format": ["type": "object", "properties": ["name": ["type": "string"]]],
+            "model": "smollm2", "stream": false, "messages": [["role": "user", "content": "Name a cat."]],
+            "format": ["type": "object", "properties": ["name": ["type": "string", "maxLength": 16]], "required": ["name"],
+                       "additionalProperties": false],
+            "options": ["num_predict": 40],
         ])
-        #expect(answer.status == 400)
-        #expect((try answer.json()["error"] as? String ?? "").contains("schema"))
+        #expect(answer.status == 200)
+        let content = try #require((try answer.json()["message"] as? [String: Any])?["content"] as? String)
+        let object = try JSONSerialization.jsonObject(with: Data(content.utf8)) as? [String: Any]
+        #expect(object?.keys.sorted() == ["name"], "\(content)")
+        #expect((object?["name"] as? String)?.count ?? 99 <= 16, "\(content)")
+
+        let refused = try await server.post("/api/chat", [
+            "model": "smollm2", "stream": false, "messages": [["role": "user", "content": "Hi!"]],
+            "format": ["type": "object", "not": ["required": ["name"]]],
+        ])
+        #expect(refused.status == 400)
+        let error = try refused.json()["error"] as? String ?? ""
+        #expect(error.contains("\"not\""), "\(error)")
     }
 }

@@ -89,6 +89,138 @@ struct ThreadTests {
         #expect(messages.map { $0["role"] as? String ?? "" } == ["user"])
     }
 
+    static func messages(_ server: ServerFixture, thread: String) async throws -> [[String: Any]] {
+        try await server.get("/v1/threads/\(thread)/messages").json()["data"] as? [[String: Any]] ?? []
+    }
+
+    @Test("edit a question: its text is replaced, the later messages go, and a new answer streams and is stored", arguments: StoreEngine.available)
+    func editQuestion(engine: StoreEngine) async throws {
+        let server = try await ServerFixture(engine: engine)
+        defer { Task { await server.stop() } }
+        let id = try #require(try await server.post("/v1/threads", ["preset": "precise"]).json()["id"] as? String)
+        let other = try #require(try await server.post("/v1/threads", [:]).json()["id"] as? String)
+        _ = try await Self.send(server, thread: id, "Name a fruit.")
+        _ = try await Self.send(server, thread: id, "Name another one.")
+        _ = try await Self.send(server, thread: other, "Say hi.")
+        var messages = try await Self.messages(server, thread: id)
+        #expect(messages.map { $0["role"] as? String ?? "" } == ["user", "assistant", "user", "assistant"])
+        let firstAnswer = try #require(messages[1]["id"] as? Int)
+        let secondQuestion = try #require(messages[2]["id"] as? Int)
+        let secondAnswer = try #require(messages[3]["id"] as? Int)
+
+        var events: [[String: Any]] = []
+        let status = try await server.stream("/v1/threads/\(id)/messages/\(secondQuestion)/edit", ["content": "Name a vegetable."]) { line in
+            events.append(try jsonObject(line))
+            return true
+        }
+        #expect(status == 200)
+        let question = try #require(events.first?["message"] as? [String: Any], "\(events)")
+        #expect(events.first?["type"] as? String == "message")
+        #expect(question["id"] as? Int == secondQuestion && question["content"] as? String == "Name a vegetable.")
+        let done = try #require(events.last)
+        #expect(done["type"] as? String == "done", "\(events)")
+        let streamed = events.filter { $0["type"] as? String == "delta" }.map { $0["content"] as? String ?? "" }.joined()
+        let answer = try #require(done["message"] as? [String: Any])
+        #expect(answer["content"] as? String == streamed)
+
+        messages = try await Self.messages(server, thread: id)
+        #expect(messages.map { $0["role"] as? String ?? "" } == ["user", "assistant", "user", "assistant"])
+        #expect(messages[1]["id"] as? Int == firstAnswer, "what came before the edited question stays")
+        #expect(messages[2]["content"] as? String == "Name a vegetable.")
+        #expect(messages[3]["id"] as? Int == answer["id"] as? Int && (answer["id"] as? Int ?? 0) > secondAnswer)
+        #expect(try await Self.messages(server, thread: other).count == 2, "other threads are untouched")
+
+        // Refusals: an answer, a message of another thread, an id that is not one, empty text, an unknown thread.
+        let otherQuestion = try #require(try await Self.messages(server, thread: other).first?["id"] as? Int)
+        #expect(try await server.post("/v1/threads/\(id)/messages/\(firstAnswer)/edit", ["content": "x"]).status == 400)
+        #expect(try await server.post("/v1/threads/\(id)/messages/\(otherQuestion)/edit", ["content": "x"]).status == 404)
+        #expect(try await server.post("/v1/threads/\(id)/messages/abc/edit", ["content": "x"]).status == 404)
+        #expect(try await server.post("/v1/threads/\(id)/messages/\(secondQuestion)/edit", ["content": " \n"]).status == 400)
+        #expect(try await server.post("/v1/threads/no-such-thread/messages/\(secondQuestion)/edit", ["content": "x"]).status == 404)
+        #expect(try await Self.messages(server, thread: id).map { $0["id"] as? Int } == messages.map { $0["id"] as? Int },
+                "a refused edit changes nothing")
+    }
+
+    @Test("GET /v1/threads?search= lists the threads whose name or messages hold the text", arguments: StoreEngine.available)
+    func search(engine: StoreEngine) async throws {
+        let server = try await ServerFixture(engine: engine)
+        defer { Task { await server.stop() } }
+        let body: [String: Any] = ["name": "Zürich trip", "messages": [
+            ["role": "user", "content": "Where should we eat?"], ["role": "assistant", "content": "Try the Rösti place."]]]
+        let trip = try #require(try await server.post("/v1/threads/import", body).json()["id"] as? String)
+        let bread = try #require(try await server.post("/v1/threads/import", ["name": "Baking", "messages": [
+            ["role": "user", "content": "How long does sourdough rise?"]]]).json()["id"] as? String)
+        let empty = try #require(try await server.post("/v1/threads", [:]).json()["id"] as? String)
+        func search(_ text: String) async throws -> [String] {
+            let unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+            let encoded = text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+            let answer = try await server.get("/v1/threads?search=\(encoded)")
+            #expect(answer.status == 200)
+            return (try answer.json()["data"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        }
+        #expect(try await search("zurich") == [trip])
+        #expect(try await search("RÖSTI") == [trip])
+        #expect(try await search("sourdough") == [bread])
+        #expect(try await search("o") == [bread, trip])
+        #expect(try await search("no such words") == [])
+        #expect(try await search("") == [empty, bread, trip])
+    }
+
+    @Test("export a thread and import it back: a new thread with the same settings and messages", arguments: StoreEngine.available)
+    func exportImport(engine: StoreEngine) async throws {
+        let server = try await ServerFixture(engine: engine)
+        defer { Task { await server.stop() } }
+        let id = try #require(try await server.post("/v1/threads", ["preset": "precise", "system_prompt": "Be brief."]).json()["id"] as? String)
+        _ = try await server.send(.PATCH, "/v1/threads/\(id)", body: #"{"name": "Fruit / \"chat\" é"}"#)
+        _ = try await Self.send(server, thread: id, "Name a fruit.")
+        let export = try await server.get("/v1/threads/\(id)/export")
+        #expect(export.status == 200)
+        #expect(export.headers.first(name: "Content-Disposition") == #"attachment; filename="Fruit _ _chat_ _.json""#)
+        let exported = try export.json()
+        #expect(exported["object"] as? String == "thread.export" && exported["version"] as? Int == 1)
+        #expect(exported["name"] as? String == "Fruit / \"chat\" é" && exported["preset"] as? String == "precise")
+        #expect(exported["system_prompt"] as? String == "Be brief." && exported["model"] is NSNull)
+        let exportedMessages = try #require(exported["messages"] as? [[String: Any]])
+        let stored = try await Self.messages(server, thread: id)
+        #expect(exportedMessages.map { $0["content"] as? String } == stored.map { $0["content"] as? String })
+        #expect(exportedMessages.last?["tokens_per_second"] as? Double == stored.last?["tokens_per_second"] as? Double)
+
+        // The export, as it is, imports as a new thread.
+        let imported = try await server.send(.POST, "/v1/threads/import", body: export.text)
+        #expect(imported.status == 201, "\(imported.text)")
+        let copy = try imported.json()
+        let copyID = try #require(copy["id"] as? String)
+        #expect(copyID != id)
+        #expect(copy["name"] as? String == exported["name"] as? String && copy["preset"] as? String == "precise")
+        #expect(copy["system_prompt"] as? String == "Be brief.")
+        let copied = try await Self.messages(server, thread: copyID)
+        for key in ["role", "content", "completion_tokens", "tokens_per_second"] {
+            #expect(copied.map { "\($0[key] ?? "nil")" } == stored.map { "\($0[key] ?? "nil")" }, "\(key)")
+        }
+        let listed = (try await server.get("/v1/threads").json()["data"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        #expect(listed == [copyID, id])
+        // An imported thread goes on like any other.
+        let events = try await Self.send(server, thread: copyID, "And a vegetable?")
+        #expect(events.last?["type"] as? String == "done", "\(events)")
+
+        // Refusals, each leaving no thread behind.
+        let refusals: [([String: Any], Int)] = [
+            (["messages": [["role": "tool", "content": "x"]]], 400),
+            (["messages": [["role": "user"]]], 400),
+            (["name": "x"], 400),
+            (["preset": "wild", "messages": []], 400),
+            (["model": "no-such-model", "messages": []], 404),
+            (["version": 2, "messages": []], 400),
+            (["messages": [["role": "assistant", "content": "x", "tokens_per_second": -1]]], 400),
+        ]
+        for (body, status) in refusals {
+            let answer = try await server.post("/v1/threads/import", body)
+            #expect(answer.status == status, "\(body): \(answer.text)")
+        }
+        #expect((try await server.get("/v1/threads").json()["data"] as? [Any])?.count == 2)
+        #expect(try await server.get("/v1/threads/no-such-thread/export").status == 404)
+    }
+
     /// `hearth serve` on `database` (a path, or a PostgreSQL URL) with SmolLM2, and the URL it
     /// listens on once it says so. `environment` adds to the test's own.
     static func serve(database: String?, environment: [String: String] = [:],

@@ -33,6 +33,7 @@ enum Browser {
     /// Runs the script against `server` and fails the test with its output unless it exits 0.
     static func run(_ server: ServerFixture, screenshots: URL, _ arguments: [String] = []) async throws {
         try #require(available, "\(missing)")
+        print("web UI screenshots: \(screenshots.path)")
         let child = try Child(URL(fileURLWithPath: "/usr/bin/env"),
                               ["python3", script.path, server.base, screenshots.path] + arguments,
                               environment: ProcessInfo.processInfo.environment.merging(["PYTHONUNBUFFERED": "1"]) { _, new in new },
@@ -78,6 +79,34 @@ struct WebUITests {
         let server = try await ServerFixture { directory in ["smollm2-thinking": try ReasoningModels.smolLM2(in: directory.url)] }
         defer { Task { await server.stop() } }
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("thoughts"), ["--thoughts", "smollm2-thinking"])
+    }
+
+    @Test("Markdown answers: headings, emphasis, lists, tables, links, highlighted code with Copy, LaTeX as written, streaming in place; HTML and javascript: links run nothing")
+    func markdown() async throws {
+        let server = try await ServerFixture()
+        defer { Task { await server.stop() } }
+        try await Browser.run(server, screenshots: try Browser.screenshotFolder("markdown"), ["--markdown"])
+    }
+
+    @Test("edit a question: Esc and Cancel keep it, ↑ edits the last one, Save replaces the rest of the chat with a new answer")
+    func edit() async throws {
+        let server = try await ServerFixture()
+        defer { Task { await server.stop() } }
+        try await Browser.run(server, screenshots: try Browser.screenshotFolder("edit"), ["--edit"])
+    }
+
+    @Test("copy an answer, search chats, export as JSON and Markdown, import, keyboard shortcuts and their help")
+    func tools() async throws {
+        let server = try await ServerFixture()
+        defer { Task { await server.stop() } }
+        try await Browser.run(server, screenshots: try Browser.screenshotFolder("tools"), ["--tools"])
+    }
+
+    @Test("a phone-sized window: the chat list slides over the chat from a menu button")
+    func mobile() async throws {
+        let server = try await ServerFixture()
+        defer { Task { await server.stop() } }
+        try await Browser.run(server, screenshots: try Browser.screenshotFolder("mobile"), ["--mobile"])
     }
 
     @Test("speech in: an uploaded WAV's text and a dictation through the fake microphone land in the message box; a denied microphone says so")

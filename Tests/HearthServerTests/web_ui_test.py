@@ -4,6 +4,7 @@ each step both on the page and through the server's API.
 
     web_ui_test.py BASE_URL SCREENSHOT_DIR [--pull NAME] [--api-key KEY] [--thoughts MODEL]
                    [--speech WAV --speech-text TEXT] [--no-speech WAV]
+                   [--markdown] [--edit] [--tools] [--mobile]
 
 --pull NAME also pulls NAME from the Models page and deletes it again (the server must reach a
 Hub that has it). --api-key KEY runs the API key checks instead of the chat ones, --thoughts
@@ -11,6 +12,11 @@ MODEL the checks of a reasoning model's folded thoughts. --speech WAV runs the s
 checks (the server needs a speech model; TEXT is the SDK's transcription of WAV): the upload
 button, dictation through Chromium's fake microphone playing WAV, and a denied microphone.
 --no-speech WAV checks what the page says on a server without a speech model.
+--markdown checks how answers are rendered (Markdown, code blocks and Copy, streaming) and that
+answers full of HTML and javascript: links run nothing; --edit checks editing a question;
+--tools checks copying an answer, search, export and import and the keyboard shortcuts;
+--mobile checks the layout of a phone-sized window. Content that must be exact is loaded
+through the server's import route.
 
 Exits 0 when every check passes; otherwise prints what failed, saves failure.png and the
 browser's console, and exits 1. Every step saves a PNG in SCREENSHOT_DIR.
@@ -27,7 +33,8 @@ import urllib.request
 import wave
 
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException, TimeoutException
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -82,6 +89,10 @@ class Server:
 
     def storage(self):
         return self.request("GET", "/v1/storage")
+
+    def import_thread(self, export):
+        """A thread with the given messages, through the documented import route."""
+        return self.request("POST", "/v1/threads/import", export)
 
 
 def format_bytes(count):
@@ -161,6 +172,10 @@ class Page:
     def text(self, element):
         """The exact text, as textContent has it (Selenium's .text collapses whitespace)."""
         return element.get_property("textContent")
+
+    def source(self, bubble):
+        """The text a bubble shows as it was written: for an answer, its Markdown before rendering."""
+        return self.driver.execute_script("return arguments[0].source", bubble)
 
     def title(self):
         return self.find("thread-title").text
@@ -284,8 +299,8 @@ def chat_checks(page, server, pull_name):
     check([m["role"] for m in stored] == ["user", "assistant"], f"the server should store a question and an answer: {stored}")
     check(stored[0]["content"] == question, "the stored question should be what was typed")
     bubble = page.find("bubble", answer)
-    check(page.text(bubble) == stored[1]["content"],
-          f"the streamed answer should equal the stored one:\npage:   {page.text(bubble)!r}\nserver: {stored[1]['content']!r}")
+    check(page.source(bubble) == stored[1]["content"],
+          f"the streamed answer should equal the stored one:\npage:   {page.source(bubble)!r}\nserver: {stored[1]['content']!r}")
     check(answer.get_attribute("data-message-id") == str(stored[1]["id"]), "the answer should carry its stored id")
     speed = page.find("tokens-per-second", answer).text
     check(f"{stored[1]['tokens_per_second']:.1f} tokens/s" in speed, f"the answer should show its speed: {speed!r}")
@@ -301,7 +316,7 @@ def chat_checks(page, server, pull_name):
     check(len(answers) == 1, f"regenerating should leave one answer: {stored}")
     check(str(answers[0]["id"]) == answer.get_attribute("data-message-id") and str(answers[0]["id"]) != first_id,
           "the new answer should replace the old one")
-    check(page.text(page.find("bubble", answer)) == answers[0]["content"], "the regenerated answer should equal the stored one")
+    check(page.source(page.find("bubble", answer)) == answers[0]["content"], "the regenerated answer should equal the stored one")
     check(len(page.messages("assistant")) == 1, "the page should show one answer")
     answer_id = answer.get_attribute("data-message-id")
     page.shot("regenerated")
@@ -313,7 +328,7 @@ def chat_checks(page, server, pull_name):
     streaming = page.wait(lambda d: [m for m in page.messages("assistant")
                                      if m.get_attribute("data-state") == "streaming" and page.text(m).strip()],
                           "the first words of the story", timeout=ANSWER_TIMEOUT)[0]
-    page.shot("streaming")
+    # Stop at once: a screenshot first would give a fast model the time to finish the story.
     check(streaming.get_attribute("data-state") == "streaming",
           "the story finished before Stop could be pressed; ask for a longer one")
     page.click("stop")
@@ -495,8 +510,8 @@ def thoughts_checks(page, server, model):
     check(thought_text.strip() != "", "the thoughts should have text")
     check(page.text(page.find("thoughts-summary", thoughts)) == "Thoughts" and thoughts.get_attribute("data-state") == "done",
           "the summary should say the thoughts are complete")
-    check(page.text(bubble) == stored[1]["content"],
-          f"the answer should equal the stored one:\npage:   {page.text(bubble)!r}\nserver: {stored[1]['content']!r}")
+    check(page.source(bubble) == stored[1]["content"],
+          f"the answer should equal the stored one:\npage:   {page.source(bubble)!r}\nserver: {stored[1]['content']!r}")
     for text in (thought_text, page.text(bubble)):
         check("<think>" not in text and "</think>" not in text, f"no tag should show: {text!r}")
 
@@ -514,8 +529,560 @@ def thoughts_checks(page, server, model):
     thoughts = page.find("thoughts", answer)
     check(thoughts.get_attribute("open") is None and page.find("thoughts-text", thoughts).get_attribute("textContent") == thought_text,
           "the stored thoughts should show folded above the answer")
-    check(page.text(page.find("bubble", answer)) == stored[1]["content"], "the stored answer should show after a reload")
+    check(page.source(page.find("bubble", answer)) == stored[1]["content"], "the stored answer should show after a reload")
     page.shot("thoughts-reloaded")
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown, and answers that try to run code
+
+RICH_ANSWER = """# Baking bread
+
+Bread needs **four things**, *patience* above all, and ~~a machine~~ nothing else. Keep the \
+`starter` warm; name files like snake_case_name.txt.
+A second line of the same paragraph.
+
+## Steps
+
+1. Mix the flour and water
+2. Add the starter
+   - 100 g, *active*
+   - 10 g of salt
+3. Bake at 230 °C
+
+- Tools
+  - a bowl
+- Time
+
+> Good bread takes time.
+> Really.
+
+| Ingredient | Grams | Share |
+|:-----------|------:|:-----:|
+| Flour      | 500   | 100 % |
+| Water `H2O`| 350   | 70 %  |
+
+---
+
+### Code
+
+```python
+def bake(minutes: int) -> str:
+    # Keep an eye on the crust.
+    return f"baked for {minutes}" if minutes > 40 else None
+```
+
+```javascript
+const loaf = { grams: 900 }; // one loaf
+```
+
+```
+plain text block
+```
+
+Energy: $E = mc^2$, a sum $a_1 * b_2 * c_3$, and a display:
+
+$$
+\\int_0^1 x^2 \\, dx = \\frac{1}{3}
+$$
+
+See [the guide](https://example.com/bread?x=1&y=2) or https://example.org/flour."""
+
+PYTHON_CODE = '''def bake(minutes: int) -> str:
+    # Keep an eye on the crust.
+    return f"baked for {minutes}" if minutes > 40 else None'''
+
+HOSTILE = [
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "[x](javascript:alert(1))",
+    "<script>window.__xss = 'script'</script>",
+    "<img src=x onerror=\"window.__xss = 'img'\">",
+    "<svg onload=\"window.__xss = 'svg'\"></svg>",
+    "<iframe src=\"javascript:window.__xss = 'iframe'\"></iframe>",
+    "[click me](javascript:window.__xss='link')",
+    "[mixed case](JaVaScRiPt:window.__xss='case')",
+    "![picture](javascript:window.__xss='image')",
+    "[data](data:text/html,<script>window.__xss='data'</script>)",
+    "<a href=\"javascript:window.__xss='anchor'\">anchor</a>",
+]
+HOSTILE_ANSWER = "\n\n".join([
+    "Here you are:",
+    *HOSTILE,
+    "`<img src=x onerror=\"window.__xss = 'code'\">`",
+    "| a | b |\n|---|---|\n| <img src=x onerror=\"window.__xss = 'table'\"> | [t](javascript:window.__xss='cell') |",
+    "# <script>window.__xss = 'heading'</script>",
+    "```html\n</code></pre><img src=x onerror=\"window.__xss = 'block'\"><script>window.__xss = 'block'</script>\n```",
+])
+HOSTILE_NAME = "<img src=x onerror=\"window.__xss = 'name'\">"
+
+
+def no_alert(page):
+    try:
+        text = page.driver.switch_to.alert.text
+    except NoAlertPresentException:
+        return True
+    raise CheckFailed(f"an alert opened: {text!r}")
+
+
+def clipboard(page):
+    """What the clipboard holds, read the way a page reads it (the permission is granted)."""
+    return page.driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "navigator.clipboard.readText().then(done, (error) => done('clipboard unreadable: ' + error));")
+
+
+def grant_clipboard(page):
+    page.driver.execute_cdp_cmd("Browser.grantPermissions", {
+        "origin": page.base, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+
+
+def markdown_checks(page, server):
+    page.open()
+    grant_clipboard(page)
+    page.log("an answer in Markdown, loaded through the import route")
+    rich = server.import_thread({"name": "Formatting", "messages": [
+        {"role": "user", "content": "Show me **everything** (typed, not formatted)."},
+        {"role": "assistant", "content": RICH_ANSWER, "completion_tokens": 300, "tokens_per_second": 9.5},
+    ]})
+    page.open(f"/#/chat/{rich['id']}")
+    answer = page.wait(lambda d: page.done_answer(), "the imported answer")
+    bubble = page.find("bubble", answer)
+    check(page.source(bubble) == RICH_ANSWER, "the answer's source should be the stored text")
+    question = page.find("bubble", page.messages("user")[0])
+    check(page.text(question) == "Show me **everything** (typed, not formatted)." and not page.find_all("strong", question),
+          "a question should show as typed")
+
+    def texts(selector):
+        return [page.text(node) for node in page.find_all(selector, bubble)]
+
+    check(texts("h1") == ["Baking bread"] and texts("h2") == ["Steps"] and texts("h3") == ["Code"], f"headings: {texts('h1, h2, h3')}")
+    check(texts("p strong") == ["four things"] and "patience" in texts("p em") and texts("del") == ["a machine"],
+          f"emphasis: {texts('strong')} {texts('em')} {texts('del')}")
+    check("snake_case_name.txt" in page.text(bubble) and not any("case" in t for t in texts("em")), "snake_case should stay as written")
+    check("starter" in texts("p > code"), f"inline code: {texts('p > code')}")
+    first = page.find_all("p", bubble)[0]
+    check(len(page.find_all("br", first)) == 1, "a single newline in a paragraph should be a line break")
+
+    lists = page.find_all(":scope > ol", bubble)
+    check(len(lists) == 1 and len(page.find_all(":scope > li", lists[0])) == 3, "an ordered list of three")
+    nested = page.find_all(":scope > li:nth-child(2) > ul > li", lists[0])
+    check([page.text(li) for li in nested] == ["100 g, active", "10 g of salt"], f"a list nested in the second step: {[page.text(li) for li in nested]}")
+    bullets = page.find_all(":scope > ul", bubble)
+    check(len(bullets) == 1 and len(page.find_all(":scope > li > ul > li", bullets[0])) == 1, "a bullet list with a nested one")
+    quote = page.find_all(":scope > blockquote", bubble)
+    check(len(quote) == 1 and "Good bread takes time." in page.text(quote[0]), "a blockquote")
+    check(len(page.find_all(":scope > hr", bubble)) == 1, "a horizontal rule")
+
+    headers = texts("table th")
+    check(headers == ["Ingredient", "Grams", "Share"], f"the table's header: {headers}")
+    rows = [[page.text(cell) for cell in page.find_all("td", row)] for row in page.find_all("table tbody tr", bubble)]
+    check(rows == [["Flour", "500", "100 %"], ["Water H2O", "350", "70 %"]], f"the table's rows: {rows}")
+    aligns = [cell.value_of_css_property("text-align") for cell in page.find_all("table th", bubble)]
+    check(aligns == ["left", "right", "center"], f"the columns' alignment: {aligns}")
+
+    blocks = page.find_all("[data-testid='code-block']", bubble)
+    labels = [page.text(page.find("code-language", block)) for block in blocks]
+    check(labels == ["python", "javascript", "text"], f"code blocks with their languages: {labels}")
+    python = page.find_all("pre code", blocks[0])[0]
+    check(page.text(python) == PYTHON_CODE, f"the code should be shown exactly:\n{page.text(python)!r}")
+    kinds = {kind: [page.text(span) for span in page.find_all(f".tok-{kind}", python)]
+             for kind in ("keyword", "string", "comment", "number", "literal", "function")}
+    check({"def", "return", "if", "else"} <= set(kinds["keyword"]) and kinds["string"] == ['"baked for {minutes}"']
+          and kinds["comment"] == ["# Keep an eye on the crust."] and kinds["number"] == ["40"] and kinds["literal"] == ["None"]
+          and kinds["function"] == ["bake"], f"the Python should be highlighted: {kinds}")
+    check(page.find_all(".tok-comment", blocks[1]) and page.find_all(".tok-keyword", blocks[1]), "the JavaScript should be highlighted")
+    check(not page.find_all("pre span", blocks[2]), "a block without a language is plain")
+
+    paragraphs = " ".join(texts(":scope > p"))
+    check("$E = mc^2$" in paragraphs and "$a_1 * b_2 * c_3$" in paragraphs, f"inline LaTeX should stay as written: {paragraphs!r}")
+    display = texts(".math")
+    check(display == ["$$\n\\int_0^1 x^2 \\, dx = \\frac{1}{3}\n$$"], f"display LaTeX should stay as written: {display}")
+
+    links = page.find_all("a", bubble)
+    check([link.get_attribute("href") for link in links] == ["https://example.com/bread?x=1&y=2", "https://example.org/flour"],
+          f"the links: {[link.get_attribute('href') for link in links]}")
+    check(all(link.get_attribute("target") == "_blank" and "noopener" in link.get_attribute("rel") for link in links),
+          "links should open in a new tab, without access to this one")
+    page.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", blocks[0])
+    page.shot("markdown")
+
+    page.log("the Copy button of a code block copies the code as written")
+    page.click("copy-code", blocks[0])
+    page.wait(lambda d: page.find("copy-code", blocks[0]).get_attribute("data-state") == "copied", "the Copy button to say Copied")
+    check(page.text(page.find("copy-code", blocks[0])) == "Copied", "the button should say Copied")
+    copied = clipboard(page)
+    check(copied == PYTHON_CODE, f"the clipboard should hold the code:\n{copied!r}")
+    page.wait(lambda d: page.text(page.find("copy-code", blocks[0])) == "Copy", "the button to say Copy again")
+    page.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    page.shot("markdown-dark")
+    page.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+    page.log("streaming: the growing answer is rendered in place, an unclosed fence as a code block")
+    result = page.driver.execute_script("""
+        const text = arguments[0];
+        const box = document.createElement('div');
+        document.body.append(box);
+        const problems = [];
+        let heading = null, codeBlock = null, copyButton = null;
+        for (let end = 1; end <= text.length; end += 3) {
+          HearthMarkdown.renderInto(box, text.slice(0, end));
+          if (!box.children.length) problems.push('empty at ' + end);
+          const h = box.querySelector('h1');
+          if (heading && h !== heading) problems.push('the finished heading was replaced at ' + end);
+          if (h && text.slice(0, end).includes('\\n')) heading = h;
+          const block = box.querySelector('.code-block');
+          if (codeBlock && block !== codeBlock) problems.push('the code block was rebuilt at ' + end);
+          if (codeBlock && block.querySelector('.copy-code') !== copyButton) problems.push('the Copy button was rebuilt at ' + end);
+          // Once its first line (the language) is complete, the block stays while its code grows.
+          if (block && !codeBlock && text.slice(0, end).includes('```python\\n')) {
+            codeBlock = block;
+            copyButton = block.querySelector('.copy-code');
+          }
+        }
+        HearthMarkdown.renderInto(box, text);
+        const fresh = document.createElement('div');
+        HearthMarkdown.renderInto(fresh, text);
+        const open = document.createElement('div');
+        HearthMarkdown.renderInto(open, 'Run this:\\n\\n```sh\\necho "still streaming');
+        box.remove();
+        return {problems, same: fresh.innerHTML === box.innerHTML,
+                open: open.querySelector('.code-block pre code') ? open.querySelector('.code-block pre code').textContent : null,
+                openLanguage: open.querySelector('.code-language') && open.querySelector('.code-language').textContent};
+    """, "# Title\n\nSome *text* here.\n\n```python\nprint('hello')\nx = 1\n```\n\nAfter the code.")
+    check(not result["problems"], f"streaming re-renders should keep finished blocks: {result['problems'][:5]}")
+    check(result["same"], "the streamed rendering should end the same as rendering the whole answer")
+    check(result["open"] == 'echo "still streaming' and result["openLanguage"] == "sh",
+          f"an unclosed fence should show as a code block: {result}")
+
+    page.log("an answer (and a name, a question, thoughts) full of HTML and javascript: links shows as text and runs nothing")
+    hostile = server.import_thread({"name": HOSTILE_NAME, "messages": [
+        {"role": "user", "content": "\n".join(HOSTILE)},
+        {"role": "assistant", "content": HOSTILE_ANSWER, "reasoning": "<img src=x onerror=\"window.__xss = 'thoughts'\">",
+         "tokens_per_second": 10},
+    ]})
+    page.open(f"/#/chat/{hostile['id']}")
+    answer = page.wait(lambda d: page.done_answer(), "the hostile answer")
+    bubble = page.find("bubble", answer)
+    # Enough time for an injected image's error handler or script to have run.
+    page.driver.execute_script("return new Promise((resolve) => setTimeout(resolve, 500))")
+    no_alert(page)
+    check(page.driver.execute_script("return window.__xss === undefined"),
+          f"nothing injected should run: window.__xss = {page.driver.execute_script('return window.__xss')!r}")
+    injected = page.driver.execute_script("""
+        return Array.from(document.querySelectorAll(
+          '#message-list .bubble *, #message-list .thoughts *, #thread-list [data-testid=thread-name] *, #thread-title *'))
+          .filter((node) => /^(SCRIPT|IMG|SVG|IFRAME|OBJECT|EMBED)$/i.test(node.tagName)
+                            || Array.from(node.attributes).some((a) => a.name.startsWith('on')))
+          .map((node) => node.outerHTML);""")
+    check(not injected, f"no element should come from the text: {injected}")
+    hrefs = page.driver.execute_script("return Array.from(document.querySelectorAll('#message-list a')).map((a) => a.getAttribute('href'))")
+    check(not hrefs, f"no javascript: or data: link should be made: {hrefs}")
+    shown = page.text(bubble)
+    for payload in ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "[x](javascript:alert(1))",
+                    "[mixed case](JaVaScRiPt:window.__xss='case')", "<a href=\"javascript:window.__xss='anchor'\">anchor</a>"):
+        check(payload in shown, f"{payload!r} should show as text in the answer:\n{shown}")
+    check("</code></pre><img src=x" in page.text(page.find("code-block", bubble)), "the code block should show its HTML as text")
+    check(page.text(page.find("bubble", page.messages("user")[0])) == "\n".join(HOSTILE), "the question should show as typed")
+    check(page.title() == HOSTILE_NAME and HOSTILE_NAME in page.thread_names(), "the thread's name should show as text")
+    thoughts = page.find("thoughts", answer)
+    page.click("thoughts-summary", thoughts)
+    check(page.text(page.find("thoughts-text", thoughts)) == "<img src=x onerror=\"window.__xss = 'thoughts'\">", "thoughts show as text")
+    # Clicking the text of a refused link does nothing either.
+    page.driver.find_element(By.XPATH, "//div[@data-testid='bubble']//p[contains(., 'click me')]").click()
+    no_alert(page)
+    check(page.driver.execute_script("return window.__xss === undefined"), "a click on a refused link should run nothing")
+    check(page.driver.current_url.startswith(page.base), "the page should not have navigated")
+    page.shot("hostile")
+
+
+# ---------------------------------------------------------------------------------------------
+# Editing a question
+
+def edit_checks(page, server):
+    page.open()
+    page.log("a chat of two questions")
+    page.click("new-thread")
+    page.wait(lambda d: re.fullmatch(r"Chat \d+", page.title()), "a new chat")
+    thread_id = server.threads()[0]["id"]
+    send(page, "Name a fruit.")
+    page.wait(lambda d: page.done_answer(), "the first answer", timeout=ANSWER_TIMEOUT)
+    first_answer = page.done_answer().get_attribute("data-message-id")
+    send(page, "Name a colour.")
+    page.wait(lambda d: page.done_answer(exclude_id=first_answer), "the second answer", timeout=ANSWER_TIMEOUT)
+    before = server.messages(thread_id)
+    check([m["role"] for m in before] == ["user", "assistant"] * 2, f"two questions and two answers: {before}")
+    questions = page.messages("user")
+    check(all(page.find_all("[data-testid='edit-message']", q) for q in questions), "every question should offer Edit")
+    check(not page.find_all("[data-testid='edit-message']", page.messages("assistant")[0]), "answers are regenerated, not edited")
+
+    page.log("Esc cancels an edit and changes nothing")
+    page.click("edit-message", questions[0])
+    field = page.wait(lambda d: page._clickable("edit-input", None), "the edit box")
+    check(field.get_attribute("value") == "Name a fruit.", "the edit box should hold the question")
+    check(page.driver.switch_to.active_element == field, "the edit box should have the focus")
+    check(not page.find("bubble", questions[0]).is_displayed(), "the bubble should give way to the edit box")
+    page.shot("editing")
+    field.send_keys(" And more")
+    field.send_keys(Keys.ESCAPE)
+    page.wait(lambda d: not page.find_all("[data-testid='edit-form']"), "the edit box to close")
+    check(page.text(page.find("bubble", page.messages("user")[0])) == "Name a fruit.", "a cancelled edit should keep the text")
+    check(len(page.messages()) == 4 and server.messages(thread_id) == before, "a cancelled edit should change nothing")
+
+    page.log("↑ in the empty message box edits the last question; Cancel closes it")
+    prompt = page.find("prompt")
+    prompt.click()
+    prompt.send_keys(Keys.ARROW_UP)
+    field = page.wait(lambda d: page._clickable("edit-input", None), "the edit box of the last question")
+    check(field.get_attribute("value") == "Name a colour.", "↑ should edit the last question")
+    page.click("edit-cancel")
+    page.wait(lambda d: not page.find_all("[data-testid='edit-form']"), "the edit box to close")
+
+    page.log("edit the first question: the rest of the chat is replaced by a new answer")
+    question_id = page.messages("user")[0].get_attribute("data-message-id")
+    page.click("edit-message", page.messages("user")[0])
+    field = page.wait(lambda d: page._clickable("edit-input", None), "the edit box")
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys("Name a vegetable.")
+    field.send_keys(Keys.CONTROL, Keys.ENTER)
+    page.wait(lambda d: len(page.messages("user")) == 1, "the later messages to go")
+    check(page.text(page.find("bubble", page.messages("user")[0])) == "Name a vegetable.", "the question should show its new text")
+    answer = page.wait(lambda d: page.done_answer(exclude_id=first_answer), "the new answer", timeout=ANSWER_TIMEOUT)
+    stored = server.messages(thread_id)
+    check([m["role"] for m in stored] == ["user", "assistant"], f"the server should keep the edited question and its answer: {stored}")
+    check(stored[0]["content"] == "Name a vegetable." and str(stored[0]["id"]) == question_id, "the question is edited in place")
+    check(str(stored[1]["id"]) == answer.get_attribute("data-message-id") and page.source(page.find("bubble", answer)) == stored[1]["content"],
+          "the page should show the stored answer")
+    check(len(page.messages()) == 2, "the page should show the question and its answer only")
+    page.shot("edited")
+
+    page.log("the edit holds after a reload")
+    page.driver.refresh()
+    page.wait(lambda d: len(page.messages()) == 2 and page.done_answer(), "the chat after a reload")
+    check(page.text(page.find("bubble", page.messages("user")[0])) == "Name a vegetable.", "the edited question after a reload")
+
+
+# ---------------------------------------------------------------------------------------------
+# Copy, search, export and import, keyboard shortcuts
+
+BREAD = {"name": "Baking bread", "preset": "precise", "messages": [
+    {"role": "user", "content": "How long does sourdough rise?"},
+    {"role": "assistant", "content": "About **4 to 6 hours** at room temperature.\n\n```text\nwarm: 4 h\ncool: 6 h\n```",
+     "completion_tokens": 30, "tokens_per_second": 12.5},
+]}
+TRIP = {"name": "Trip to Zürich", "messages": [
+    {"role": "user", "content": "What should I eat?"},
+    {"role": "assistant", "content": "Try Rösti, and fondue in winter."},
+]}
+
+
+def wait_for_download(folder, name):
+    path = os.path.join(folder, name)
+    deadline = time.monotonic() + UI_TIMEOUT
+    while time.monotonic() < deadline:
+        if os.path.exists(path) and not any(f.endswith(".crdownload") for f in os.listdir(folder)):
+            return path
+        time.sleep(0.1)
+    raise CheckFailed(f"{name} was not downloaded; the folder has {os.listdir(folder)}")
+
+
+def unfocus(page):
+    """Takes the focus out of any field, so that keys go to the page itself."""
+    page.driver.execute_script("if (document.activeElement) document.activeElement.blur();")
+
+
+def press(page, *keys):
+    """Key presses sent to whatever has the focus, as a person types them."""
+    actions = ActionChains(page.driver)
+    modifiers = [key for key in keys[:-1]]
+    for key in modifiers:
+        actions.key_down(key)
+    actions.send_keys(keys[-1])
+    for key in reversed(modifiers):
+        actions.key_up(key)
+    actions.perform()
+
+
+def tools_checks(page, server, downloads):
+    bread = server.import_thread(BREAD)
+    trip = server.import_thread(TRIP)
+    page.open()
+    grant_clipboard(page)
+    page.driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+    page.wait(lambda d: page.thread_names() == ["Trip to Zürich", "Baking bread"], "the imported chats in the list")
+
+    page.log("search: / focuses the box; names and message text are searched, ignoring case and accents")
+    unfocus(page)
+    press(page, "/")
+    search = page.find("thread-search")
+    page.wait(lambda d: d.switch_to.active_element == search, "the search box to have the focus")
+    search.send_keys("rosti")
+    page.wait(lambda d: page.thread_names() == ["Trip to Zürich"], "the chat whose answer says Rösti")
+    page.shot("search")
+    search.send_keys(Keys.CONTROL, "a")
+    search.send_keys("SOURDOUGH")
+    page.wait(lambda d: page.thread_names() == ["Baking bread"], "the chat whose question says sourdough")
+    search.send_keys(Keys.CONTROL, "a")
+    search.send_keys("zürich")
+    page.wait(lambda d: page.thread_names() == ["Trip to Zürich"], "the chat named Zürich")
+    search.send_keys(Keys.CONTROL, "a")
+    search.send_keys("no chat says this")
+    page.wait(lambda d: page.visible("no-results") and not page.thread_names(), "the no-results line")
+    search.send_keys(Keys.ESCAPE)
+    page.wait(lambda d: page.thread_names() == ["Trip to Zürich", "Baking bread"] and search.get_attribute("value") == "",
+              "Esc to clear the search")
+    search.send_keys("bread")
+    page.wait(lambda d: page.thread_names() == ["Baking bread"], "the bread chat")
+    search.send_keys(Keys.ENTER)
+    page.wait(lambda d: page.title() == "Baking bread", "Enter to open the chat found")
+
+    page.log("Copy an answer: its Markdown as written")
+    answer = page.wait(lambda d: page.done_answer(), "the answer")
+    page.click("copy-answer", answer)
+    page.wait(lambda d: page.find("copy-answer", answer).get_attribute("data-state") == "copied", "Copied")
+    copied = clipboard(page)
+    check(copied == BREAD["messages"][1]["content"], f"the clipboard should hold the answer as written:\n{copied!r}")
+    page.shot("copied")
+
+    page.log("the clipboard fallback where the Clipboard API is refused")
+    page.driver.execute_script("navigator.clipboard.writeText = () => Promise.reject(new Error('refused'));")
+    page.click("copy-code", answer)
+    page.wait(lambda d: page.find("copy-code", answer).get_attribute("data-state") in ("copied", "failed"), "the copy to end")
+    check(page.find("copy-code", answer).get_attribute("data-state") == "copied", "the fallback should copy")
+    check(clipboard(page) == "warm: 4 h\ncool: 6 h", f"the fallback should copy the code: {clipboard(page)!r}")
+    page.open(f"/#/chat/{bread['id']}")
+
+    page.log("export as JSON and as Markdown")
+    page.click("export-button")
+    page.wait(lambda d: page.visible("export-json"), "the export menu")
+    page.shot("export-menu")
+    page.click("export-json")
+    exported_path = wait_for_download(downloads, "Baking bread.json")
+    with open(exported_path, encoding="utf-8") as file:
+        exported = json.load(file)
+    on_server = server.request("GET", f"/v1/threads/{bread['id']}/export")
+    check(exported == on_server, f"the file should hold the server's export:\n{exported}\n{on_server}")
+    check([m["content"] for m in exported["messages"]] == [m["content"] for m in BREAD["messages"]], "the export holds the messages")
+    check(not page.visible("export-json"), "the menu should close")
+    page.click("export-button")
+    page.click("export-markdown")
+    with open(wait_for_download(downloads, "Baking bread.md"), encoding="utf-8") as file:
+        markdown = file.read()
+    check(markdown.startswith("# Baking bread\n") and "## You\n\nHow long does sourdough rise?" in markdown
+          and "## Assistant\n\n" + BREAD["messages"][1]["content"] in markdown, f"the Markdown transcript:\n{markdown}")
+
+    page.log("import the JSON export: a new chat with the same messages")
+    before = {t["id"] for t in server.threads()}
+    page.find("import-file").send_keys(exported_path)
+    page.wait(lambda d: len(server.threads()) == len(before) + 1, "the imported chat on the server")
+    new_id = next(t["id"] for t in server.threads() if t["id"] not in before)
+    page.wait(lambda d: page.selected_thread() is not None and page.selected_thread().get_attribute("data-thread-id") == new_id,
+              "the imported chat to open")
+    page.wait(lambda d: len(page.messages()) == 2, "its messages")
+    check([m["content"] for m in server.messages(new_id)] == [m["content"] for m in BREAD["messages"]], "the same messages")
+    check(server.thread(new_id)["preset"] == "precise", "the same settings")
+    page.wait(lambda d: "Imported" in page.find("toast").text, "the import to be announced")
+    page.shot("imported")
+
+    page.log("a file that is not an export is refused with a reason; a missing model falls back to the default, saying so")
+    not_json = os.path.join(downloads, "notes.json")
+    with open(not_json, "w") as file:
+        file.write("these are notes, not JSON")
+    page.find("import-file").send_keys(not_json)
+    page.wait(lambda d: "not JSON" in page.find("toast").text, "the refusal")
+    foreign = os.path.join(downloads, "foreign.json")
+    with open(foreign, "w") as file:
+        json.dump({**TRIP, "name": "From elsewhere", "model": "a-model-this-server-lacks"}, file)
+    page.find("import-file").send_keys(foreign)
+    page.wait(lambda d: page.title() == "From elsewhere", "the foreign chat to open")
+    check("a-model-this-server-lacks" in page.find("toast").text and "default model" in page.find("toast").text,
+          f"the toast should say the model is missing: {page.find('toast').text!r}")
+    check(next(t for t in server.threads() if t["name"] == "From elsewhere")["model"] is None, "it uses the default model")
+
+    page.log("? lists the shortcuts")
+    unfocus(page)
+    press(page, "?")
+    page.wait(lambda d: page.visible("help-dialog"), "the help dialog")
+    rows = [page.text(row) for row in page.find_all("[data-testid='shortcut']")]
+    check(any("New chat" in row and "Shift" in row for row in rows) and any("Search" in row for row in rows)
+          and any("Stop" in row for row in rows), f"the shortcuts should be listed: {rows}")
+    page.shot("shortcuts")
+    press(page, Keys.ESCAPE)
+    page.wait(lambda d: not page.visible("help-dialog"), "Esc to close the help")
+
+    page.log("Ctrl+Shift+O starts a chat; Shift+Esc focuses the message box")
+    count = len(server.threads())
+    unfocus(page)
+    press(page, Keys.CONTROL, Keys.SHIFT, "o")
+    page.wait(lambda d: re.fullmatch(r"Chat \d+", page.title()) and len(server.threads()) == count + 1, "a new chat")
+    unfocus(page)
+    press(page, Keys.SHIFT, Keys.ESCAPE)
+    page.wait(lambda d: d.switch_to.active_element == page.find("prompt"), "the message box to have the focus")
+
+    page.log("Ctrl+Enter sends; Esc stops the answer")
+    prompt = page.find("prompt")
+    prompt.send_keys("Write a very long story about a dragon who learns to bake bread. Use many chapters.")
+    prompt.send_keys(Keys.CONTROL, Keys.ENTER)
+    page.wait(lambda d: [m for m in page.messages("assistant") if m.get_attribute("data-state") == "streaming" and page.text(m).strip()],
+              "the story to start", timeout=ANSWER_TIMEOUT)
+    press(page, Keys.ESCAPE)
+    page.wait(lambda d: page.visible("unanswered") and not page.visible("stop"), "Esc to stop the answer")
+    page.shot("story-stopped")
+    thread_id = page.wait(lambda d: page.selected_thread().get_attribute("data-thread-id"), "the chat's id")
+    check([m["role"] for m in server.messages(thread_id)] == ["user"], "the stopped answer should not be stored")
+
+
+# ---------------------------------------------------------------------------------------------
+# A phone-sized window
+
+def mobile_checks(page, server):
+    wide = server.import_thread({"name": "Wide content", "messages": [
+        {"role": "user", "content": "Show a wide table and long code."},
+        {"role": "assistant", "content": "| " + " | ".join(f"column {i}" for i in range(12)) + " |\n|" + "---|" * 12 + "\n| "
+         + " | ".join(str(i) for i in range(12)) + " |\n\n```python\nprint('" + "x" * 200 + "')\n```", "tokens_per_second": 10},
+    ]})
+    server.import_thread({"name": "Second chat", "messages": []})
+    page.driver.set_window_size(390, 844)
+    page.open(f"/#/chat/{wide['id']}")
+    width = page.driver.execute_script("return window.innerWidth")
+    check(width < 700, f"the window should be phone-sized: {width}px")
+    page.wait(lambda d: page.done_answer(), "the answer")
+    check(not page.find("thread-list").is_displayed() and page.visible("open-sidebar"), "the chat list should hide behind the menu button")
+    overflow = page.driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+    check(overflow <= 0, f"nothing should make the page scroll sideways ({overflow}px too wide)")
+    check(page.find("composer").is_displayed() and page.find("composer").rect["width"] <= width, "the composer should fit")
+    page.shot("phone-chat")
+
+    page.log("the menu button slides the chat list in; choosing a chat closes it")
+    page.click("open-sidebar")
+    page.wait(lambda d: page.find("thread-list").is_displayed() and page.visible("sidebar-backdrop"), "the chat list")
+    check(page.find("open-sidebar").get_attribute("aria-expanded") == "true", "the button should say the list is open")
+    page.wait(lambda d: page.driver.execute_script(
+        "return document.querySelector('.sidebar').getBoundingClientRect().left") >= 0, "the list to finish sliding in")
+    page.shot("phone-sidebar")
+    second = next(item for item in page.find_all("[data-testid='thread-item']") if page.text(item).strip() == "Second chat")
+    page.find("thread-name", second).click()
+    page.wait(lambda d: page.title() == "Second chat" and not page.find("thread-list").is_displayed(), "the chat, with the list closed")
+
+    page.log("Esc and the backdrop close the list too")
+    page.click("open-sidebar")
+    page.wait(lambda d: page.find("thread-list").is_displayed(), "the chat list")
+    press(page, Keys.ESCAPE)
+    page.wait(lambda d: not page.find("thread-list").is_displayed(), "Esc to close the list")
+    page.click("open-sidebar")
+    page.wait(lambda d: page.visible("sidebar-backdrop"), "the backdrop")
+    page.driver.execute_script("document.getElementById('sidebar-backdrop').click()")
+    page.wait(lambda d: not page.find("thread-list").is_displayed(), "the backdrop to close the list")
+
+    page.log("a question and its answer on the phone")
+    send(page, "Say hi in three words.")
+    page.wait(lambda d: page.done_answer(), "the answer", timeout=ANSWER_TIMEOUT)
+    page.shot("phone-answered")
+
+    page.log("wider again: the list is back beside the chat")
+    page.driver.set_window_size(1280, 860)
+    page.wait(lambda d: page.find("thread-list").is_displayed() and not page.visible("open-sidebar"), "the two-column layout")
+    page.shot("desktop-again")
 
 
 def prompt_value(page):
@@ -625,6 +1192,10 @@ def main():
     parser.add_argument("--speech")
     parser.add_argument("--speech-text")
     parser.add_argument("--no-speech")
+    parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--edit", action="store_true")
+    parser.add_argument("--tools", action="store_true")
+    parser.add_argument("--mobile", action="store_true")
     arguments = parser.parse_args()
     os.makedirs(arguments.screenshots, exist_ok=True)
     # A test runner that gives up sends SIGTERM: close the browser rather than leave it behind.
@@ -649,6 +1220,16 @@ def main():
             api_key_checks(page, Server(arguments.base, arguments.api_key), arguments.api_key)
         elif arguments.thoughts:
             thoughts_checks(page, Server(arguments.base), arguments.thoughts)
+        elif arguments.markdown:
+            markdown_checks(page, Server(arguments.base))
+        elif arguments.edit:
+            edit_checks(page, Server(arguments.base))
+        elif arguments.tools:
+            downloads = os.path.join(arguments.screenshots, "downloads")
+            os.makedirs(downloads, exist_ok=True)
+            tools_checks(page, Server(arguments.base), downloads)
+        elif arguments.mobile:
+            mobile_checks(page, Server(arguments.base))
         else:
             chat_checks(page, Server(arguments.base), arguments.pull)
         page.log(f"all checks passed; {page.shots} screenshots in {arguments.screenshots}")

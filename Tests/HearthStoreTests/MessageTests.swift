@@ -175,4 +175,52 @@ struct MessageTests {
         }
         #expect(try await store.messages(threadID: thread.id).isEmpty)
     }
+
+    @Test("editing a question replaces its text and deletes everything after it, in this thread only", arguments: StoreEngine.available)
+    func editMessage(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
+        let thread = try await store.createThread()
+        let other = try await store.createThread()
+        let first = try await store.appendMessage(threadID: thread.id, role: "user", content: "Name a fruit.")
+        let answer = try await store.appendMessage(threadID: thread.id, role: "assistant", content: "A pear.")
+        let elsewhere = try await store.appendMessage(threadID: other.id, role: "user", content: "Unrelated.")
+        let second = try await store.appendMessage(threadID: thread.id, role: "user", content: "Another?")
+        _ = try await store.appendMessage(threadID: thread.id, role: "assistant", content: "A plum.")
+
+        let edited = try await store.editMessage(threadID: thread.id, messageID: second.id, content: "A vegetable?")
+        #expect(edited.id == second.id && edited.content == "A vegetable?" && edited.role == "user")
+        #expect(edited.createdAt == second.createdAt)
+        #expect(try await store.messages(threadID: thread.id) == [first, answer, edited])
+        #expect(try await store.messages(threadID: other.id) == [elsewhere], "other threads keep their messages")
+        #expect(try await store.threads().first?.id == thread.id, "an edit moves the thread to the top")
+
+        let again = try await store.editMessage(threadID: thread.id, messageID: first.id, content: "Name a berry.")
+        #expect(try await store.messages(threadID: thread.id) == [again])
+        // The answer that follows gets a new id, never one of the deleted messages'.
+        let next = try await store.appendMessage(threadID: thread.id, role: "assistant", content: "A raspberry.")
+        #expect(next.id > second.id)
+    }
+
+    @Test("only the thread's own user messages can be edited; a refused edit changes nothing", arguments: StoreEngine.available)
+    func editRefused(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
+        let thread = try await store.createThread()
+        let other = try await store.createThread()
+        let question = try await store.appendMessage(threadID: thread.id, role: "user", content: "Why?")
+        let answer = try await store.appendMessage(threadID: thread.id, role: "assistant", content: "Because.")
+        let foreign = try await store.appendMessage(threadID: other.id, role: "user", content: "Elsewhere.")
+        let text = invalidArgumentText(await hearthError { _ = try await store.editMessage(threadID: thread.id, messageID: answer.id, content: "x") })
+        #expect(text?.contains("assistant") == true)
+        for id in [foreign.id, 9999] {
+            #expect(await hearthError { _ = try await store.editMessage(threadID: thread.id, messageID: id, content: "x") }
+                    == .messageNotFound(threadID: thread.id, id: id))
+        }
+        #expect(HearthError.messageNotFound(threadID: "t", id: 7).message.contains("7"))
+        #expect(try await store.messages(threadID: thread.id) == [question, answer])
+        #expect(try await store.messages(threadID: other.id) == [foreign])
+    }
 }

@@ -175,6 +175,7 @@ struct ThreadTests {
             #expect(await hearthError { _ = try await store.messages(threadID: id) } == expected)
             #expect(await hearthError { _ = try await store.appendMessage(threadID: id, role: "user", content: "x") } == expected)
             #expect(await hearthError { _ = try await store.deleteLastAssistantMessage(threadID: id) } == expected)
+            #expect(await hearthError { _ = try await store.editMessage(threadID: id, messageID: 1, content: "x") } == expected)
         }
         #expect(HearthError.threadNotFound(id: "abc").category == .input)
         #expect(HearthError.threadNotFound(id: "abc").message.contains("abc"))
@@ -222,5 +223,67 @@ struct ThreadTests {
             == "/home/u/.local/share/hearth/hearth.sqlite")
         #expect(SQLiteChatStore.defaultPath(environment: ["XDG_DATA_HOME": "relative/data", "HOME": "/home/u"])
             == "/home/u/.local/share/hearth/hearth.sqlite")
+    }
+
+    @Test("search finds threads by name or by any message's text, ignoring case and diacritics, newest first", arguments: StoreEngine.available)
+    func search(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
+        let trip = try await store.renameThread(id: try await store.createThread().id, to: "Trip to Zürich")
+        let bread = try await store.createThread()
+        _ = try await store.appendMessage(threadID: bread.id, role: "user", content: "How do I bake sourdough?")
+        _ = try await store.appendMessage(threadID: bread.id, role: "assistant", content: "Start with a levain.\u{0}Then ZURICH-style crust.")
+        let empty = try await store.createThread()
+
+        #expect(try await store.threads(matching: "zurich").map(\.id) == [bread.id, trip.id], "ü matches u; the text after a NUL counts")
+        #expect(try await store.threads(matching: "SOURDOUGH").map(\.id) == [bread.id])
+        #expect(try await store.threads(matching: "levain").map(\.id) == [bread.id], "answers are searched too")
+        #expect(try await store.threads(matching: "trip to").map(\.id) == [trip.id])
+        #expect(try await store.threads(matching: "50%_").isEmpty, "LIKE wildcards are plain characters")
+        #expect(try await store.threads(matching: "nothing like this").isEmpty)
+        #expect(try await store.threads(matching: "  ").map(\.id) == [empty.id, bread.id, trip.id], "a blank search lists every thread")
+        #expect(try await store.threads(matching: " levain ").map(\.id) == [bread.id], "surrounding spaces are ignored")
+    }
+
+    @Test("import makes a new thread with the messages in order, in one transaction", arguments: StoreEngine.available)
+    func importThread(engine: StoreEngine) async throws {
+        let database = try StoreDatabase(engine)
+        defer { withExtendedLifetime(database) {} }
+        let store = try await database.open()
+        let existing = try await store.createThread()
+        let messages = [
+            NewMessage(role: "system", content: "Be brief."),
+            NewMessage(role: "user", content: "Name a fruit."),
+            NewMessage(role: "assistant", content: "A pear.\u{0}", completionTokens: 3, tokensPerSecond: 12.5,
+                                 reasoning: "Fruit: pear 🍐"),
+        ]
+        let imported = try await store.importThread(name: "  Fruit chat ", model: "smollm2", preset: "precise",
+                                                    systemPrompt: "Answer in one word.", messages: messages)
+        #expect(imported.name == "Fruit chat" && imported.model == "smollm2" && imported.preset == "precise")
+        #expect(imported.systemPrompt == "Answer in one word.")
+        #expect(try await store.thread(id: imported.id) == imported)
+        #expect(try await store.threads().map(\.id) == [imported.id, existing.id], "an imported thread comes first")
+        let stored = try await store.messages(threadID: imported.id)
+        #expect(stored.map { NewMessage(role: $0.role, content: $0.content, completionTokens: $0.completionTokens,
+                                                  tokensPerSecond: $0.tokensPerSecond, reasoning: $0.reasoning) } == messages)
+        #expect(stored.map(\.id) == stored.map(\.id).sorted())
+
+        // Without a name it takes the next number; with no messages it is an empty thread.
+        let unnamed = try await store.importThread(name: nil, messages: [])
+        #expect(unnamed.name == "Chat 2")
+        #expect(try await store.messages(threadID: unnamed.id).isEmpty)
+
+        // A bad role, bad statistics or a bad name leave nothing behind.
+        let before = try await store.threads()
+        let count = try database.count("message")
+        let badRole = messages + [NewMessage(role: "tool", content: "x")]
+        #expect(invalidArgumentText(await hearthError { _ = try await store.importThread(name: nil, messages: badRole) }) != nil)
+        let badSpeed = [NewMessage(role: "assistant", content: "x", tokensPerSecond: -1)]
+        #expect(invalidArgumentText(await hearthError { _ = try await store.importThread(name: nil, messages: badSpeed) }) != nil)
+        #expect(invalidArgumentText(await hearthError { _ = try await store.importThread(name: "   ", messages: messages) }) != nil)
+        #expect(try await store.threads() == before)
+        #expect(try database.count("message") == count)
+        #expect(try await store.createThread().name == "Chat 3", "a refused import takes no number")
     }
 }

@@ -1,5 +1,6 @@
 // Hearth web chat: threads, streamed answers, per-thread settings and the models page, on the
-// server's own API. Model output only ever reaches the page through textContent.
+// server's own API. Model output only ever reaches the page through textContent, or as
+// elements built by HearthMarkdown (markdown.js), which never parses text as HTML.
 "use strict";
 
 const KEY_STORAGE = "hearth.apiKey";
@@ -10,9 +11,13 @@ const state = {
   // The current thread's stored messages, in order.
   messages: [],
   presets: [],
-  // The answer being streamed: { threadId, controller }.
+  // The answer being streamed: { threadId, controller, finished }, `finished` a promise that
+  // settles once the page is done with it.
   stream: null,
   pulling: false,
+  // What the search box holds, and the ids of the threads that match it (null: no search).
+  search: "",
+  matches: null,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -21,22 +26,26 @@ const $ = (id) => document.getElementById(id);
 // The API
 
 class ApiError extends Error {
-  constructor(message, status) {
+  constructor(message, status, code) {
     super(message);
     this.status = status;
+    // OpenAI's error code, such as model_not_found, when the server sent one.
+    this.code = code || null;
   }
 
   // The server answers OpenAI's {error:{message}} under /v1 and Ollama's {error:"..."} under
   // /api; anything else is shown as the status line.
   static async from(response) {
     let message = `${response.status} ${response.statusText}`.trim();
+    let code = null;
     try {
       const body = await response.json();
       message = ApiError.messageOf(body) || message;
+      code = body && body.error && typeof body.error === "object" ? body.error.code : null;
     } catch (_) {
       // Not JSON: the status line says enough.
     }
-    return new ApiError(message, response.status);
+    return new ApiError(message, response.status, code);
   }
 
   static messageOf(body) {
@@ -184,6 +193,65 @@ function toast(message) {
   toastTimer = setTimeout(() => { node.hidden = true; }, 5000);
 }
 
+// Writes text to the clipboard: the Clipboard API where the page may use it, else a hidden
+// text area and the copy command (a page opened over plain http from another machine is not a
+// secure context, and has no Clipboard API).
+async function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch (_) {
+      // Refused (no focus, no permission): the old way may still work.
+    }
+  }
+  const focused = document.activeElement;
+  const area = element("textarea", { attributes: { readonly: "", "aria-hidden": "true", tabindex: "-1" } });
+  area.value = text;
+  area.style.cssText = "position:fixed;top:0;left:0;opacity:0;pointer-events:none";
+  document.body.append(area);
+  area.select();
+  let copied = false;
+  try {
+    copied = document.execCommand("copy");
+  } catch (_) {
+    copied = false;
+  }
+  area.remove();
+  if (focused && focused.focus) focused.focus();
+  return copied;
+}
+
+// Says on the button that it copied, for a moment.
+function showCopied(node, copied) {
+  const label = node.querySelector("span") || node;
+  if (!node.dataset.label) node.dataset.label = label.textContent;
+  label.textContent = copied ? "Copied" : "Copy failed";
+  node.dataset.state = copied ? "copied" : "failed";
+  clearTimeout(node.copiedTimer);
+  node.copiedTimer = setTimeout(() => {
+    label.textContent = node.dataset.label;
+    delete node.dataset.state;
+  }, 1500);
+}
+
+// Saves text as a file through the browser's downloads.
+function download(filename, type, text) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const link = element("a", { attributes: { href: url, download: filename } });
+  link.hidden = true;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+}
+
+// A thread's name as a file name: characters file systems refuse become "_".
+function fileName(name, extension) {
+  const base = name.replace(/[\\/:*?"<>|\u0000-\u001f]+/g, "_").replace(/^[.\s]+|[.\s]+$/g, "");
+  return `${base || "chat"}.${extension}`;
+}
+
 function confirmAction(title, text, action) {
   const dialog = $("confirm-dialog");
   $("confirm-title").textContent = title;
@@ -203,15 +271,48 @@ function currentThread() {
 // ---------------------------------------------------------------------------------------------
 // Threads
 
+// Every thread, and with a search the ids of those that match: the list shows only those,
+// while the open thread stays open whether it matches or not.
 async function loadThreads() {
-  state.threads = (await getJSON("/v1/threads")).data;
+  const query = state.search.trim();
+  const [all, found] = await Promise.all([
+    getJSON("/v1/threads"),
+    query ? getJSON(`/v1/threads?search=${encodeURIComponent(query)}`) : null,
+  ]);
+  state.threads = all.data;
+  // An answer to an older search, overtaken by typing, is dropped.
+  if (query === state.search.trim()) state.matches = found ? new Set(found.data.map((thread) => thread.id)) : null;
   renderThreads();
+}
+
+let searchTimer = null;
+function searchChanged() {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(() => {
+    state.search = $("thread-search").value;
+    document.body.dataset.searching = String(Boolean(state.search.trim()));
+    loadThreads().catch((error) => toast(error.message));
+  }, 150);
+}
+
+function clearSearch() {
+  clearTimeout(searchTimer);
+  $("thread-search").value = "";
+  state.search = "";
+  state.matches = null;
+  document.body.dataset.searching = "false";
 }
 
 function renderThreads() {
   const list = $("thread-list");
   list.replaceChildren();
-  for (const thread of state.threads) {
+  const shown = state.matches ? state.threads.filter((thread) => state.matches.has(thread.id)) : state.threads;
+  if (state.matches && !shown.length) {
+    const empty = element("li", { className: "no-results muted small", text: `No chats match “${state.search.trim()}”.` });
+    empty.dataset.testid = "no-results";
+    list.append(empty);
+  }
+  for (const thread of shown) {
     const item = element("li", { className: "thread-item" });
     item.dataset.testid = "thread-item";
     item.dataset.threadId = thread.id;
@@ -221,7 +322,10 @@ function renderThreads() {
     open.dataset.testid = "thread-name";
     if (selected) open.setAttribute("aria-current", "page");
     open.append(element("span", { text: thread.name }));
-    open.addEventListener("click", () => navigate(`#/chat/${thread.id}`));
+    open.addEventListener("click", () => {
+      closeSidebar();
+      navigate(`#/chat/${thread.id}`);
+    });
     item.append(
       open,
       button({ label: `Rename ${thread.name}`, iconName: "pencil", className: "icon-button", testId: "rename-thread",
@@ -241,12 +345,16 @@ function renderHeader() {
     ? `${thread.model || "default model"} · ${thread.preset || "balanced"}${thread.system_prompt ? " · system prompt" : ""}`
     : "";
   $("open-settings").disabled = !thread;
+  $("export-menu").hidden = !thread;
   document.title = thread ? `${thread.name} — Hearth` : "Hearth";
 }
 
 async function createThread() {
   stopStreaming();
+  closeSidebar();
   const thread = await (await api("/v1/threads", { method: "POST", body: {} })).json();
+  // A new chat matches no search: the list shows everything again.
+  clearSearch();
   state.threads.unshift(thread);
   await navigate(`#/chat/${thread.id}`);
   return thread;
@@ -331,10 +439,23 @@ function messageElement(role, text) {
   const item = element("li", { className: `message ${role}` });
   item.dataset.testid = "message";
   item.dataset.role = role;
-  const bubble = element("div", { className: "bubble", text });
+  const bubble = element("div", { className: "bubble" });
   bubble.dataset.testid = "bubble";
+  setBubbleText(bubble, role, text);
   item.append(bubble);
   return item;
+}
+
+// An answer is Markdown, shown formatted; a question or an error is shown as typed. The text
+// itself is kept on the bubble (`source`) for Copy and Edit.
+function setBubbleText(bubble, role, text) {
+  bubble.source = text;
+  if (role === "assistant") {
+    bubble.classList.add("markdown");
+    HearthMarkdown.renderInto(bubble, text);
+  } else {
+    bubble.textContent = text;
+  }
 }
 
 // A reasoning model's thoughts, folded above its answer; the summary says whether they are
@@ -367,12 +488,17 @@ function storedMessageElement(message) {
   }
   item.dataset.messageId = message.id;
   item.dataset.state = "done";
-  if (message.role === "assistant") addStatistics(item, message);
+  if (message.role === "assistant") addAnswerActions(item, message);
+  if (message.role === "user") addQuestionActions(item);
   return item;
 }
 
-function addStatistics(item, message) {
+// Below an answer: Copy, its speed, and (on the last one) Regenerate.
+function addAnswerActions(item, message) {
   const meta = element("div", { className: "meta muted small" });
+  const copy = button({ label: "Copy the answer", text: "Copy", iconName: "copy", testId: "copy-answer",
+    onClick: async () => showCopied(copy, await copyText(message.content)) });
+  meta.append(copy);
   if (message.tokens_per_second != null) {
     const tokens = message.completion_tokens != null ? `${message.completion_tokens} tokens · ` : "";
     const speed = element("span", { text: `${tokens}${message.tokens_per_second.toFixed(1)} tokens/s` });
@@ -382,11 +508,99 @@ function addStatistics(item, message) {
   item.append(meta);
 }
 
+// Below a stored question: Edit, which answers it again from there.
+function addQuestionActions(item) {
+  if (item.querySelector("[data-testid=edit-message]")) return;
+  const meta = element("div", { className: "meta muted small" });
+  meta.append(button({ label: "Edit this message and answer it again", text: "Edit", iconName: "pencil", testId: "edit-message",
+    onClick: () => startEdit(item) }));
+  item.append(meta);
+}
+
 function renderMessages() {
   const list = $("message-list");
   list.replaceChildren(...state.messages.map(storedMessageElement));
   updateChatControls();
   scrollToEnd(true);
+}
+
+// Edits a stored question in place: a text box with the question, Save and send, and Cancel.
+function startEdit(item) {
+  const id = Number(item.dataset.messageId);
+  const message = state.messages.find((stored) => stored.id === id);
+  if (!message || item.classList.contains("editing")) return;
+  item.classList.add("editing");
+  const bubble = item.querySelector(".bubble");
+  const meta = item.querySelector(".meta");
+  const form = element("form", { className: "edit-form" });
+  form.dataset.testid = "edit-form";
+  const field = element("textarea", { className: "edit-field", attributes: { "aria-label": "Edit the message", rows: "3" } });
+  field.dataset.testid = "edit-input";
+  field.value = message.content;
+  const finish = () => {
+    form.remove();
+    bubble.hidden = false;
+    if (meta) meta.hidden = false;
+    item.classList.remove("editing");
+  };
+  const cancel = button({ label: "Cancel editing", text: "Cancel", className: "ghost", testId: "edit-cancel", onClick: () => {
+    finish();
+    $("prompt").focus();
+  } });
+  const save = element("button", { className: "primary", text: "Save and send", attributes: { type: "submit" } });
+  save.dataset.testid = "edit-save";
+  const actions = element("div", { className: "edit-actions" });
+  actions.append(element("span", { className: "muted small", text: "Later messages will be replaced." }), cancel, save);
+  form.append(field, actions);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = field.value;
+    if (!text.trim()) return;
+    finish();
+    editQuestion(item, message, text).catch((error) => toast(error.message));
+  });
+  field.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      // Esc here cancels the edit only; it does not also stop an answer.
+      event.preventDefault();
+      event.stopPropagation();
+      cancel.click();
+    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  const fit = () => {
+    field.style.height = "auto";
+    field.style.height = `${Math.min(field.scrollHeight + 2, 320)}px`;
+  };
+  field.addEventListener("input", fit);
+  bubble.hidden = true;
+  if (meta) meta.hidden = true;
+  item.append(form);
+  fit();
+  field.focus();
+  field.setSelectionRange(field.value.length, field.value.length);
+}
+
+// The server replaces the question and deletes everything after it before answering; the
+// page does the same, then streams the new answer.
+async function editQuestion(item, message, text) {
+  const thread = currentThread();
+  if (!thread) return;
+  if (state.stream) {
+    const { finished } = state.stream;
+    stopStreaming();
+    await finished;
+  }
+  // The list may have been rendered again meanwhile: find the question by its id.
+  const question = $("message-list").querySelector(`[data-message-id="${message.id}"]`) || item;
+  const index = state.messages.findIndex((stored) => stored.id === message.id);
+  if (index >= 0) state.messages = state.messages.slice(0, index);
+  while (question.nextElementSibling) question.nextElementSibling.remove();
+  setBubbleText(question.querySelector(".bubble"), "user", text);
+  question.dataset.state = "pending";
+  await streamAnswer(thread.id, `/v1/threads/${thread.id}/messages/${message.id}/edit`, { content: text }, question, null);
 }
 
 // Regenerate sits on the last answer; a question left without one (stopped, or failed) gets
@@ -416,10 +630,14 @@ function updateChatControls() {
   }
 }
 
+function nearEnd() {
+  const box = $("messages");
+  return box.scrollHeight - box.scrollTop - box.clientHeight < 120;
+}
+
 function scrollToEnd(force) {
   const box = $("messages");
-  const nearEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 120;
-  if (force || nearEnd) box.scrollTop = box.scrollHeight;
+  if (force || nearEnd()) box.scrollTop = box.scrollHeight;
 }
 
 async function sendMessage(text) {
@@ -448,12 +666,50 @@ async function regenerateAnswer() {
 // regenerating), `text` its text, kept for Retry.
 async function streamAnswer(threadId, path, body, question, text) {
   const controller = new AbortController();
-  state.stream = { threadId, controller };
+  let settle;
+  state.stream = { threadId, controller, finished: new Promise((resolve) => { settle = resolve; }) };
+  try {
+    await streamInto(threadId, path, body, question, text, controller);
+  } finally {
+    settle();
+  }
+}
+
+async function streamInto(threadId, path, body, question, text, controller) {
   const answer = messageElement("assistant", "");
   answer.dataset.state = "streaming";
   answer.classList.add("streaming");
   const bubble = answer.querySelector(".bubble");
   let thoughts = null;
+  // The answer so far is rendered at most once a frame, however fast its pieces come, and only
+  // the blocks that changed are rebuilt (see HearthMarkdown.renderInto). A render that took
+  // long (a long code block to highlight) is followed by a pause twice as long, so the page
+  // stays responsive on a slow machine.
+  let written = "";
+  let frame = 0;
+  let timer = 0;
+  let cost = 0;
+  const paint = () => {
+    frame = 0;
+    const started = performance.now();
+    const stick = nearEnd();
+    setBubbleText(bubble, "assistant", written);
+    if (stick) scrollToEnd(true);
+    cost = performance.now() - started;
+  };
+  const schedule = () => {
+    if (frame || timer) return;
+    timer = setTimeout(() => {
+      timer = 0;
+      frame = requestAnimationFrame(paint);
+    }, Math.min(300, 2 * cost));
+  };
+  const cancelPaint = () => {
+    clearTimeout(timer);
+    cancelAnimationFrame(frame);
+    timer = 0;
+    frame = 0;
+  };
   $("message-list").append(answer);
   updateChatControls();
   scrollToEnd(true);
@@ -467,6 +723,7 @@ async function streamAnswer(threadId, path, body, question, text) {
         question.dataset.messageId = event.message.id;
         question.dataset.state = "done";
         state.messages.push(event.message);
+        addQuestionActions(question);
       } else if (event.type === "reasoning") {
         if (!thoughts) {
           thoughts = thoughtsElement();
@@ -476,14 +733,17 @@ async function streamAnswer(threadId, path, body, question, text) {
         scrollToEnd(false);
       } else if (event.type === "delta") {
         finishThoughts(thoughts);
-        bubble.textContent += event.content;
-        scrollToEnd(false);
+        written += event.content;
+        schedule();
       } else if (event.type === "done") {
         finishThoughts(thoughts);
+        cancelPaint();
+        written = event.message.content;
+        paint();
         answer.dataset.messageId = event.message.id;
         answer.dataset.state = "done";
         answer.classList.remove("streaming");
-        addStatistics(answer, event.message);
+        addAnswerActions(answer, event.message);
         state.messages.push(event.message);
         outcome = "done";
         // The answer is stored and complete: the composer is free again at once, not when the
@@ -501,6 +761,7 @@ async function streamAnswer(threadId, path, body, question, text) {
       failure = error;
     }
   } finally {
+    cancelPaint();
     if (state.stream && state.stream.controller === controller) state.stream = null;
   }
 
@@ -566,6 +827,162 @@ async function refreshThreadOrder() {
   } catch (_) {
     // The list stays as it was; the next action reloads it.
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Export and import: the server's export (JSON, which import takes back) and a Markdown
+// transcript made from it.
+
+async function exportThread(format) {
+  const thread = currentThread();
+  if (!thread) return;
+  closeMenus();
+  const data = await (await api(`/v1/threads/${thread.id}/export`)).json();
+  if (format === "json") {
+    download(fileName(data.name, "json"), "application/json", `${JSON.stringify(data, null, 2)}\n`);
+  } else {
+    download(fileName(data.name, "md"), "text/markdown", threadMarkdown(data));
+  }
+}
+
+function threadMarkdown(data) {
+  const quoted = (text) => text.trim().split("\n").map((line) => (line ? `> ${line}` : ">")).join("\n");
+  const speakers = { user: "You", assistant: "Assistant", system: "System" };
+  const details = [data.model || "default model", `${data.preset || "balanced"} style`, `exported ${new Date().toLocaleString()}`];
+  const lines = [`# ${data.name}`, "", `_${details.join(" · ")}_`, ""];
+  if (data.system_prompt) lines.push("**System prompt**", "", quoted(data.system_prompt), "");
+  for (const message of data.messages) {
+    lines.push(`## ${speakers[message.role] || message.role}`, "");
+    if (message.reasoning) lines.push("> **Thoughts**", ">", quoted(message.reasoning), "");
+    lines.push(message.content.trim(), "");
+  }
+  return lines.join("\n");
+}
+
+async function importThread(file) {
+  let data;
+  try {
+    data = JSON.parse(await file.text());
+  } catch (_) {
+    toast(`${file.name} is not a chat export: it is not JSON.`);
+    return;
+  }
+  if (!data || typeof data !== "object" || !Array.isArray(data.messages)) {
+    toast(`${file.name} is not a chat export: it has no list of messages.`);
+    return;
+  }
+  let thread;
+  let note = "";
+  try {
+    thread = await (await api("/v1/threads/import", { method: "POST", body: data })).json();
+  } catch (error) {
+    if (error.code !== "model_not_found" || !data.model) throw error;
+    // Made with a model this server does not have: it comes in with the default model, and says so.
+    thread = await (await api("/v1/threads/import", { method: "POST", body: { ...data, model: null } })).json();
+    note = ` ${data.model} is not on this server, so it answers with the default model.`;
+  }
+  clearSearch();
+  closeSidebar();
+  state.threads.unshift(thread);
+  await navigate(`#/chat/${thread.id}`);
+  toast(`Imported “${thread.name}”.${note}`);
+}
+
+function closeMenus(except) {
+  for (const menu of document.querySelectorAll("details.menu[open]")) {
+    if (menu !== except) menu.open = false;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keyboard shortcuts, listed in the help dialog that ? opens.
+
+const MAC = /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
+const MOD = MAC ? "⌘" : "Ctrl";
+const SHORTCUTS = [
+  [["Enter"], "Send the message"],
+  [[MOD, "Enter"], "Send the message (also saves an edited one)"],
+  [["Shift", "Enter"], "New line in the message"],
+  [["Esc"], "Stop the answer; cancel an edit; close the chat list"],
+  [[MOD, "Shift", "O"], "New chat"],
+  [["/"], "Search chats"],
+  [["Shift", "Esc"], "Focus the message box"],
+  [["↑"], "Edit your last message (in an empty message box)"],
+  [["?"], "Show these shortcuts"],
+];
+
+function openHelp() {
+  const rows = SHORTCUTS.map(([keys, action]) => {
+    const row = element("tr");
+    row.dataset.testid = "shortcut";
+    const cell = element("td", { className: "keys" });
+    keys.forEach((key, index) => {
+      if (index) cell.append(" + ");
+      cell.append(element("kbd", { text: key }));
+    });
+    row.append(cell, element("td", { text: action }));
+    return row;
+  });
+  $("shortcut-rows").replaceChildren(...rows);
+  closeSidebar();
+  $("help-dialog").showModal();
+}
+
+// Whether a key press is typing into a field, where single keys (/, ?) are text.
+function typing(target) {
+  return Boolean(target && target.closest && target.closest("input, textarea, select, [contenteditable=true]"));
+}
+
+function handleShortcut(event) {
+  if (event.defaultPrevented || document.querySelector("dialog[open]")) return;
+  const mod = event.ctrlKey || event.metaKey;
+  if (mod && event.shiftKey && event.key.toLowerCase() === "o") {
+    event.preventDefault();
+    createThread().catch((error) => toast(error.message));
+  } else if (event.key === "Escape" && event.shiftKey) {
+    event.preventDefault();
+    closeSidebar();
+    $("prompt").focus();
+  } else if (event.key === "Escape") {
+    if (state.stream) {
+      event.preventDefault();
+      stopStreaming();
+    } else if (document.body.dataset.sidebar === "open") {
+      closeSidebar();
+    } else {
+      closeMenus();
+    }
+  } else if (!mod && !event.altKey && !typing(event.target)) {
+    if (event.key === "/") {
+      event.preventDefault();
+      openSidebar();
+      $("thread-search").focus();
+      $("thread-search").select();
+    } else if (event.key === "?") {
+      event.preventDefault();
+      openHelp();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Narrow screens: the chat list slides over the chat from the menu button.
+
+const NARROW = window.matchMedia("(max-width: 700px)");
+
+// While the list is open over the chat, the chat behind it takes no clicks and no focus.
+function openSidebar() {
+  if (!NARROW.matches) return;
+  document.body.dataset.sidebar = "open";
+  document.querySelector(".main").inert = true;
+  $("open-sidebar").setAttribute("aria-expanded", "true");
+}
+
+function closeSidebar() {
+  if (document.body.dataset.sidebar !== "open") return;
+  document.body.dataset.sidebar = "closed";
+  document.querySelector(".main").inert = false;
+  $("open-sidebar").setAttribute("aria-expanded", "false");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -965,7 +1382,10 @@ async function clearAll() {
 
 function wire() {
   $("new-thread").addEventListener("click", () => createThread().catch((error) => toast(error.message)));
-  $("open-models").addEventListener("click", () => navigate("#/models"));
+  $("open-models").addEventListener("click", () => {
+    closeSidebar();
+    navigate("#/models");
+  });
   $("back-to-chat").addEventListener("click", () => navigate(state.currentId ? `#/chat/${state.currentId}` : "#/"));
   $("clear-all").addEventListener("click", clearAll);
   $("open-settings").addEventListener("click", () => openSettings().catch((error) => toast(error.message)));
@@ -974,6 +1394,49 @@ function wire() {
   $("pull-form").addEventListener("submit", pullModel);
   // The key is needed for everything else, so its dialog does not close on Escape.
   $("key-dialog").addEventListener("cancel", (event) => event.preventDefault());
+
+  $("thread-search").addEventListener("input", searchChanged);
+  $("thread-search").addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && $("thread-search").value) {
+      event.preventDefault();
+      event.stopPropagation();
+      clearSearch();
+      loadThreads().catch((error) => toast(error.message));
+    } else if (event.key === "Enter") {
+      // Enter opens the first chat found.
+      const first = $("thread-list").querySelector("[data-testid=thread-name]");
+      if (first) first.click();
+    }
+  });
+  $("export-json").addEventListener("click", () => exportThread("json").catch((error) => toast(error.message)));
+  $("export-markdown").addEventListener("click", () => exportThread("markdown").catch((error) => toast(error.message)));
+  $("export-menu").addEventListener("toggle", () => { if ($("export-menu").open) closeMenus($("export-menu")); });
+  document.addEventListener("click", (event) => {
+    if (!event.target.closest("details.menu")) closeMenus();
+  });
+  $("import-thread").addEventListener("click", () => $("import-file").click());
+  $("import-file").addEventListener("change", () => {
+    const input = $("import-file");
+    const file = input.files && input.files[0];
+    input.value = "";
+    if (file) importThread(file).catch((error) => toast(error.message));
+  });
+  $("open-help").addEventListener("click", openHelp);
+  $("open-sidebar").addEventListener("click", () => {
+    if (document.body.dataset.sidebar === "open") closeSidebar();
+    else openSidebar();
+  });
+  $("sidebar-backdrop").addEventListener("click", closeSidebar);
+  // A window widened past the narrow layout has the list beside the chat again.
+  NARROW.addEventListener("change", () => { if (!NARROW.matches) closeSidebar(); });
+  // Copy on code blocks, which the Markdown renderer draws without behaviour of their own.
+  $("message-list").addEventListener("click", async (event) => {
+    const copy = event.target.closest("[data-testid=copy-code]");
+    if (!copy) return;
+    const code = copy.closest(".code-block").querySelector("pre code");
+    showCopied(copy, await copyText(code.textContent));
+  });
+  document.addEventListener("keydown", handleShortcut);
 
   const prompt = $("prompt");
   $("composer").addEventListener("submit", (event) => {
@@ -985,9 +1448,16 @@ function wire() {
     sendMessage(text).catch((error) => toast(error.message));
   });
   prompt.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    // Enter sends, and so does Ctrl/⌘+Enter; Shift+Enter is a new line.
+    if (event.key === "Enter" && (!event.shiftKey || event.ctrlKey || event.metaKey) && !event.isComposing) {
       event.preventDefault();
       $("composer").requestSubmit();
+    } else if (event.key === "ArrowUp" && !prompt.value && !state.stream) {
+      const questions = $("message-list").querySelectorAll(".message.user[data-message-id]");
+      if (questions.length) {
+        event.preventDefault();
+        startEdit(questions[questions.length - 1]);
+      }
     }
   });
   prompt.addEventListener("input", resizePrompt);
