@@ -260,7 +260,7 @@ extension HearthService {
         try await checkModel(body.model)
         let messages = body.messages.map {
             NewMessage(role: $0.role, content: $0.content, completionTokens: $0.completion_tokens,
-                                 tokensPerSecond: $0.tokens_per_second, reasoning: $0.reasoning)
+                       tokensPerSecond: $0.tokens_per_second, reasoning: $0.reasoning)
         }
         let thread = try await store.importThread(name: body.name, model: body.model, preset: body.preset,
                                                   systemPrompt: body.system_prompt, messages: messages)

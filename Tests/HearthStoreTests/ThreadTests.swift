@@ -256,7 +256,7 @@ struct ThreadTests {
             NewMessage(role: "system", content: "Be brief."),
             NewMessage(role: "user", content: "Name a fruit."),
             NewMessage(role: "assistant", content: "A pear.\u{0}", completionTokens: 3, tokensPerSecond: 12.5,
-                                 reasoning: "Fruit: pear 🍐"),
+                       reasoning: "Fruit: pear 🍐"),
         ]
         let imported = try await store.importThread(name: "  Fruit chat ", model: "smollm2", preset: "precise",
                                                     systemPrompt: "Answer in one word.", messages: messages)
@@ -266,7 +266,7 @@ struct ThreadTests {
         #expect(try await store.threads().map(\.id) == [imported.id, existing.id], "an imported thread comes first")
         let stored = try await store.messages(threadID: imported.id)
         #expect(stored.map { NewMessage(role: $0.role, content: $0.content, completionTokens: $0.completionTokens,
-                                                  tokensPerSecond: $0.tokensPerSecond, reasoning: $0.reasoning) } == messages)
+                                        tokensPerSecond: $0.tokensPerSecond, reasoning: $0.reasoning) } == messages)
         #expect(stored.map(\.id) == stored.map(\.id).sorted())
 
         // Without a name it takes the next number; with no messages it is an empty thread.
