@@ -230,16 +230,7 @@ struct ThreadTests {
                                 + (database.map { ["--database", $0] } ?? []),
                               environment: ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1"].merging(environment) { _, b in b }) { _, b in b },
                               directory: directory)
-        for _ in 0..<6000 {
-            if let line = child.outputText.split(separator: "\n").first(where: { $0.hasPrefix("Hearth listening on ") }) {
-                let url = line.dropFirst("Hearth listening on ".count).split(separator: " ").first.map(String.init) ?? ""
-                return (child, url)
-            }
-            if !child.process.isRunning { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("hearth serve did not start: \(child.errorText)")
-        throw CancellationError()
+        return (child, try await child.listeningURL())
     }
 
     @Test("kill -9 of hearth serve mid-stream, then a restart: every thread and completed message is there",
