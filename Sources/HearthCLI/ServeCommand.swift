@@ -58,10 +58,20 @@ struct ServeCommand: AsyncParsableCommand {
         valueName: "path-or-url"))
     var database: String?
 
+    @Option(help: "This server's name among replicas: the replica label of its metrics and the X-Hearth-Replica header (default: $HEARTH_REPLICA, else the host name).")
+    var replica: String?
+
+    @Option(help: "Seconds a SIGTERM waits for answers in progress before it stops them; meanwhile /health answers 503 draining and new requests 503.")
+    var grace: Double = 30
+
     func validate() throws {
         guard (1...64).contains(parallel) else { throw ValidationError("--parallel must be between 1 and 64.") }
         guard (0...10_000).contains(queueLimit) else { throw ValidationError("--queue must be between 0 and 10000.") }
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") }
+        guard (0...86_400).contains(grace) else { throw ValidationError("--grace must be between 0 and 86400 seconds.") }
+        if let replica, replica.isEmpty || replica.contains(where: { $0.isWhitespace || $0 == "\"" }) {
+            throw ValidationError("--replica must be one word without quotes.")
+        }
         guard maxBody >= 1024 else { throw ValidationError("--max-body must be at least 1024 bytes.") }
         if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512.") }
         guard (0...(1 << 30)).contains(cacheRAM) else { throw ValidationError("--cache-ram must be between 0 and 1073741824 MiB.") }
@@ -79,6 +89,10 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.queueLimit = queueLimit
             configuration.maxBodyBytes = maxBody
             configuration.keepAliveSeconds = try ServerConfiguration.keepAliveSeconds(keepAlive)
+            configuration.drainSeconds = grace
+            if let name = replica ?? ProcessInfo.processInfo.environment["HEARTH_REPLICA"].flatMap({ $0.isEmpty ? nil : $0 }) {
+                configuration.replica = name
+            }
             for argument in models {
                 let (name, url) = try registration(argument, hearth: hearth)
                 guard configuration.models[name] == nil else {

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import HTTPTypes
 import Hearth
@@ -42,6 +43,13 @@ public struct ServerConfiguration: Sendable {
     /// The chat threads database: a SQLite file, or a PostgreSQL database that several servers
     /// may share.
     public var database: ChatDatabase
+    /// This server's name among replicas behind one load balancer: the `replica` label of its
+    /// metrics and the `X-Hearth-Replica` header of its answers. Default: the host's name.
+    public var replica = ProcessInfo.processInfo.hostName
+    /// How long a drain (SIGTERM, or `drain()`) waits for generations and transcriptions in
+    /// progress before it stops them. Meanwhile /health answers 503 "draining" and new work is
+    /// turned away with 503, so that a load balancer sends it to another replica.
+    public var drainSeconds: Double = 30
 
     /// A configuration with the defaults above and the chat threads in `database` (default:
     /// the SQLite file at `SQLiteChatStore.defaultPath()`).
@@ -59,11 +67,14 @@ final class HearthService: Sendable {
     let models: ModelManager
     let speech: SpeechModelManager
     let store: any ChatStore
-    let metrics = ServerMetrics()
+    let metrics: ServerMetrics
+    /// Set once the server drains: new work is turned away.
+    let draining = Atomic<Bool>(false)
 
     init(configuration: ServerConfiguration, hearth: Hearth, logger: Logger) async throws {
         self.configuration = configuration
         self.hearth = hearth
+        metrics = ServerMetrics(replica: configuration.replica)
         store = try await Self.openStore(configuration.database, logger: logger)
         models = ModelManager(hearth: hearth, registered: configuration.models, defaultModel: configuration.defaultModel,
                               parallel: configuration.parallel, queueLimit: configuration.queueLimit,
@@ -81,9 +92,15 @@ final class HearthService: Sendable {
 
     func router() -> Router<BasicRequestContext> {
         let router = Router()
-        router.add(middleware: ErrorMiddleware(metrics: metrics))
+        router.add(middleware: ErrorMiddleware(metrics: metrics, replica: configuration.replica))
+        router.add(middleware: DrainMiddleware(service: self))
         router.add(middleware: APIKeyMiddleware(key: configuration.apiKey))
-        router.get("health") { _, _ in try JSONBody.response(["status": "ok"]) }
+        router.get("health") { _, _ in
+            if self.draining.load(ordering: .relaxed) {
+                return try JSONBody.response(["status": "draining", "replica": self.configuration.replica], status: .serviceUnavailable)
+            }
+            return try JSONBody.response(["status": "ok", "replica": self.configuration.replica])
+        }
         router.get("metrics") { _, _ in
             await self.updateGauges()
             var headers = HTTPFields()
@@ -99,6 +116,17 @@ final class HearthService: Sendable {
         addThreadRoutes(to: router)
         addWebRoutes(to: router)
         return router
+    }
+
+    /// Generations running or waiting for a slot, and transcriptions, in progress now.
+    func workInProgress() async -> Int {
+        var count = metrics.transcriptionsInProgress
+        for (model, _) in await models.running() {
+            if case .language(_, let slots) = model.kind {
+                count += await slots.busyCount + slots.waitingCount
+            }
+        }
+        return count
     }
 
     private func updateGauges() async {
@@ -152,6 +180,7 @@ final class HearthService: Sendable {
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = BasicRequestContext
     let metrics: ServerMetrics
+    let replica: String
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let clock = ContinuousClock()
@@ -169,8 +198,12 @@ struct ErrorMiddleware: RouterMiddleware {
         }
         metrics.request(route: context.endpointPath ?? "unmatched", method: request.method.rawValue, status: response.status.code,
                         seconds: (clock.now - started) / .seconds(1))
-        return response
+        var named = response
+        named.headers[Self.replicaHeader] = replica
+        return named
     }
+
+    static let replicaHeader = HTTPField.Name("X-Hearth-Replica")!
 
     static func response(_ error: ServerError, path: String) -> Response {
         var headers = HTTPFields()
@@ -182,6 +215,23 @@ struct ErrorMiddleware: RouterMiddleware {
             body = try? JSONBody.response(OpenAIErrorBody(error), status: error.status, headers: headers)
         }
         return body ?? Response(status: error.status)
+    }
+}
+
+/// While the server drains, turns away every request but /health and /metrics with 503, so
+/// that a load balancer retries it on another replica (nginx: `proxy_next_upstream http_503`).
+struct DrainMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let service: HearthService
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let path = request.uri.path
+        guard service.draining.load(ordering: .relaxed), path != "/health", path != "/metrics" else {
+            return try await next(request, context)
+        }
+        throw ServerError(status: .serviceUnavailable,
+                          message: "This replica (\(service.configuration.replica)) is shutting down; send the request to another one.",
+                          type: "server_error", code: "draining", retryAfter: 1)
     }
 }
 
@@ -220,6 +270,8 @@ struct APIKeyMiddleware: RouterMiddleware {
 public final class HearthServer: Sendable {
     let service: HearthService
     private let state = Mutex<(port: Int, task: Task<Void, any Error>?, group: ServiceGroup?)>((0, nil, nil))
+    private let signalSources = Mutex<SignalSources?>(nil)
+    private let signalsReceived = Atomic<Int>(0)
 
     /// A server with `configuration`, loading models through `hearth`. Opens (or creates) the
     /// chat threads database, connecting to it when it is PostgreSQL; throws when it cannot.
@@ -234,8 +286,8 @@ public final class HearthServer: Sendable {
     public var port: Int { state.withLock { $0.port } }
 
     /// Binds and starts serving; returns once the port is open. Throws when the address cannot
-    /// be bound. With `handleSignals`, SIGINT and SIGTERM stop the server: requests in progress
-    /// get a few seconds to finish.
+    /// be bound. With `handleSignals`, SIGINT and SIGTERM drain the server (see `drain()`) and a
+    /// second one stops it at once; SIGQUIT stops it without waiting.
     public func start(logger: Logger? = nil, handleSignals: Bool = false) async throws {
         let configuration = service.configuration
         var log = logger ?? Logger(label: "hearth.server")
@@ -247,10 +299,7 @@ public final class HearthServer: Sendable {
                               logger: log)
         let service = self.service
         var groupConfiguration = ServiceGroupConfiguration(services: [app], logger: log)
-        if handleSignals {
-            groupConfiguration.gracefulShutdownSignals = [.sigterm, .sigint]
-            groupConfiguration.cancellationSignals = [.sigquit]
-        }
+        if handleSignals { groupConfiguration.cancellationSignals = [.sigquit] }
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(5)
         let group = ServiceGroup(configuration: groupConfiguration)
         let task = Task {
@@ -277,6 +326,43 @@ public final class HearthServer: Sendable {
             throw HearthError.resourceUnavailable("The server stopped before it was listening.")
         }
         state.withLock { $0 = (bound, task, group) }
+        if handleSignals { handleTerminationSignals() }
+    }
+
+    /// SIGTERM or SIGINT: a drain; another one: a stop without waiting for answers.
+    private func handleTerminationSignals() {
+        let sources = [SIGTERM, SIGINT].map { signalNumber in
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { [self] in
+                if signalsReceived.add(1, ordering: .relaxed).newValue == 1 {
+                    Task { await self.drain() }
+                } else {
+                    let group = state.withLock { $0.group }
+                    Task { await group?.triggerGracefulShutdown() }
+                }
+            }
+            source.resume()
+            return source
+        }
+        let kept = SignalSources(sources)
+        signalSources.withLock { $0 = kept }
+    }
+
+    /// Whether the server is draining.
+    public var isDraining: Bool { service.draining.load(ordering: .relaxed) }
+
+    /// Drains and stops the server, as a replica leaving a load balancer: /health answers 503
+    /// "draining" and new requests 503 at once, the generations and transcriptions in progress
+    /// run to their end (for at most `drainSeconds`), then the server stops.
+    public func drain() async {
+        let service = self.service
+        service.draining.store(true, ordering: .relaxed)
+        let deadline = ContinuousClock.now + .seconds(service.configuration.drainSeconds)
+        while ContinuousClock.now < deadline, await service.workInProgress() > 0 {
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        await stop()
     }
 
     /// Returns when the server stops: after `stop()`, or on SIGINT / SIGTERM.
@@ -291,6 +377,12 @@ public final class HearthServer: Sendable {
         await group?.triggerGracefulShutdown()
         _ = await task?.result
     }
+}
+
+/// The signal handlers a server keeps for as long as it runs (they stop when released).
+private final class SignalSources: @unchecked Sendable {
+    let sources: [any DispatchSourceSignal]
+    init(_ sources: [any DispatchSourceSignal]) { self.sources = sources }
 }
 
 extension ServerConfiguration {

@@ -2,6 +2,7 @@ import Foundation
 import Hearth
 import HearthEngine
 import Prometheus
+import Synchronization
 
 /// What `/metrics` reports, in Prometheus' text format.
 final class ServerMetrics: Sendable {
@@ -19,39 +20,53 @@ final class ServerMetrics: Sendable {
     private let transcriptionsRunning: Gauge
     private let transcriptions: Counter
     private let transcribedSeconds: Counter
+    /// Audio requests transcribing now or waiting for the speech model.
+    private let transcribing = Atomic<Int>(0)
+    /// The label every series carries, so that several replicas' metrics add up.
+    private let replica: (String, String)
 
-    init() {
-        promptTokens = registry.makeCounter(name: "hearth_prompt_tokens_total", help: "Prompt tokens of finished generations, cached ones included.")
-        cachedPromptTokens = registry.makeCounter(name: "hearth_cached_prompt_tokens_total", help: "Prompt tokens reused from a slot's cache.")
-        completionTokens = registry.makeCounter(name: "hearth_completion_tokens_total", help: "Tokens generated.")
-        generations = registry.makeCounter(name: "hearth_generations_total", help: "Generations that ran to their end, cancelled ones included.")
+    /// Metrics of the replica called `replica`.
+    init(replica: String) {
+        self.replica = ("replica", replica)
+        let replica = [self.replica]
+        promptTokens = registry.makeCounter(name: "hearth_prompt_tokens_total", labels: replica, help: "Prompt tokens of finished generations, cached ones included.")
+        cachedPromptTokens = registry.makeCounter(name: "hearth_cached_prompt_tokens_total", labels: replica, help: "Prompt tokens reused from a slot's cache.")
+        completionTokens = registry.makeCounter(name: "hearth_completion_tokens_total", labels: replica, help: "Tokens generated.")
+        generations = registry.makeCounter(name: "hearth_generations_total", labels: replica, help: "Generations that ran to their end, cancelled ones included.")
         timeToFirstToken = registry.makeDurationHistogram(
-            name: "hearth_time_to_first_token_seconds",
+            name: "hearth_time_to_first_token_seconds", labels: replica,
             buckets: [.milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
                       .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(30)],
             help: "Time from a generation's start to its first token, prompt evaluation included.")
         tokensPerSecond = registry.makeValueHistogram(
-            name: "hearth_generation_tokens_per_second", buckets: [5, 10, 25, 50, 100, 150, 200, 300, 500, 1000],
+            name: "hearth_generation_tokens_per_second", labels: replica, buckets: [5, 10, 25, 50, 100, 150, 200, 300, 500, 1000],
             help: "Generation speed of each finished generation, after its first token.")
-        modelsLoaded = registry.makeGauge(name: "hearth_models_loaded", help: "Models in memory.")
-        slotsBusy = registry.makeGauge(name: "hearth_slots_busy", help: "Slots generating now, over all models.")
-        requestsWaiting = registry.makeGauge(name: "hearth_requests_waiting", help: "Requests waiting for a slot.")
+        modelsLoaded = registry.makeGauge(name: "hearth_models_loaded", labels: replica, help: "Models in memory.")
+        slotsBusy = registry.makeGauge(name: "hearth_slots_busy", labels: replica, help: "Slots generating now, over all models.")
+        requestsWaiting = registry.makeGauge(name: "hearth_requests_waiting", labels: replica, help: "Requests waiting for a slot.")
         queueWait = registry.makeDurationHistogram(
-            name: "hearth_queue_wait_seconds",
+            name: "hearth_queue_wait_seconds", labels: replica,
             buckets: [.milliseconds(1), .milliseconds(10), .milliseconds(100), .milliseconds(500), .seconds(1),
                       .seconds(5), .seconds(15), .seconds(60)],
             help: "Time a generation request waited for a free slot.")
-        transcriptionsRunning = registry.makeGauge(name: "hearth_transcriptions_running",
+        transcriptionsRunning = registry.makeGauge(name: "hearth_transcriptions_running", labels: replica,
                                                    help: "Audio requests transcribing now or waiting for the speech model.")
-        transcriptions = registry.makeCounter(name: "hearth_transcriptions_total", help: "Transcriptions and translations finished.")
-        transcribedSeconds = registry.makeCounter(name: "hearth_transcribed_audio_seconds_total", help: "Seconds of audio transcribed.")
+        transcriptions = registry.makeCounter(name: "hearth_transcriptions_total", labels: replica, help: "Transcriptions and translations finished.")
+        transcribedSeconds = registry.makeCounter(name: "hearth_transcribed_audio_seconds_total", labels: replica, help: "Seconds of audio transcribed.")
     }
 
     /// Counts an audio request from the time it has its audio until it has its text.
-    func transcriptionStarted() { transcriptionsRunning.increment() }
+    func transcriptionStarted() {
+        transcribing.add(1, ordering: .relaxed)
+        transcriptionsRunning.increment()
+    }
+
+    /// Audio requests transcribing now or waiting for the speech model.
+    var transcriptionsInProgress: Int { transcribing.load(ordering: .relaxed) }
 
     /// Ends what `transcriptionStarted` began; `seconds` of audio when it succeeded.
     func transcriptionEnded(seconds: Double?) {
+        transcribing.subtract(1, ordering: .relaxed)
         transcriptionsRunning.decrement()
         if let seconds {
             transcriptions.increment()
@@ -64,7 +79,7 @@ final class ServerMetrics: Sendable {
 
     /// Sets the gauges of one loaded language model's shared passes and prompt cache.
     func passes(model: String, _ activity: BatchedGenerator.Activity) {
-        let labels = [("model", model)]
+        let labels = [("model", model), replica]
         let values: [(String, String, Int)] = [
             ("hearth_forward_passes", "Forward passes run for the model since it was loaded.", activity.passes),
             ("hearth_forward_pass_rows", "Rows (tokens) evaluated in those passes.", activity.rows),
@@ -82,10 +97,10 @@ final class ServerMetrics: Sendable {
 
     /// Counts one HTTP request by route, method and status.
     func request(route: String, method: String, status: Int, seconds: Double) {
-        let labels = [("route", route), ("method", method), ("status", String(status))]
+        let labels = [("route", route), ("method", method), ("status", String(status)), replica]
         registry.makeCounter(name: "hearth_http_requests_total", labels: labels, help: "HTTP requests answered.").increment()
         registry.makeDurationHistogram(
-            name: "hearth_http_request_duration_seconds", labels: [("route", route)],
+            name: "hearth_http_request_duration_seconds", labels: [("route", route), replica],
             buckets: [.milliseconds(5), .milliseconds(25), .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5),
                       .seconds(15), .seconds(60)],
             help: "Time to answer an HTTP request, to the end of a streamed body."

@@ -301,7 +301,7 @@ struct AudioRoutesTests {
         row = (storage["models"] as? [[String: Any]])?.first { $0["name"] as? String == "whisper-base" }
         #expect(row?["loaded"] as? Bool == true)
         let metrics = try await server.get("/metrics").text
-        #expect(metrics.contains("hearth_transcriptions_total 3"))
+        #expect(try metric("hearth_transcriptions_total", in: metrics) == 3)
     }
 
     @Test("a chat request answers while a long transcription runs")
@@ -406,8 +406,7 @@ struct AudioRoutesTests {
     /// The server's count of audio requests in progress, from /metrics.
     static func transcriptionsRunning(_ server: ServerFixture) async throws -> Int {
         let metrics = try await server.get("/metrics").text
-        let line = metrics.split(separator: "\n").first { $0.hasPrefix("hearth_transcriptions_running ") }
-        return Int(Double(line?.split(separator: " ").last ?? "0") ?? 0)
+        return Int(try metric("hearth_transcriptions_running", in: metrics))
     }
 }
 

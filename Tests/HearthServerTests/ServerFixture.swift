@@ -23,6 +23,7 @@ final class ServerFixture: @unchecked Sendable {
         directory = try TemporaryDirectory()
         var configuration = ServerConfiguration(database: try ChatDatabase(try engine.newDatabase(in: directory)))
         configuration.port = 0
+        configuration.replica = "fixture-replica"
         configuration.parallel = parallel
         configuration.queueLimit = queueLimit
         configuration.apiKey = apiKey
@@ -134,14 +135,17 @@ struct RemoteServer {
     /// Sends `json` and calls `onLine` with each line of the streamed answer (SSE `data:`
     /// payloads or NDJSON lines) until it returns false or the stream ends. Returns the status.
     @discardableResult
+    /// Posts `json` and hands each line of the streamed answer (less any "data: ") to `onLine`
+    /// until it returns false; `onHead` gets the answer's headers first. Returns the status.
     func stream(_ path: String, _ json: [String: Any], headers: [String: String] = [:],
-                onLine: (String) throws -> Bool) async throws -> Int {
+                onHead: (HTTPHeaders) -> Void = { _ in }, onLine: (String) throws -> Bool) async throws -> Int {
         var request = HTTPClientRequest(url: base + path)
         request.method = .POST
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(data: try JSONSerialization.data(withJSONObject: json)))
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(300))
+        onHead(response.headers)
         var pending = Data()
         for try await buffer in response.body {
             pending.append(contentsOf: buffer.readableBytesView)
@@ -224,4 +228,11 @@ func tinyModelBytes() throws -> Data {
     (model.embedding, model.layers, model.heads, model.kvHeads, model.feedForward) = (32, 1, 2, 1, 64)
     (model.vocabulary, model.contextLength) = (8, 4096)
     return try model.data()
+}
+
+/// The value of the series `name` in Prometheus text `metrics` (its first, whatever its labels).
+func metric(_ name: String, in metrics: String) throws -> Double {
+    let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") || $0.hasPrefix(name + "{") },
+                            "\(name) missing from /metrics")
+    return try #require(Double(line.split(separator: " ").last ?? ""), "\(line)")
 }

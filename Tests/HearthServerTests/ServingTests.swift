@@ -112,15 +112,11 @@ struct ConcurrencyTests {
         }
         #expect(answers == expected)
         let metrics = try await server.get("/metrics").text
-        #expect(try Self.gauge("hearth_shared_forward_passes", in: metrics) > 0, "the streams advanced together")
-        #expect(try Self.gauge("hearth_most_sequences_per_pass", in: metrics) >= 2)
+        #expect(try metric("hearth_shared_forward_passes", in: metrics) > 0, "the streams advanced together")
+        #expect(try metric("hearth_most_sequences_per_pass", in: metrics) >= 2)
     }
 
     /// The value of the metric line that starts with `name`.
-    static func gauge(_ name: String, in metrics: String) throws -> Double {
-        let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") || $0.hasPrefix(name + "{") })
-        return try #require(Double(line.split(separator: " ").last ?? ""))
-    }
 
     @Test("a request sharing a long system prompt with a running one on another slot starts from its positions")
     func sharedSystemPrompt() async throws {
@@ -157,7 +153,7 @@ struct ConcurrencyTests {
         #expect(cached >= 896 && cached < prompt, "\(usage)")
         let text = ((body["choices"] as? [[String: Any]])?.first?["message"] as? [String: Any])?["content"] as? String
         #expect(text == (try await greedyAnswer(question, system: system, maxTokens: 8)))
-        let borrowed = try Self.gauge("hearth_borrowed_prompt_tokens", in: try await server.get("/metrics").text)
+        let borrowed = try metric("hearth_borrowed_prompt_tokens", in: try await server.get("/metrics").text)
         #expect(borrowed >= Double(cached))
 
         // Ollama counts only the prompt tokens it evaluated.
@@ -199,9 +195,8 @@ struct ConcurrencyTests {
         #expect(status == 200)
         // The abandoned generation stopped: far fewer tokens than its 1500 were generated.
         let metrics = try await server.get("/metrics").text
-        let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("hearth_completion_tokens_total ") })
-        let total = try #require(Double(line.split(separator: " ").last ?? ""))
-        #expect(total < 200, "\(line)")
+        let total = try metric("hearth_completion_tokens_total", in: metrics)
+        #expect(total < 200, "\(total)")
     }
 
     @Test("requests beyond the slots and the queue get 503 with Retry-After")

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A child process with its output collected to files (so a full pipe never blocks it).
-public final class Child {
+public final class Child: @unchecked Sendable {
     /// The process.
     public let process = Process()
     /// Where its standard output goes.

@@ -114,7 +114,7 @@ public final class PostgresTestServer: Sendable {
             var lastError: (any Error)?
             // A port found free can be taken before the server binds it: try another.
             for _ in 0..<5 {
-                let port = try Self.freePort()
+                let port = try freeLoopbackPort()
                 do {
                     try run("pg_ctl", [
                         "-D", dataDirectory, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t", "120",
@@ -306,24 +306,5 @@ public final class PostgresTestServer: Sendable {
         let psql = FileManager.default.isExecutableFile(atPath: found.appendingPathComponent("psql").path)
             || FileManager.default.isExecutableFile(atPath: "/usr/bin/psql")
         return psql ? found : nil
-    }
-
-    /// A TCP port on 127.0.0.1 that nothing listens on right now.
-    private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw TestFiles.Missing(description: "socket() failed: \(String(cString: strerror(errno)))") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
-            }
-        }
-        guard bound else { throw TestFiles.Missing(description: "No free port on 127.0.0.1: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -1,0 +1,228 @@
+import AsyncHTTPClient
+import Foundation
+import HearthTestSupport
+import Synchronization
+import Testing
+
+/// `hearth serve` replicas on one PostgreSQL database behind nginx (round robin), all on
+/// loopback: each replica a process of its own, named replica-1, replica-2… (its
+/// X-Hearth-Replica header says which answered).
+final class ReplicaCluster: @unchecked Sendable {
+    let directory: TemporaryDirectory
+    /// The database's URL, password included.
+    let database: String
+    let replicas: [(name: String, child: Child, client: RemoteServer)]
+    let nginx: NginxTestServer
+
+    /// What clients use: nginx.
+    var client: RemoteServer { RemoteServer(base: nginx.base) }
+
+    /// Starts `count` replicas side by side (their migrations race for the database's lock),
+    /// then nginx in front of them.
+    init(count: Int = 2, grace: Double = 30) async throws {
+        directory = try TemporaryDirectory()
+        let database = try StoreEngine.postgres.newDatabase(in: directory)
+        self.database = database
+        let model = try TestFiles.model(TestFiles.smolLM2)
+        let directory = self.directory
+        var environment = ProcessInfo.processInfo.environment
+        environment["HF_HUB_OFFLINE"] = "1"
+        environment["HF_HUB_CACHE"] = directory.file("hub").path
+        let started = try await withThrowingTaskGroup(of: (Int, String, Child, RemoteServer).self) { group in
+            for index in 1...count {
+                let name = "replica-\(index)"
+                let child = try Child(try TestFiles.hearthBinary,
+                                      ["serve", "--port", "0", "--database", database, "--model", "smollm2=\(model)", "-t", "1", "-c", "1024",
+                                       "--replica", name, "--grace", String(grace)],
+                                      environment: environment, directory: directory)
+                group.addTask { (index, name, child, RemoteServer(base: try await child.listeningURL())) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }.sorted { $0.0 < $1.0 }
+        }
+        replicas = started.map { ($0.1, $0.2, $0.3) }
+        nginx = try await NginxTestServer(upstreams: replicas.map { String($0.client.base.dropFirst("http://".count)) })
+    }
+
+    func replica(_ name: String) throws -> (name: String, child: Child, client: RemoteServer) {
+        try #require(replicas.first { $0.name == name }, "no replica \(name)")
+    }
+
+    func stop() async {
+        for replica in replicas where replica.child.process.isRunning {
+            kill(replica.child.process.processIdentifier, SIGKILL)
+            _ = await replica.child.wait()
+        }
+        await nginx.stop()
+    }
+}
+
+extension HTTPAnswer {
+    /// The replica that answered, from its X-Hearth-Replica header.
+    var replica: String? { headers.first(name: "X-Hearth-Replica") }
+}
+
+/// A thread message through `client`: the status, the replica that answered, and the stored
+/// answer's text when the stream ended with it. `onDelta` gets the count of deltas so far.
+func sendMessage(_ client: RemoteServer, thread: String, _ content: String,
+                 onDelta: (Int) -> Void = { _ in }) async throws -> (status: Int, replica: String?, answer: String?) {
+    var replica: String?
+    var done: String?
+    var deltas = 0
+    let status = try await client.stream("/v1/threads/\(thread)/messages", ["content": content],
+                                         onHead: { replica = $0.first(name: "X-Hearth-Replica") }) { line in
+        let event = try jsonObject(line)
+        switch event["type"] as? String {
+        case "delta":
+            deltas += 1
+            onDelta(deltas)
+        case "done": done = (event["message"] as? [String: Any])?["content"] as? String
+        default: break
+        }
+        return true
+    }
+    return (status, replica, done)
+}
+
+@Suite("Replicas on PostgreSQL behind nginx", .serialized,
+       .enabled(if: (PostgresTestServer.isInstalled && NginxTestServer.isInstalled) || ProcessInfo.processInfo.environment["CI"] != nil,
+                Comment(rawValue: PostgresTestServer.unavailableReason ?? NginxTestServer.unavailableReason ?? "")))
+struct ReplicaTests {
+    @Test("200 threads created through nginx at once get 200 distinct names, from both replicas; each replica lists them all")
+    func distinctNames() async throws {
+        let cluster = try await ReplicaCluster()
+        defer { Task { await cluster.stop() } }
+        let client = cluster.client
+        let created = try await withThrowingTaskGroup(of: (name: String, replica: String).self) { group in
+            for _ in 0..<200 {
+                group.addTask {
+                    let answer = try await client.post("/v1/threads", [:])
+                    #expect(answer.status == 201 || answer.status == 200, "\(answer.text)")
+                    return (try #require(try answer.json()["name"] as? String), try #require(answer.replica))
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let names = created.map(\.name)
+        #expect(created.count == 200)
+        #expect(Set(names).count == 200, "duplicate names: \(Dictionary(grouping: names, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted())")
+        #expect(names.allSatisfy { $0.wholeMatch(of: /Chat \d+/) != nil })
+        let perReplica = Dictionary(grouping: created, by: \.replica).mapValues(\.count)
+        #expect(Set(perReplica.keys) == ["replica-1", "replica-2"], "\(perReplica)")
+        #expect(perReplica.values.allSatisfy { $0 >= 50 }, "round robin should share them: \(perReplica)")
+        for replica in cluster.replicas {
+            let listed = try await replica.client.get("/v1/threads").json()["data"] as? [[String: Any]] ?? []
+            #expect(Set(listed.compactMap { $0["name"] as? String }) == Set(names), "\(replica.name) lists \(listed.count)")
+        }
+    }
+
+    @Test("a thread begun on one replica is read, answered and renamed on the other, and read back on the first")
+    func crossReplica() async throws {
+        let cluster = try await ReplicaCluster()
+        defer { Task { await cluster.stop() } }
+        let one = try cluster.replica("replica-1").client
+        let two = try cluster.replica("replica-2").client
+        let thread = try #require(try await one.post("/v1/threads", [:]).json()["id"] as? String)
+        let first = try await sendMessage(one, thread: thread, "Say hi.")
+        #expect(first.status == 200 && first.replica == "replica-1")
+        let firstAnswer = try #require(first.answer)
+
+        let seenOnTwo = try await two.get("/v1/threads/\(thread)/messages").json()["data"] as? [[String: Any]] ?? []
+        #expect(seenOnTwo.map { $0["role"] as? String } == ["user", "assistant"])
+        #expect(seenOnTwo.last?["content"] as? String == firstAnswer)
+
+        let second = try await sendMessage(two, thread: thread, "Now say bye.")
+        #expect(second.status == 200 && second.replica == "replica-2")
+        let secondAnswer = try #require(second.answer)
+        #expect(try await two.send(.PATCH, "/v1/threads/\(thread)", body: #"{"name": "Shared"}"#).status == 200)
+
+        let backOnOne = try await one.get("/v1/threads/\(thread)/messages").json()["data"] as? [[String: Any]] ?? []
+        #expect(backOnOne.map { $0["content"] as? String } == ["Say hi.", firstAnswer, "Now say bye.", secondAnswer])
+        #expect(try await one.get("/v1/threads/\(thread)").json()["name"] as? String == "Shared")
+    }
+
+    @Test("kill -9 of the replica streaming an answer loses no completed message, and nginx sends the next requests to the other")
+    func killOneReplica() async throws {
+        let cluster = try await ReplicaCluster()
+        defer { Task { await cluster.stop() } }
+        let client = cluster.client
+        // Completed messages on both replicas.
+        var completed: [String: [String]] = [:]
+        for index in 0..<4 {
+            let thread = try #require(try await client.post("/v1/threads", [:]).json()["id"] as? String)
+            let sent = try await sendMessage(client, thread: thread, "Say hi to number \(index).")
+            completed[thread] = ["Say hi to number \(index).", try #require(sent.answer)]
+        }
+        // A long answer through nginx; the replica streaming it is killed at its third token.
+        let thread = try #require(try await client.post("/v1/threads", [:]).json()["id"] as? String)
+        var victim: String?
+        _ = try? await client.stream("/v1/threads/\(thread)/messages", ["content": "Write a very long story about a dragon."],
+                                     onHead: { victim = $0.first(name: "X-Hearth-Replica") }) { line in
+            if try jsonObject(line)["type"] as? String == "delta", let name = victim,
+               let replica = cluster.replicas.first(where: { $0.name == name }), replica.child.process.isRunning {
+                kill(replica.child.process.processIdentifier, SIGKILL)
+            }
+            return true
+        }
+        let killed = try cluster.replica(try #require(victim))
+        #expect(await killed.child.wait() == SIGKILL)
+        let survivor = try #require(cluster.replicas.first { $0.name != killed.name })
+
+        // Every request after it goes to the survivor, and succeeds.
+        for _ in 0..<6 {
+            let answer = try await client.get("/v1/threads")
+            #expect(answer.status == 200 && answer.replica == survivor.name, "\(answer.status) from \(answer.replica ?? "?")")
+        }
+        for (id, messages) in completed {
+            let stored = try await client.get("/v1/threads/\(id)/messages").json()["data"] as? [[String: Any]] ?? []
+            #expect(stored.map { $0["content"] as? String ?? "" } == messages, "thread \(id)")
+        }
+        // The interrupted answer is not stored; its question is, and the thread goes on elsewhere.
+        let interrupted = try await client.get("/v1/threads/\(thread)/messages").json()["data"] as? [[String: Any]] ?? []
+        #expect(interrupted.map { $0["role"] as? String ?? "" } == ["user"])
+        let retried = try await sendMessage(client, thread: thread, "Say hi instead.")
+        #expect(retried.status == 200 && retried.replica == survivor.name && retried.answer != nil)
+    }
+
+    @Test("SIGTERM drains a replica: /health says draining, new work goes to the other, the answer in progress finishes and is stored, then it exits")
+    func drain() async throws {
+        let cluster = try await ReplicaCluster(grace: 120)
+        defer { Task { await cluster.stop() } }
+        let leaving = try cluster.replica("replica-1")
+        let staying = try cluster.replica("replica-2")
+        #expect(try await leaving.client.get("/health").json()["status"] as? String == "ok")
+        let thread = try #require(try await leaving.client.post("/v1/threads", [:]).json()["id"] as? String)
+        let deltas = Atomic<Int>(0)
+        let streaming = Task {
+            try await sendMessage(leaving.client, thread: thread, "Write a very long story about a dragon.") { count in
+                deltas.store(count, ordering: .relaxed)
+            }
+        }
+        while deltas.load(ordering: .relaxed) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        kill(leaving.child.process.processIdentifier, SIGTERM)
+        try await Task.sleep(for: .milliseconds(300))
+
+        // While its answer streams: draining to a load balancer, new work refused with 503.
+        let health = try await leaving.client.get("/health")
+        #expect(health.status == 503, "\(health.text)")
+        #expect(try health.json()["status"] as? String == "draining")
+        let refused = try await leaving.client.post("/v1/threads", [:])
+        #expect(refused.status == 503 && refused.text.contains("shutting down"), "\(refused.text)")
+        #expect(refused.headers.first(name: "Retry-After") != nil)
+        for _ in 0..<4 {
+            let created = try await cluster.client.post("/v1/threads", [:])
+            #expect(created.status == 201 || created.status == 200)
+            #expect(created.replica == staying.name)
+        }
+        let during = deltas.load(ordering: .relaxed)
+
+        let sent = try await streaming.value
+        #expect(sent.status == 200 && sent.replica == leaving.name)
+        #expect(deltas.load(ordering: .relaxed) > during, "the answer went on streaming during the drain")
+        let answer = try #require(sent.answer, "the answer ran to its end")
+        let stored = try await staying.client.get("/v1/threads/\(thread)/messages").json()["data"] as? [[String: Any]] ?? []
+        #expect(stored.map { $0["role"] as? String ?? "" } == ["user", "assistant"])
+        #expect(stored.last?["content"] as? String == answer)
+        #expect(await leaving.child.wait() == 0)
+        #expect(!canConnect(port: Int(leaving.client.base.split(separator: ":").last ?? "") ?? 0))
+    }
+}
