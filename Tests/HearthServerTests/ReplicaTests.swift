@@ -225,4 +225,49 @@ struct ReplicaTests {
         #expect(await leaving.child.wait() == 0)
         #expect(!canConnect(port: Int(leaving.client.base.split(separator: ":").last ?? "") ?? 0))
     }
+
+    /// HEARTH_LOAD_SECONDS and HEARTH_LOAD_CLIENTS run a longer or wider load by hand
+    /// (scripts/load-test-replicas, for docs/PERFORMANCE.md).
+    @Test("a bounded load through nginx on both replicas: every request answered, no message lost")
+    func load() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seconds = environment["HEARTH_LOAD_SECONDS"] ?? "20"
+        let clients = environment["HEARTH_LOAD_CLIENTS"] ?? "8"
+        let cluster = try await ReplicaCluster()
+        defer { Task { await cluster.stop() } }
+        let script = TestFiles.packageRoot.appendingPathComponent("Tests/HearthServerTests/replica_load.py")
+        let child = try Child(URL(fileURLWithPath: "/usr/bin/env"),
+                              ["python3", script.path, cluster.nginx.base] + cluster.replicas.map(\.client.base)
+                                + ["--seconds", seconds, "--clients", clients],
+                              environment: environment, directory: cluster.directory)
+        let status = await child.wait()
+        try #require(status == 0, "replica_load.py exited \(status): \(child.errorText)")
+        let line = try #require(child.outputText.split(separator: "\n").last)
+        let report = try jsonObject(String(line))
+        let byReplica = report["by_replica"] as? [String: Int] ?? [:]
+        print("""
+            Replica load: \(clients) clients for \(report["seconds"] ?? "?") s through nginx on 2 replicas (PostgreSQL), \
+            \(ProcessInfo.processInfo.activeProcessorCount) cores
+            | requests | requests/s | answers/s | answer p50 / p95 (s) | errors | messages checked | lost | by replica |
+            | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+            | \(report["requests"] ?? "?") | \(report["requests_per_second"] ?? "?") | \(report["answers_per_second"] ?? "?") \
+            | \(report["answer_seconds_p50"] ?? "?") / \(report["answer_seconds_p95"] ?? "?") | \(report["errors"] ?? "?") \
+            | \(report["answers_checked"] ?? "?") | \(report["lost_messages"] ?? "?") \
+            | \(byReplica.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")) |
+            """)
+        #expect(report["errors"] as? Int == 0, "\(report["error_samples"] ?? "")")
+        #expect(report["lost_messages"] as? Int == 0, "\(report["lost_samples"] ?? "")")
+        #expect((report["answers_checked"] as? Int ?? 0) > 0)
+        #expect(Set(byReplica.keys) == ["replica-1", "replica-2"], "\(byReplica)")
+    }
+}
+
+@Suite struct ReplicaDocumentationTests {
+    @Test("the README's nginx configuration is the one the replica tests run")
+    func readmeShowsTheTestedConfiguration() throws {
+        let readme = try String(contentsOf: TestFiles.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let shown = NginxTestServer.configuration(upstreams: ["10.0.0.11:11435", "10.0.0.12:11435"], listen: "80")
+            .split(separator: "\n", omittingEmptySubsequences: false).map { "      " + $0 }.joined(separator: "\n")
+        #expect(readme.contains(shown), "README.md should show, indented by six spaces:\n\(shown)")
+    }
 }
