@@ -38,6 +38,19 @@ public struct HFCache: Sendable {
 
     /// The folder of `repo`.
     public func repoDirectory(_ repo: String) -> URL { root.appendingPathComponent(Self.folderName(repo: repo)) }
+
+    /// Throws when this process cannot write `repo`'s folder (or the nearest folder of it that
+    /// exists): a cache shared read-only, say, mounted on several machines.
+    public func requireWritable(_ repo: String) throws {
+        var path = repoDirectory(repo)
+        while !FileManager.default.fileExists(atPath: path.path), path.pathComponents.count > 1 {
+            path = path.deletingLastPathComponent()
+        }
+        guard access(path.path, W_OK) != 0 else { return }
+        let reason = String(cString: strerror(errno))
+        throw HearthError.resourceUnavailable(
+            "The Hugging Face cache at \(root.path) cannot be written by this process (\(path.path): \(reason)). Models already in it load as they are; pull new ones where the cache may be written, or set HF_HUB_CACHE to a writable folder.")
+    }
     func blobsDirectory(_ repo: String) -> URL { repoDirectory(repo).appendingPathComponent("blobs") }
     func blobURL(_ repo: String, etag: String) -> URL { blobsDirectory(repo).appendingPathComponent(etag) }
     func snapshotDirectory(_ repo: String, commit: String) -> URL {

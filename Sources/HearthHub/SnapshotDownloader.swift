@@ -120,6 +120,11 @@ public struct SnapshotDownloader: Sendable {
             }
         }
 
+        // A cache this process cannot write (shared read-only) says so before anything moves,
+        // unless it already holds every file.
+        let present = Set(cached(repo, revision: info.commit, patterns: patterns)?.files ?? [])
+        if !files.allSatisfy({ present.contains($0.path) }) { try cache.requireWritable(repo) }
+
         // Room for everything still missing, before any byte moves.
         let blobs = cache.blobsDirectory(repo)
         var needed = 0

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HearthTestSupport
+import HubEmulator
 import Synchronization
 import Testing
 
@@ -18,23 +19,28 @@ final class ReplicaCluster: @unchecked Sendable {
     var client: RemoteServer { RemoteServer(base: nginx.base) }
 
     /// Starts `count` replicas side by side (their migrations race for the database's lock),
-    /// then nginx in front of them.
-    init(count: Int = 2, grace: Double = 30) async throws {
+    /// then nginx in front of them. They serve SmolLM2 as "smollm2" unless `models` says
+    /// otherwise (`--model` arguments), with a Hugging Face cache of their own unless
+    /// `environment` names one, and as `user` when given (through runuser; the test runs as root).
+    init(count: Int = 2, grace: Double = 30, models: [String]? = nil, environment extra: [String: String] = [:],
+         user: String? = nil) async throws {
         directory = try TemporaryDirectory()
         let database = try StoreEngine.postgres.newDatabase(in: directory)
         self.database = database
-        let model = try TestFiles.model(TestFiles.smolLM2)
+        let models = try models ?? ["smollm2=\(TestFiles.model(TestFiles.smolLM2))"]
         let directory = self.directory
         var environment = ProcessInfo.processInfo.environment
         environment["HF_HUB_OFFLINE"] = "1"
         environment["HF_HUB_CACHE"] = directory.file("hub").path
+        environment.merge(extra) { _, new in new }
+        let hearth = try TestFiles.hearthBinary
         let started = try await withThrowingTaskGroup(of: (Int, String, Child, RemoteServer).self) { group in
             for index in 1...count {
                 let name = "replica-\(index)"
-                let child = try Child(try TestFiles.hearthBinary,
-                                      ["serve", "--port", "0", "--database", database, "--model", "smollm2=\(model)", "-t", "1", "-c", "1024",
-                                       "--replica", name, "--grace", String(grace)],
-                                      environment: environment, directory: directory)
+                let serve = [hearth.path, "serve", "--port", "0", "--database", database, "-t", "1", "-c", "1024",
+                             "--replica", name, "--grace", String(grace)] + models.flatMap { ["--model", $0] }
+                let command = user.map { ["/usr/sbin/runuser", "-u", $0, "--"] + serve } ?? serve
+                let child = try Child(URL(fileURLWithPath: command[0]), Array(command.dropFirst()), environment: environment, directory: directory)
                 group.addTask { (index, name, child, RemoteServer(base: try await child.listeningURL())) }
             }
             return try await group.reduce(into: []) { $0.append($1) }.sorted { $0.0 < $1.0 }
@@ -224,6 +230,74 @@ struct ReplicaTests {
         #expect(stored.last?["content"] as? String == answer)
         #expect(await leaving.child.wait() == 0)
         #expect(!canConnect(port: Int(leaving.client.base.split(separator: ":").last ?? "") ?? 0))
+    }
+
+    @Test("replicas share one read-only model cache: they load and answer from it, write nothing into it, and a pull into it is a clear error")
+    func sharedReadOnlyCache() async throws {
+        // The cache is filled once, by a pull from the Hub emulator, then made read-only to the
+        // replicas: they run as nobody when the tests run as root, else it loses its write bits.
+        let repo = HubEmulator.Repo("test-org/SmolLM2-GGUF", files: [.init("SmolLM2-135M-Instruct.Q4_1.gguf",
+                                                                             contentsOf: try TestFiles.modelURL(TestFiles.smolLM2))],
+                                    tags: ["gguf"])
+        let other = HubEmulator.Repo("test-org/other-GGUF", files: [.init("other-Q8_0.gguf", try tinyModelBytes())], tags: ["gguf"])
+        let emulator = try HubEmulator(repos: [repo, other])
+        try await emulator.start()
+        defer { Task { await emulator.stop() } }
+        let shared = URL(fileURLWithPath: "/tmp/hearth-shared-cache-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: shared) }
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: false)
+        let scratch = try TemporaryDirectory()
+        var environment = ProcessInfo.processInfo.environment
+        environment["HF_HUB_CACHE"] = shared.path
+        environment["HF_ENDPOINT"] = emulator.endpoint.absoluteString
+        environment["HF_HUB_OFFLINE"] = nil
+        let pull = try Child(try TestFiles.hearthBinary, ["pull", repo.id], environment: environment, directory: scratch)
+        try #require(await pull.wait() == 0, "\(pull.errorText)")
+        let asRoot = geteuid() == 0
+        try Self.run("/bin/chmod", ["-R", asRoot ? "a+rX,go-w" : "a-w", shared.path])
+        defer { try? Self.run("/bin/chmod", ["-R", "u+w", shared.path]) }
+        let before = try Self.listing(shared)
+
+        let cluster = try await ReplicaCluster(models: [repo.id], environment: ["HF_HUB_CACHE": shared.path,
+                                                                                "HF_ENDPOINT": emulator.endpoint.absoluteString,
+                                                                                "HF_HUB_OFFLINE": "0"],
+                                               user: asRoot ? "nobody" : nil)
+        defer { Task { await cluster.stop() } }
+        var answeredBy = Set<String>()
+        for _ in 0..<4 {
+            let answer = try await cluster.client.post("/v1/completions", ["model": repo.id, "prompt": "The sea is", "max_tokens": 4])
+            #expect(answer.status == 200, "\(answer.text)")
+            if let replica = answer.replica { answeredBy.insert(replica) }
+        }
+        #expect(answeredBy == ["replica-1", "replica-2"])
+        #expect(try Self.listing(shared) == before, "the replicas wrote into the shared cache")
+
+        let refused = try await cluster.client.post("/api/pull", ["model": other.id, "stream": false])
+        #expect(refused.status >= 400, "\(refused.text)")
+        #expect(refused.text.contains(shared.path) && refused.text.contains("cannot be written"), "\(refused.text)")
+        #expect(try Self.listing(shared) == before)
+        for replica in cluster.replicas { #expect(replica.child.process.isRunning) }
+    }
+
+    /// Every file and folder under `root` with its size and modification time.
+    static func listing(_ root: URL) throws -> [String] {
+        let keys: [URLResourceKey] = [.fileSizeKey, .contentModificationDateKey, .isSymbolicLinkKey]
+        let enumerator = try #require(FileManager.default.enumerator(at: root, includingPropertiesForKeys: keys))
+        var lines: [String] = []
+        for case let url as URL in enumerator {
+            let values = try url.resourceValues(forKeys: Set(keys))
+            lines.append("\(url.path) \(values.fileSize ?? -1) \(values.contentModificationDate?.timeIntervalSince1970 ?? 0)")
+        }
+        return lines.sorted()
+    }
+
+    static func run(_ executable: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "\(executable) \(arguments) exited \(process.terminationStatus)")
     }
 
     /// HEARTH_LOAD_SECONDS and HEARTH_LOAD_CLIENTS run a longer or wider load by hand
