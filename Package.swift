@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 let package = Package(
@@ -21,6 +21,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        // Traces over OTLP/HTTP only: the gRPC exporter would build gRPC for nothing.
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         .target(name: "CHearthKernels"),
@@ -79,12 +82,18 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             resources: [.copy("Web")]
         ),
         .executableTarget(
             name: "HearthCLI",
-            dependencies: ["Hearth", "HearthServer", "HearthStore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "Hearth", "HearthServer", "HearthStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .target(
             name: "HearthTestSupport",

@@ -3,6 +3,8 @@ import Foundation
 import Hearth
 import HearthServer
 import HearthStore
+import OTel
+import ServiceLifecycle
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -108,13 +110,35 @@ struct ServeCommand: AsyncParsableCommand {
                 printError("warning: listening on \(host) without --api-key; anyone who can reach this address can use it.")
             }
             let server = try await HearthServer(configuration: configuration, hearth: hearth)
-            try await server.start(handleSignals: true)
+            try await server.start(handleSignals: true, services: try tracing(replica: configuration.replica))
             let names = configuration.models.keys.sorted().joined(separator: ", ")
             writeNow("Hearth listening on http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)"
                      + (names.isEmpty ? "" : " (models: \(names))")
                      + (configuration.speechModel.map { " (speech: \($0.name))" } ?? "") + "\n")
             writeNow("Chat threads in \(configuration.database)\n")
             try await server.wait()
+        }
+    }
+
+    /// The OpenTelemetry trace exporter, when the environment asks for one: spans of every
+    /// request, its queue wait, prompt and generation, sent over OTLP/HTTP to
+    /// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), with the other
+    /// OTEL_* settings as the OpenTelemetry specification reads them.
+    private func tracing(replica: String) throws -> [any Service] {
+        let environment = ProcessInfo.processInfo.environment
+        let endpoint = ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"].compactMap { environment[$0] }.first { !$0.isEmpty }
+        guard endpoint != nil, environment["OTEL_SDK_DISABLED"]?.lowercased() != "true" else { return [] }
+        var configuration = OTel.Configuration.default
+        configuration.serviceName = "hearth"
+        configuration.resourceAttributes = ["service.instance.id": replica, "service.version": HearthServer.version]
+        configuration.diagnosticLogLevel = .warning
+        configuration.logs.enabled = false
+        configuration.metrics.enabled = false
+        configuration.traces.enabled = true
+        do {
+            return [try OTel.bootstrap(configuration: configuration)]
+        } catch {
+            throw HearthError.invalidArgument("The OpenTelemetry settings (OTEL_* variables) cannot be used: \(error). Unset OTEL_EXPORTER_OTLP_ENDPOINT to run without traces.")
         }
     }
 

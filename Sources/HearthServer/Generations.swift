@@ -1,6 +1,7 @@
 import Foundation
 import Hearth
 import Synchronization
+import Tracing
 
 /// One request's generation: a model in use, a slot, and the chunks the engine streams,
 /// forwarded through a task the request can cancel. The slot and the model are given back
@@ -29,14 +30,28 @@ final class RunningGeneration: @unchecked Sendable {
     /// Starts generating for `prompt` on the model called `name`, waiting for a slot, and
     /// returns once the prompt is evaluated. Throws when the model is unknown, the queue is
     /// full, the prompt does not fit, or `check` refuses the model.
+    ///
+    /// Traced as spans under the request's: "load model" (when it was not in memory), "queue
+    /// wait" (for a slot), "prompt" (to the first token) and "generation" (to the last).
     static func start(manager: ModelManager, metrics: ServerMetrics, model name: String?,
                       sampling requested: (@Sendable (inout SamplingOptions) -> Void)? = nil, prompt: Prompt,
                       options: GenerationOptions, keepAlive: KeepAlive?,
                       check: @Sendable (LocalModel) throws -> Void = { _ in }) async throws -> RunningGeneration {
         let clock = ContinuousClock()
         let started = clock.now
-        let loaded = try await manager.acquire(try await manager.canonicalName(name))
+        let request = ServiceContext.current ?? .topLevel
+        let loading = startSpan("load model", context: request)
+        let loaded: LoadedModel
+        do {
+            loaded = try await manager.acquire(try await manager.canonicalName(name))
+        } catch {
+            loading.recordError(error)
+            loading.end()
+            throw error
+        }
         let loadSeconds = (clock.now - started) / .seconds(1)
+        loading.attributes["hearth.model"] = loaded.name
+        loading.end()
         guard case .language(let model, let slots) = loaded.kind else {
             await manager.release(loaded, keepAlive: keepAlive)
             let what = if case .reranker = loaded.kind { "a reranker; it scores documents (/v1/rerank, /api/rerank)" }
@@ -44,12 +59,18 @@ final class RunningGeneration: @unchecked Sendable {
             throw ServerError.badRequest("'\(loaded.name)' is \(what), not text.", param: "model")
         }
         let slot: (index: Int, context: any GenerationContext)
+        let waiting = startSpan("queue wait", context: request)
+        waiting.attributes["hearth.model"] = loaded.name
         do {
             try check(model)
             let queued = clock.now
             slot = try await slots.acquire(key: Self.key(prompt))
             metrics.waited(seconds: (clock.now - queued) / .seconds(1))
+            waiting.attributes["hearth.slot"] = slot.index
+            waiting.end()
         } catch {
+            waiting.recordError(error)
+            waiting.end()
             await manager.release(loaded, keepAlive: keepAlive)
             throw error
         }
@@ -63,16 +84,39 @@ final class RunningGeneration: @unchecked Sendable {
         }
         let source = slot.context.stream(prompt, options: options, overflow: .error)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: GenerationChunk.self)
+        let modelName = loaded.name
+        let reading = startSpan("prompt", context: request)
+        reading.attributes["hearth.model"] = modelName
         let task = Task {
+            // The prompt span ends at the first token, but stays open until the statistics
+            // give it its token counts.
+            var firstToken: DefaultTracerClock.Instant?
+            var generating: (any Span)?
             do {
                 for try await chunk in source {
-                    if let stats = chunk.statistics { metrics.generation(stats) }
+                    if firstToken == nil {
+                        let now = DefaultTracerClock.now
+                        firstToken = now
+                        generating = startSpan("generation", context: request, at: now)
+                        generating?.attributes["hearth.model"] = modelName
+                    }
+                    if let stats = chunk.statistics {
+                        metrics.generation(stats)
+                        reading.attributes["hearth.prompt_tokens"] = stats.promptTokens
+                        reading.attributes["hearth.cached_prompt_tokens"] = stats.cachedPromptTokens
+                        generating?.attributes["hearth.completion_tokens"] = stats.completionTokens
+                        generating?.attributes["hearth.tokens_per_second"] = stats.tokensPerSecond
+                    }
+                    if let reason = chunk.finishReason { generating?.attributes["hearth.finish_reason"] = "\(reason)" }
                     continuation.yield(chunk)
                 }
                 continuation.finish()
             } catch {
+                (generating ?? reading).recordError(error)
                 continuation.finish(throwing: error)
             }
+            reading.end(at: firstToken ?? DefaultTracerClock.now)
+            generating?.end()
             await slots.release(slot.index)
             await manager.release(loaded, keepAlive: keepAlive)
         }

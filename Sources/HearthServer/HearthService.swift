@@ -92,6 +92,10 @@ final class HearthService: Sendable {
 
     func router() -> Router<BasicRequestContext> {
         let router = Router()
+        // A span per request, continuing a caller's trace (traceparent); the generation's spans
+        // go under it. Nothing is recorded unless a tracer is bootstrapped (hearth serve does
+        // when OTEL_EXPORTER_OTLP_ENDPOINT is set).
+        router.add(middleware: TracingMiddleware())
         router.add(middleware: ErrorMiddleware(metrics: metrics, replica: configuration.replica))
         router.add(middleware: DrainMiddleware(service: self))
         router.add(middleware: APIKeyMiddleware(key: configuration.apiKey))
@@ -268,6 +272,8 @@ struct APIKeyMiddleware: RouterMiddleware {
 
 /// The server: `start()` binds and serves in the background, `wait()` returns when it stops.
 public final class HearthServer: Sendable {
+    /// Hearth's version, as /api/version and the traces' service.version give it.
+    public static let version = HearthService.version
     let service: HearthService
     private let state = Mutex<(port: Int, task: Task<Void, any Error>?, group: ServiceGroup?)>((0, nil, nil))
     private let signalSources = Mutex<SignalSources?>(nil)
@@ -287,8 +293,9 @@ public final class HearthServer: Sendable {
 
     /// Binds and starts serving; returns once the port is open. Throws when the address cannot
     /// be bound. With `handleSignals`, SIGINT and SIGTERM drain the server (see `drain()`) and a
-    /// second one stops it at once; SIGQUIT stops it without waiting.
-    public func start(logger: Logger? = nil, handleSignals: Bool = false) async throws {
+    /// second one stops it at once; SIGQUIT stops it without waiting. `services` run beside the
+    /// server and stop after it (a trace exporter, which then sends what it still holds).
+    public func start(logger: Logger? = nil, handleSignals: Bool = false, services: [any Service] = []) async throws {
         let configuration = service.configuration
         var log = logger ?? Logger(label: "hearth.server")
         if logger == nil { log.logLevel = .warning }
@@ -298,7 +305,9 @@ public final class HearthServer: Sendable {
                               onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) },
                               logger: log)
         let service = self.service
-        var groupConfiguration = ServiceGroupConfiguration(services: [app], logger: log)
+        // Services stop in the reverse of this order: the server first, then the others, which
+        // so see its last requests.
+        var groupConfiguration = ServiceGroupConfiguration(services: services + [app], logger: log)
         if handleSignals { groupConfiguration.cancellationSignals = [.sigquit] }
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(5)
         let group = ServiceGroup(configuration: groupConfiguration)
