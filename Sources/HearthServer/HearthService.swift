@@ -345,7 +345,14 @@ public final class HearthServer: Sendable {
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler { [self] in
                 if signalsReceived.add(1, ordering: .relaxed).newValue == 1 {
-                    Task { await self.drain() }
+                    Task {
+                        let running = await self.service.workInProgress()
+                        if running > 0 {
+                            let seconds = Int(self.service.configuration.drainSeconds.rounded())
+                            FileHandle.standardError.write(Data("Draining: \(running) request\(running == 1 ? "" : "s") still running (at most \(seconds) s); new ones get 503. Press Ctrl-C again to stop now.\n".utf8))
+                        }
+                        await self.drain()
+                    }
                 } else {
                     let group = state.withLock { $0.group }
                     Task { await group?.triggerGracefulShutdown() }

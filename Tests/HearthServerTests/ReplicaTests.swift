@@ -207,6 +207,7 @@ struct ReplicaTests {
         kill(leaving.child.process.processIdentifier, SIGTERM)
         try await Task.sleep(for: .milliseconds(300))
 
+        #expect(leaving.child.errorText.contains("Draining: 1 request still running"), "\(leaving.child.errorText)")
         // While its answer streams: draining to a load balancer, new work refused with 503.
         let health = try await leaving.client.get("/health")
         #expect(health.status == 503, "\(health.text)")
