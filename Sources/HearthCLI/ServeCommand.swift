@@ -71,9 +71,6 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...10_000).contains(queueLimit) else { throw ValidationError("--queue must be between 0 and 10000.") }
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") }
         guard (0...86_400).contains(grace) else { throw ValidationError("--grace must be between 0 and 86400 seconds.") }
-        if let replica, replica.isEmpty || replica.contains(where: { $0.isWhitespace || $0 == "\"" }) {
-            throw ValidationError("--replica must be one word without quotes.")
-        }
         guard maxBody >= 1024 else { throw ValidationError("--max-body must be at least 1024 bytes.") }
         if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512.") }
         guard (0...(1 << 30)).contains(cacheRAM) else { throw ValidationError("--cache-ram must be between 0 and 1073741824 MiB.") }
@@ -93,6 +90,9 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.keepAliveSeconds = try ServerConfiguration.keepAliveSeconds(keepAlive)
             configuration.drainSeconds = grace
             if let name = replica ?? ProcessInfo.processInfo.environment["HEARTH_REPLICA"].flatMap({ $0.isEmpty ? nil : $0 }) {
+                guard !name.contains(where: { $0.isWhitespace || $0 == "\"" || $0 == "\\" }) else {
+                    throw HearthError.invalidArgument("The replica name \"\(name)\" (--replica or HEARTH_REPLICA) must be one word without quotes.")
+                }
                 configuration.replica = name
             }
             for argument in models {
@@ -135,8 +135,14 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.logs.enabled = false
         configuration.metrics.enabled = false
         configuration.traces.enabled = true
+        // Only traces: the variables that would turn on OpenTelemetry's logs or metrics (which
+        // would take over Hearth's own log and duplicate /metrics) are left out.
+        let settings = environment.filter { key, _ in
+            key != "OTEL_SDK_DISABLED" && !key.hasPrefix("OTEL_LOGS_") && !key.hasPrefix("OTEL_METRICS_")
+                && !key.hasPrefix("OTEL_EXPORTER_OTLP_LOGS_") && !key.hasPrefix("OTEL_EXPORTER_OTLP_METRICS_")
+        }
         do {
-            return [try OTel.bootstrap(configuration: configuration)]
+            return [try OTel.bootstrap(configuration: configuration, environment: settings)]
         } catch {
             throw HearthError.invalidArgument("The OpenTelemetry settings (OTEL_* variables) cannot be used: \(error). Unset OTEL_EXPORTER_OTLP_ENDPOINT to run without traces.")
         }

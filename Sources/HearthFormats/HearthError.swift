@@ -53,6 +53,8 @@ public enum HearthError: Error, Sendable, Equatable {
     case checksumMismatch(file: String, expected: String, actual: String)
     /// Not enough free disk space for a download.
     case insufficientDiskSpace(needed: Int, available: Int, path: String)
+    /// The model cache cannot be written by this process (a cache shared read-only, say).
+    case cacheNotWritable(path: String, reason: String)
     /// A file name from a server that would land outside the cache (`..`, an absolute path).
     case unsafeRemotePath(String)
     /// A model server (an OpenAI-compatible endpoint) refused or failed a request.
@@ -130,6 +132,8 @@ public enum HearthError: Error, Sendable, Equatable {
             return "\(file) arrived corrupted (sha256 \(actual), expected \(expected)); it was discarded. Pull again."
         case .insufficientDiskSpace(let needed, let available, let path):
             return "The download needs \(ModelSummary.formatBytes(needed)) but only \(ModelSummary.formatBytes(available)) is free at \(path). Free some space (`hearth prune`) or set HF_HUB_CACHE to a larger disk."
+        case .cacheNotWritable(let path, let reason):
+            return "The Hugging Face cache at \(path) cannot be written by this process (\(reason)). Models already in it load as they are; pull new ones where the cache may be written, or set HF_HUB_CACHE to a writable folder."
         case .unsafeRemotePath(let path):
             return "Refused the file name \"\(path)\" from the server: it would land outside the cache. Check HF_ENDPOINT points at a trustworthy hub."
         case .remoteRejected(let endpoint, let status, let message, let retryAfter):
@@ -172,7 +176,7 @@ public enum HearthError: Error, Sendable, Equatable {
             return .input
         case .invalidModelFile, .unsupportedModel: return .model
         case .contextOverflow, .generationFailed: return .generation
-        case .resourceUnavailable, .insufficientMemory, .insufficientDiskSpace,
+        case .resourceUnavailable, .insufficientMemory, .insufficientDiskSpace, .cacheNotWritable,
              .chatStoreDamaged, .chatStoreTooNew, .chatStoreFailed:
             return .resource
         case .chatDatabaseUnreachable:

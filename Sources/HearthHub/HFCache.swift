@@ -47,9 +47,7 @@ public struct HFCache: Sendable {
             path = path.deletingLastPathComponent()
         }
         guard access(path.path, W_OK) != 0 else { return }
-        let reason = String(cString: strerror(errno))
-        throw HearthError.resourceUnavailable(
-            "The Hugging Face cache at \(root.path) cannot be written by this process (\(path.path): \(reason)). Models already in it load as they are; pull new ones where the cache may be written, or set HF_HUB_CACHE to a writable folder.")
+        throw HearthError.cacheNotWritable(path: root.path, reason: "\(path.path): \(String(cString: strerror(errno)))")
     }
     func blobsDirectory(_ repo: String) -> URL { repoDirectory(repo).appendingPathComponent("blobs") }
     func blobURL(_ repo: String, etag: String) -> URL { blobsDirectory(repo).appendingPathComponent(etag) }

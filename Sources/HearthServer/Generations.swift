@@ -31,8 +31,9 @@ final class RunningGeneration: @unchecked Sendable {
     /// returns once the prompt is evaluated. Throws when the model is unknown, the queue is
     /// full, the prompt does not fit, or `check` refuses the model.
     ///
-    /// Traced as spans under the request's: "load model" (when it was not in memory), "queue
-    /// wait" (for a slot), "prompt" (to the first token) and "generation" (to the last).
+    /// Traced as spans under the request's: "load model" (finding the model in memory, or
+    /// loading it), "queue wait" (for a slot), "prompt" (to the first token) and "generation"
+    /// (to the last).
     static func start(manager: ModelManager, metrics: ServerMetrics, model name: String?,
                       sampling requested: (@Sendable (inout SamplingOptions) -> Void)? = nil, prompt: Prompt,
                       options: GenerationOptions, keepAlive: KeepAlive?,

@@ -70,6 +70,8 @@ final class HearthService: Sendable {
     let metrics: ServerMetrics
     /// Set once the server drains: new work is turned away.
     let draining = Atomic<Bool>(false)
+    /// Requests being answered now (their bodies included), but /health and /metrics.
+    let requestsInProgress = Atomic<Int>(0)
 
     init(configuration: ServerConfiguration, hearth: Hearth, logger: Logger) async throws {
         self.configuration = configuration
@@ -120,17 +122,6 @@ final class HearthService: Sendable {
         addThreadRoutes(to: router)
         addWebRoutes(to: router)
         return router
-    }
-
-    /// Generations running or waiting for a slot, and transcriptions, in progress now.
-    func workInProgress() async -> Int {
-        var count = metrics.transcriptionsInProgress
-        for (model, _) in await models.running() {
-            if case .language(_, let slots) = model.kind {
-                count += await slots.busyCount + slots.waitingCount
-            }
-        }
-        return count
     }
 
     private func updateGauges() async {
@@ -222,20 +213,41 @@ struct ErrorMiddleware: RouterMiddleware {
     }
 }
 
-/// While the server drains, turns away every request but /health and /metrics with 503, so
+/// Counts the requests in progress, until their bodies are written, for a drain to wait for;
+/// while the server drains, turns away every request but /health and /metrics with 503, so
 /// that a load balancer retries it on another replica (nginx: `proxy_next_upstream http_503`).
 struct DrainMiddleware: RouterMiddleware {
     typealias Context = BasicRequestContext
     let service: HearthService
 
+    /// Counts one request while it lives: until its response's body has been written, or the
+    /// response is dropped unwritten.
+    final class InProgress: Sendable {
+        let service: HearthService
+        init(_ service: HearthService) {
+            self.service = service
+            service.requestsInProgress.add(1, ordering: .relaxed)
+        }
+        func keep() {}
+        deinit { service.requestsInProgress.subtract(1, ordering: .relaxed) }
+    }
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
-        guard service.draining.load(ordering: .relaxed), path != "/health", path != "/metrics" else {
-            return try await next(request, context)
+        if path == "/health" || path == "/metrics" { return try await next(request, context) }
+        guard !service.draining.load(ordering: .relaxed) else {
+            throw ServerError(status: .serviceUnavailable,
+                              message: "This replica (\(service.configuration.replica)) is shutting down; send the request to another one.",
+                              type: "server_error", code: "draining", retryAfter: 1)
         }
-        throw ServerError(status: .serviceUnavailable,
-                          message: "This replica (\(service.configuration.replica)) is shutting down; send the request to another one.",
-                          type: "server_error", code: "draining", retryAfter: 1)
+        let inProgress = InProgress(service)
+        var response = try await next(request, context)
+        let body = response.body
+        response.body = ResponseBody(contentLength: body.contentLength) { writer in
+            defer { inProgress.keep() }
+            try await body.write(writer)
+        }
+        return response
     }
 }
 
@@ -345,8 +357,9 @@ public final class HearthServer: Sendable {
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler { [self] in
                 if signalsReceived.add(1, ordering: .relaxed).newValue == 1 {
+                    self.service.draining.store(true, ordering: .relaxed)
                     Task {
-                        let running = await self.service.workInProgress()
+                        let running = self.service.requestsInProgress.load(ordering: .relaxed)
                         if running > 0 {
                             let seconds = Int(self.service.configuration.drainSeconds.rounded())
                             FileHandle.standardError.write(Data("Draining: \(running) request\(running == 1 ? "" : "s") still running (at most \(seconds) s); new ones get 503. Press Ctrl-C again to stop now.\n".utf8))
@@ -354,8 +367,8 @@ public final class HearthServer: Sendable {
                         await self.drain()
                     }
                 } else {
-                    let group = state.withLock { $0.group }
-                    Task { await group?.triggerGracefulShutdown() }
+                    // At once: the run is cancelled, open streams with it.
+                    state.withLock { $0.task }?.cancel()
                 }
             }
             source.resume()
@@ -369,13 +382,14 @@ public final class HearthServer: Sendable {
     public var isDraining: Bool { service.draining.load(ordering: .relaxed) }
 
     /// Drains and stops the server, as a replica leaving a load balancer: /health answers 503
-    /// "draining" and new requests 503 at once, the generations and transcriptions in progress
-    /// run to their end (for at most `drainSeconds`), then the server stops.
+    /// "draining" and new requests 503 at once, the requests in progress (streamed answers,
+    /// transcriptions, a model loading for one) run to their end (for at most `drainSeconds`),
+    /// then the server stops.
     public func drain() async {
         let service = self.service
         service.draining.store(true, ordering: .relaxed)
         let deadline = ContinuousClock.now + .seconds(service.configuration.drainSeconds)
-        while ContinuousClock.now < deadline, await service.workInProgress() > 0 {
+        while ContinuousClock.now < deadline, service.requestsInProgress.load(ordering: .relaxed) > 0 {
             try? await Task.sleep(for: .milliseconds(100))
         }
         await stop()

@@ -80,6 +80,8 @@ struct ServerError: Error, Sendable {
                 return ServerError(status: .tooManyRequests, message: error.message, type: "server_error", code: "rate_limited", retryAfter: retryAfter)
             case .hubNotFound, .threadNotFound, .messageNotFound:
                 return .notFound(error.message)
+            case .cacheNotWritable:
+                return ServerError(status: .forbidden, message: error.message, type: "server_error", code: "cache_not_writable")
             case .hubAuthenticationRequired, .hubAccessDenied:
                 return ServerError(status: .forbidden, message: error.message, type: "invalid_request_error", code: "hub_access")
             default:

@@ -2,7 +2,6 @@ import Foundation
 import Hearth
 import HearthEngine
 import Prometheus
-import Synchronization
 
 /// What `/metrics` reports, in Prometheus' text format.
 final class ServerMetrics: Sendable {
@@ -20,8 +19,6 @@ final class ServerMetrics: Sendable {
     private let transcriptionsRunning: Gauge
     private let transcriptions: Counter
     private let transcribedSeconds: Counter
-    /// Audio requests transcribing now or waiting for the speech model.
-    private let transcribing = Atomic<Int>(0)
     /// The label every series carries, so that several replicas' metrics add up.
     private let replica: (String, String)
 
@@ -56,17 +53,10 @@ final class ServerMetrics: Sendable {
     }
 
     /// Counts an audio request from the time it has its audio until it has its text.
-    func transcriptionStarted() {
-        transcribing.add(1, ordering: .relaxed)
-        transcriptionsRunning.increment()
-    }
-
-    /// Audio requests transcribing now or waiting for the speech model.
-    var transcriptionsInProgress: Int { transcribing.load(ordering: .relaxed) }
+    func transcriptionStarted() { transcriptionsRunning.increment() }
 
     /// Ends what `transcriptionStarted` began; `seconds` of audio when it succeeded.
     func transcriptionEnded(seconds: Double?) {
-        transcribing.subtract(1, ordering: .relaxed)
         transcriptionsRunning.decrement()
         if let seconds {
             transcriptions.increment()

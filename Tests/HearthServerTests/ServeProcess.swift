@@ -13,7 +13,7 @@ final class ServeProcess: @unchecked Sendable {
     init(apiKey: String? = nil, hubEndpoint: URL? = nil, speechModel: Bool = false,
          moreModels: (TemporaryDirectory) throws -> [String: URL] = { _ in [:] }) async throws {
         directory = try TemporaryDirectory()
-        var arguments = ["serve", "--port", "0", "--database", directory.file("hearth.sqlite").path, "-t", "2", "-c", "2048",
+        var arguments = ["serve", "--port", "0", "--database", directory.file("hearth.sqlite").path, "-t", "2", "-c", "2048", "--grace", "5",
                          "--model", "smollm2=\(try TestFiles.model(TestFiles.smolLM2))",
                          "--model", "all-minilm=\(try TestFiles.model("all-MiniLM-L6-v2"))"]
         for (name, url) in try moreModels(directory).sorted(by: { $0.key < $1.key }) { arguments += ["--model", "\(name)=\(url.path)"] }
@@ -26,6 +26,7 @@ final class ServeProcess: @unchecked Sendable {
         environment["TMPDIR"] = directory.url.path
         if let hubEndpoint { environment["HF_ENDPOINT"] = hubEndpoint.absoluteString } else { environment["HF_HUB_OFFLINE"] = "1" }
         child = try Child(try TestFiles.hearthBinary, arguments, environment: environment, directory: directory)
+        child.killWhenTestsEnd()
         do {
             base = try await child.listeningURL()
         } catch {
@@ -37,6 +38,6 @@ final class ServeProcess: @unchecked Sendable {
     /// Stops it as a service manager would, with SIGTERM, and waits for it to exit.
     func stop() async {
         kill(child.process.processIdentifier, SIGTERM)
-        _ = await child.wait()
+        _ = await child.wait(atMost: .seconds(30))
     }
 }

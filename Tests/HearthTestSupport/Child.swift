@@ -33,6 +33,29 @@ public final class Child: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// Waits at most `limit` for it to exit; past that, kills it (SIGKILL, so its status says
+    /// so) and returns that status.
+    public func wait(atMost limit: Duration) async -> Int32 {
+        let deadline = ContinuousClock.now + limit
+        while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        return await wait()
+    }
+
+    /// Has it killed (SIGTERM) should this process end first, even by SIGKILL: a shell in a
+    /// session of its own waits for this process to go. For servers that must not outlive
+    /// their tests.
+    public func killWhenTestsEnd() {
+        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; kill -TERM \(process.processIdentifier) 2>/dev/null"
+        let watchdog = Process()
+        watchdog.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+        watchdog.arguments = ["-f", "/bin/sh", "-c", script]
+        watchdog.standardInput = FileHandle.nullDevice
+        watchdog.standardOutput = FileHandle.nullDevice
+        watchdog.standardError = FileHandle.nullDevice
+        try? watchdog.run()
+    }
+
     /// The address a `hearth serve` child listens on, once it prints "Hearth listening on URL"
     /// (within five minutes; a child that exits first or never says so is an error).
     public func listeningURL() async throws -> String {

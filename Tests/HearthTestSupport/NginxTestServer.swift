@@ -92,7 +92,7 @@ public final class NginxTestServer: @unchecked Sendable {
             if try await Self.answers(port: port, child: child) {
                 self.port = port
                 self.child = child
-                Self.watch(nginx: child.process.processIdentifier)
+                child.killWhenTestsEnd()
                 return
             }
             kill(child.process.processIdentifier, SIGKILL)
@@ -120,21 +120,9 @@ public final class NginxTestServer: @unchecked Sendable {
     /// Stops nginx (SIGTERM: at once) and waits for it.
     public func stop() async {
         kill(child.process.processIdentifier, SIGTERM)
-        _ = await child.wait()
+        _ = await child.wait(atMost: .seconds(30))
     }
 
-    /// A shell in a session of its own that stops nginx once this process is gone, so that a
-    /// test process killed mid-run leaves no nginx behind.
-    private static func watch(nginx: pid_t) {
-        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; kill -TERM \(nginx) 2>/dev/null"
-        let watchdog = Process()
-        watchdog.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        watchdog.arguments = ["-f", "/bin/sh", "-c", script]
-        watchdog.standardInput = FileHandle.nullDevice
-        watchdog.standardOutput = FileHandle.nullDevice
-        watchdog.standardError = FileHandle.nullDevice
-        try? watchdog.run()
-    }
 }
 
 /// Whether something accepts TCP connections on 127.0.0.1:`port`.
