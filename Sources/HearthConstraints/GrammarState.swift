@@ -16,6 +16,8 @@ public final class CompiledGrammar: Sendable {
     let root: Int
     /// Whether the grammar has token elements (then tokens are checked whole, not only by bytes).
     let hasTokens: Bool
+    /// For each slot, the fewest bytes from it to the end of its alternative.
+    let remainingBytes: [Int]
 
     public init(_ grammar: Grammar) {
         var slots: [Slot] = []
@@ -42,6 +44,38 @@ public final class CompiledGrammar: Sendable {
         self.starts = starts
         root = grammar.root
         self.hasTokens = hasTokens
+        let minimum = grammar.minimumLengths()
+        var remaining = [Int](repeating: 0, count: slots.count)
+        for i in slots.indices.reversed() {
+            switch slots[i] {
+            case .end: remaining[i] = 0
+            case .characters(let c): remaining[i] = min(Grammar.unreachableLength, Grammar.minimumBytes(of: c) + remaining[i + 1])
+            case .rule(let r): remaining[i] = min(Grammar.unreachableLength, minimum[r] + remaining[i + 1])
+            case .token: remaining[i] = min(Grammar.unreachableLength, 1 + remaining[i + 1])
+            }
+        }
+        remainingBytes = remaining
+    }
+
+    /// The fewest bytes that take `state` to a complete match: along each stack, what is left
+    /// of every frame's alternative (each entry is the place where its frame goes on), the
+    /// smallest over the stacks; the continuation bytes a character still needs come first.
+    public func shortestCompletion(_ state: GrammarState) -> Int {
+        var best = Grammar.unreachableLength
+        for stack in state.stacks {
+            var total = 0
+            for (i, place) in stack.enumerated() {
+                // A character begun: the rest of it, then what follows it.
+                let p = state.remaining > 0 && i == stack.count - 1 ? Int(place) + 1 : Int(place)
+                total = min(Grammar.unreachableLength, total + remainingBytes[p])
+            }
+            if state.remaining > 0 {
+                guard !stack.isEmpty else { continue }
+                total += Int(state.remaining)
+            }
+            best = min(best, total)
+        }
+        return best
     }
 
     /// The state before any output.
