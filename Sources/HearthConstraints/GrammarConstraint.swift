@@ -40,7 +40,7 @@ public struct GrammarConstraint: TokenConstraint {
 
     /// The tokens at least that `state` needs to end: none when complete, the end token when it
     /// may end, else its shortest completion's bytes and the end token.
-    func completionCost(_ state: GrammarState) -> Int {
+    public func completionCost(_ state: GrammarState) -> Int {
         if state.isAccepting { return state.canContinue ? 1 : 0 }
         return program.grammar.shortestCompletion(state) + 1
     }
