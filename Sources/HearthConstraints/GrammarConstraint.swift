@@ -49,7 +49,10 @@ public struct GrammarConstraint: TokenConstraint {
     /// state after it costs at most this.
     var budgetLimit: Int? {
         guard let remaining = remainingTokens, program.everyByteIsAToken else { return nil }
-        guard remaining <= completionCost(state) + Self.budgetMargin else { return nil }
+        let cost = completionCost(state)
+        // Past saving (a budget smaller than the shortest answer from the start): no token
+        // could fit, so none is refused for it.
+        guard remaining <= cost + Self.budgetMargin, cost <= remaining else { return nil }
         return remaining - 1
     }
 
