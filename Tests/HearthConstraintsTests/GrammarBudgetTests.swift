@@ -9,7 +9,8 @@ import Testing
     func shortest(_ source: String, after prefix: String = "") throws -> Int {
         let grammar = CompiledGrammar(try Grammar(gbnf: source))
         var state = grammar.start()
-        #expect(state.consume(Array(prefix.utf8), in: grammar), "\(prefix.debugDescription)")
+        let taken = state.consume(Array(prefix.utf8), in: grammar)
+        #expect(taken, "\(prefix.debugDescription)")
         return grammar.shortestCompletion(state)
     }
 
@@ -63,12 +64,13 @@ import Testing
 
     /// A JSON schema of a recursive tree: deep inside it, closing takes every bracket.
     @Test func recursiveSchema() throws {
-        let schema = try JSONValue(parsing: #"{"$defs": {"node": {"type": "object", "properties": {"value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["value"], "additionalProperties": false}}, "$ref": "#/$defs/node"}"#)
+        let schema = try JSONValue(parsing: ##"{"$defs": {"node": {"type": "object", "properties": {"value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["value"], "additionalProperties": false}}, "$ref": "#/$defs/node"}"##)
         let grammar = CompiledGrammar(try Grammar(jsonSchema: schema))
         var state = grammar.start()
         let start = grammar.shortestCompletion(state)
         #expect(start == #"{"value":0}"#.utf8.count)
-        #expect(state.consume(Array(#"{"value": 1, "children": [{"value": 2, "children": ["#.utf8), in: grammar))
+        let taken = state.consume(Array(#"{"value": 1, "children": [{"value": 2, "children": ["#.utf8), in: grammar)
+        #expect(taken)
         #expect(grammar.shortestCompletion(state) == "]}]}".utf8.count)
     }
 }
