@@ -7,9 +7,13 @@ import Testing
 @Suite struct GrammarBudgetTests {
     /// The shortest completion after `prefix` is taken by a fresh recognition of `source`.
     func shortest(_ source: String, after prefix: String = "") throws -> Int {
+        try shortest(source, afterBytes: Array(prefix.utf8))
+    }
+
+    func shortest(_ source: String, afterBytes prefix: [UInt8]) throws -> Int {
         let grammar = CompiledGrammar(try Grammar(gbnf: source))
         var state = grammar.start()
-        let taken = state.consume(Array(prefix.utf8), in: grammar)
+        let taken = state.consume(prefix, in: grammar)
         #expect(taken, "\(prefix.debugDescription)")
         return grammar.shortestCompletion(state)
     }
@@ -27,7 +31,8 @@ import Testing
         // Bytes, not characters: é is two, 日 three.
         #expect(try rootLength(#"root ::= "é日""#) == 5)
         #expect(try shortest(#"root ::= "é日""#, after: "\u{E9}") == 3)
-        #expect(try shortest(#"root ::= "é日" "x""#, after: "é\u{E6}") == 3)
+        // Inside 日 (E6 97 A5): its last two bytes, then x.
+        #expect(try shortest(#"root ::= "é日" "x""#, afterBytes: [0xC3, 0xA9, 0xE6]) == 3)
     }
 
     @Test func alternativesTakeTheShortest() throws {
