@@ -86,15 +86,7 @@ struct LocalPathTests {
                               environment: Self.environment(directory), directory: directory,
                               workingDirectory: directory.url)
         defer { kill(child.process.processIdentifier, SIGTERM) }
-        var base: String?
-        for _ in 0..<6000 where base == nil {
-            if let line = child.outputText.split(separator: "\n").first(where: { $0.hasPrefix("Hearth listening on ") }) {
-                base = line.dropFirst("Hearth listening on ".count).split(separator: " ").first.map(String.init)
-            } else {
-                try await Task.sleep(for: .milliseconds(50))
-            }
-        }
-        let url = try #require(base, "hearth serve did not start: \(child.errorText)")
+        let url = try await child.listeningURL()
 
         func call(_ path: String, _ body: [String: Any]? = nil) async throws -> [String: Any] {
             var request = URLRequest(url: URL(string: url + path)!)

@@ -67,7 +67,8 @@ import Testing
     static let seedBase = UInt64(ProcessInfo.processInfo.environment["HEARTH_FUZZ_SEED"] ?? "") ?? 0x4845_4152_5448
 
     /// Seeded random byte changes in the header: each either parses or is a HearthError; none
-    /// crashes, hangs or builds an unbounded amount of memory. Four seeds run side by side.
+    /// crashes or hangs. Four seeds run side by side. (That every count is bounded by the bytes
+    /// left before anything is allocated for it is shown field by field in GGUFMalformedTests.)
     @Test(arguments: 0..<4)
     func randomByteFlipsInTheHeader(seed: Int) throws {
         let layout = try Layout()
@@ -101,8 +102,5 @@ import Testing
         #expect(parsed + rejected == Self.iterations)
         #expect(parsed > 0 && rejected > 0)
         #expect(copy.outcome(Self.open) == "parsed")
-        // The figure is the whole test process's, which maps the real models several times over
-        // (about 1.3 GiB at its peak); a count the parser failed to bound would go far past it.
-        #expect(peakResidentBytes() < 3 << 30, "peak resident size \(peakResidentBytes() >> 20) MiB")
     }
 }

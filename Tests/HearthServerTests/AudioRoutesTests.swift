@@ -400,13 +400,7 @@ struct AudioRoutesTests {
 
     /// The server a `hearth serve` child listens as, once it says so.
     static func listening(_ child: Child) async throws -> RemoteServer {
-        var line: Substring?
-        for _ in 0..<6000 where line == nil {
-            line = child.outputText.split(separator: "\n").first { $0.hasPrefix("Hearth listening on ") }
-            if line == nil { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        let listening = try #require(line, "hearth serve did not start: \(child.errorText)")
-        return RemoteServer(base: String(listening.dropFirst("Hearth listening on ".count).prefix { $0 != " " }))
+        RemoteServer(base: try await child.listeningURL())
     }
 
     /// The server's count of audio requests in progress, from /metrics.

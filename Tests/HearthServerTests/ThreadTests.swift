@@ -231,15 +231,7 @@ struct ThreadTests {
                                    "-t", "2", "-c", "2048"],
                                   environment: ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1"]) { _, b in b },
                                   directory: directory)
-            for _ in 0..<6000 {
-                if let line = child.outputText.split(separator: "\n").first(where: { $0.hasPrefix("Hearth listening on ") }) {
-                    let url = line.dropFirst("Hearth listening on ".count).split(separator: " ").first.map(String.init) ?? ""
-                    return (child, url)
-                }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            Issue.record("hearth serve did not start: \(child.errorText)")
-            throw CancellationError()
+            return (child, try await child.listeningURL())
         }
         var (child, url) = try await serve()
         let client = RemoteServer(base: url)

@@ -31,7 +31,7 @@ enum Browser {
     }
 
     /// Runs the script against `server` and fails the test with its output unless it exits 0.
-    static func run(_ server: ServerFixture, screenshots: URL, _ arguments: [String] = []) async throws {
+    static func run(_ server: ServeProcess, screenshots: URL, _ arguments: [String] = []) async throws {
         try #require(available, "\(missing)")
         print("web UI screenshots: \(screenshots.path)")
         let child = try Child(URL(fileURLWithPath: "/usr/bin/env"),
@@ -61,7 +61,7 @@ struct WebUITests {
         try await emulator.start()
         defer { Task { await emulator.stop() } }
         emulator.inject(.trickle(bytesPerSecond: max(bytes.count / 3, 1024)), times: 8)
-        let server = try await ServerFixture(hubEndpoint: emulator.endpoint)
+        let server = try await ServeProcess(hubEndpoint: emulator.endpoint)
         defer { Task { await server.stop() } }
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("chat"), ["--pull", repo.id])
     }
@@ -69,49 +69,49 @@ struct WebUITests {
     @Test("a server with an API key: the page asks for it once and keeps it")
     func apiKey() async throws {
         let key = "web-ui-test-key"
-        let server = try await ServerFixture(apiKey: key)
+        let server = try await ServeProcess(apiKey: key)
         defer { Task { await server.stop() } }
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("api-key"), ["--api-key", key])
     }
 
     @Test("a reasoning model: its thoughts stream into a folded block above the answer")
     func thoughts() async throws {
-        let server = try await ServerFixture { directory in ["smollm2-thinking": try ReasoningModels.smolLM2(in: directory.url)] }
+        let server = try await ServeProcess { directory in ["smollm2-thinking": try ReasoningModels.smolLM2(in: directory.url)] }
         defer { Task { await server.stop() } }
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("thoughts"), ["--thoughts", "smollm2-thinking"])
     }
 
     @Test("Markdown answers: headings, emphasis, lists, tables, links, highlighted code with Copy, LaTeX as written, streaming in place; HTML and javascript: links run nothing")
     func markdown() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("markdown"), ["--markdown"])
     }
 
     @Test("edit a question: Esc and Cancel keep it, ↑ edits the last one, Save replaces the rest of the chat with a new answer")
     func edit() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("edit"), ["--edit"])
     }
 
     @Test("copy an answer, search chats, export as JSON and Markdown, import, keyboard shortcuts and their help")
     func tools() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("tools"), ["--tools"])
     }
 
     @Test("a phone-sized window: the chat list slides over the chat from a menu button")
     func mobile() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("mobile"), ["--mobile"])
     }
 
     @Test("speech in: an uploaded WAV's text and a dictation through the fake microphone land in the message box; a denied microphone says so")
     func speech() async throws {
-        let server = try await ServerFixture(speechModel: true)
+        let server = try await ServeProcess(speechModel: true)
         defer { Task { await server.stop() } }
         let clip = try SpeechClips.url(SpeechClips.dashwood)
         let expected = try await sdkTranscription(clip).text.trimmingCharacters(in: .whitespaces)
@@ -120,7 +120,7 @@ struct WebUITests {
 
     @Test("speech in on a server without a speech model: the page says how to start it with one")
     func noSpeechModel() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         let clip = try SpeechClips.url(SpeechClips.dashwood)
         try await Browser.run(server, screenshots: try Browser.screenshotFolder("no-speech"), ["--no-speech", clip.path])

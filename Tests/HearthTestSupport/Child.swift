@@ -33,9 +33,33 @@ public final class Child {
         return process.terminationStatus
     }
 
+    /// The address a `hearth serve` child listens on, once it prints "Hearth listening on URL"
+    /// (within five minutes; a child that exits first or never says so is an error).
+    public func listeningURL() async throws -> String {
+        let prefix = "Hearth listening on "
+        for _ in 0..<6000 {
+            if let line = outputText.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) {
+                return String(line.dropFirst(prefix.count).prefix { $0 != " " })
+            }
+            if !process.isRunning { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ChildError.notListening(errorText)
+    }
+
     /// Its standard output so far.
     public var outputText: String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
     /// Its standard error so far.
     public var errorText: String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
 }
 
+
+public enum ChildError: Error, CustomStringConvertible {
+    case notListening(String)
+
+    public var description: String {
+        switch self {
+        case .notListening(let errors): "hearth serve did not start: \(errors)"
+        }
+    }
+}
