@@ -131,19 +131,37 @@ public struct Grammar: Sendable, Hashable, Codable {
         }
     }
 
-    /// The fewest bytes each element takes, given the rules' minimum lengths (a token element
-    /// counts one: it is one token, whatever its text).
-    static func minimumBytes(of element: Element, rules minimum: [Int]) -> Int {
+    /// The fewest tokens one code point of `cls` takes when it is written one byte a token, with
+    /// only the bytes `single` marks having a token of their own (`unreachableLength` when no
+    /// code point of it can be written so). Code points of four bytes are tried at the ends of
+    /// the class's ranges only.
+    public static func minimumTokens(of cls: CharacterClass, single: [Bool]) -> Int {
+        func writable(_ c: UInt32) -> Bool {
+            guard cls.matches(c), let scalar = Unicode.Scalar(c) else { return false }
+            return String(scalar).utf8.allSatisfy { single[Int($0)] }
+        }
+        if (0..<0x80).contains(where: writable) { return 1 }
+        if (0x80..<0x800).contains(where: writable) { return 2 }
+        if (0x800..<0x10000).contains(where: writable) { return 3 }
+        let ends: [UInt32] = cls.ranges.flatMap { [$0.lowerBound, $0.upperBound, $0.upperBound &+ 1] } + [0x10000, 0x10FFFF]
+        return ends.contains { (UInt32(0x10000)...0x10FFFF).contains($0) && writable($0) } ? 4 : unreachableLength
+    }
+
+    /// The fewest units (bytes, or tokens with `cost` from `minimumTokens`) each element
+    /// takes, given the rules' minimum lengths (a token element counts one: it is one token,
+    /// whatever its text).
+    static func minimumLength(of element: Element, rules minimum: [Int], cost: (CharacterClass) -> Int) -> Int {
         switch element {
-        case .characters(let cls): return minimumBytes(of: cls)
+        case .characters(let cls): return cost(cls)
         case .rule(let r): return minimum[r]
         case .token: return 1
         }
     }
 
-    /// Each rule's shortest derivation in UTF-8 bytes: a fixpoint over the alternatives, from
-    /// "unreachable" down (a recursive rule takes its shortest way out).
-    public func minimumLengths() -> [Int] {
+    /// Each rule's shortest derivation, in UTF-8 bytes unless `cost` counts a character class
+    /// otherwise: a fixpoint over the alternatives, from "unreachable" down (a recursive rule
+    /// takes its shortest way out).
+    public func minimumLengths(cost: (CharacterClass) -> Int = Grammar.minimumBytes(of:)) -> [Int] {
         var minimum = [Int](repeating: Self.unreachableLength, count: rules.count)
         var changed = true
         while changed {
@@ -152,7 +170,7 @@ public struct Grammar: Sendable, Hashable, Codable {
                 for alternative in rule.alternatives {
                     var total = 0
                     for element in alternative {
-                        total = min(Self.unreachableLength, total + Self.minimumBytes(of: element, rules: minimum))
+                        total = min(Self.unreachableLength, total + Self.minimumLength(of: element, rules: minimum, cost: cost))
                     }
                     if total < minimum[i] {
                         minimum[i] = total

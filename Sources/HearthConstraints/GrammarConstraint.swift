@@ -14,8 +14,9 @@ public struct GrammarConstraint: TokenConstraint {
     public private(set) var state: GrammarState
     /// Tokens left before the budget ends, counting the one about to be sampled (nil: no budget).
     /// Near the end (see `budgetMargin`), only tokens after which the output can still be
-    /// completed within the budget are allowed: the shortest completion in bytes, one token
-    /// per byte (when every byte is a token), and one more for the end-of-generation token.
+    /// completed within the budget are allowed: the shortest completion written one byte a
+    /// token with the vocabulary's single-byte tokens, and one more for the end-of-generation
+    /// token.
     public var remainingTokens: Int? = nil
 
     /// How close (in tokens) the shortest completion must come to the budget before tokens are
@@ -39,19 +40,22 @@ public struct GrammarConstraint: TokenConstraint {
     public var isComplete: Bool { state.isAccepting && !state.canContinue }
 
     /// The tokens at least that `state` needs to end: none when complete, the end token when it
-    /// may end, else its shortest completion's bytes and the end token.
+    /// may end, else its shortest completion and the end token (`Grammar.unreachableLength`
+    /// when the vocabulary's single-byte tokens cannot write a completion, or it has no end
+    /// token).
     public func completionCost(_ state: GrammarState) -> Int {
         if state.isAccepting { return state.canContinue ? 1 : 0 }
-        return program.grammar.shortestCompletion(state) + 1
+        guard program.canEnd else { return Grammar.unreachableLength }
+        return min(Grammar.unreachableLength, program.shortestCompletionTokens(state) + 1)
     }
 
     /// The budget tokens must keep to, when it is near: a text token is allowed only if the
     /// state after it costs at most this.
     var budgetLimit: Int? {
-        guard let remaining = remainingTokens, program.everyByteIsAToken else { return nil }
+        guard let remaining = remainingTokens else { return nil }
         let cost = completionCost(state)
-        // Past saving (a budget smaller than the shortest answer from the start): no token
-        // could fit, so none is refused for it.
+        // Past saving (a budget smaller than the shortest completion, or a completion the
+        // vocabulary cannot write a byte a token): none is refused for it.
         guard remaining <= cost + Self.budgetMargin, cost <= remaining else { return nil }
         return remaining - 1
     }
@@ -122,9 +126,14 @@ public final class GrammarProgram: Sendable {
     /// How the program's masks were had so far (for benchmarks).
     public var statistics: MaskStatistics { counters.withLock { $0 } }
 
-    /// Whether every byte a UTF-8 text needs is a token of its own, so that any text can be
-    /// written one token per byte (the budget's guarantee counts on it).
-    public let everyByteIsAToken: Bool
+    /// For each place in the grammar, the fewest tokens from it to the end of its alternative,
+    /// text written one byte a token with the vocabulary's single-byte tokens.
+    private let remainingTokens: [Int]
+    /// What each continuation byte of a character begun costs so (`Grammar.unreachableLength`
+    /// when some continuation byte has no token of its own).
+    private let continuationCost: Int
+    /// Whether the vocabulary has an end-of-generation token.
+    let canEnd: Bool
 
     public init(_ grammar: Grammar, table: TokenByteTable) {
         self.grammar = CompiledGrammar(grammar)
@@ -134,10 +143,17 @@ public final class GrammarProgram: Sendable {
             && table.offsets[token + 1] - table.offsets[token] == 1 {
             single[Int(table.bytes[Int(table.offsets[token])])] = true
         }
-        everyByteIsAToken = (0..<256).allSatisfy { b in single[b] || (0xC0...0xC1).contains(b) || b >= 0xF5 }
-            && !table.endTokens.isEmpty
+        remainingTokens = self.grammar.remainingTokens(grammar, single: single)
+        continuationCost = (0x80...0xBF).allSatisfy { single[$0] } ? 1 : Grammar.unreachableLength
+        canEnd = !table.endTokens.isEmpty
         trie = table.trie
         automaton = Mutex(ByteAutomaton())
+    }
+
+    /// The fewest tokens that take `state` to a complete match, written one byte a token with
+    /// the vocabulary's single-byte tokens (the end-of-generation token not counted).
+    public func shortestCompletionTokens(_ state: GrammarState) -> Int {
+        grammar.shortestCompletion(state, remaining: remainingTokens, continuation: continuationCost)
     }
 
     /// Most masks kept: about 8 MB of them.

@@ -78,4 +78,23 @@ import Testing
         #expect(taken)
         #expect(grammar.shortestCompletion(state) == "]}]}".utf8.count)
     }
+
+    /// Counted in tokens of a vocabulary whose single-byte tokens are `single`: a class costs
+    /// one token when one of its ASCII characters has one, and a way that needs a byte without
+    /// a token of its own is no way.
+    @Test func tokensOfAVocabularyWithoutSomeBytes() throws {
+        func tokens(_ source: String, missing: [UInt8]) throws -> Int {
+            let grammar = try Grammar(gbnf: source)
+            var single = [Bool](repeating: true, count: 256)
+            for byte in missing { single[Int(byte)] = false }
+            return grammar.minimumLengths { Grammar.minimumTokens(of: $0, single: single) }[grammar.root]
+        }
+        #expect(try tokens(#"root ::= [a-c] "x""#, missing: []) == 2)
+        #expect(try tokens(#"root ::= [a-c] "x""#, missing: Array("ab".utf8)) == 2)
+        #expect(try tokens(#"root ::= [a-c] "x" | "yyy""#, missing: Array("abc".utf8)) == 3)
+        #expect(try tokens(#"root ::= [a-c] "x""#, missing: Array("abc".utf8)) == Grammar.unreachableLength)
+        #expect(try tokens(#"root ::= [^\x00-\x7F]"#, missing: []) == 2)
+        #expect(try tokens(#"root ::= [^\x00-\x7F]"#, missing: Array(0xC2...0xDF) + Array(0xE0...0xEF)) == 4)
+        #expect(try tokens(#"root ::= "é""#, missing: [0xA9]) == Grammar.unreachableLength)
+    }
 }

@@ -54,7 +54,8 @@ private let budgetModel = Result { try TransformerModel(path: TestFiles.model(Te
         let schema = try JSONSchemaFixtures.schema("20-recursive-tree")
         let grammar = try Grammar(jsonSchema: schema)
         let program = model.grammarProgram(grammar)
-        #expect(program.everyByteIsAToken, "SmolLM2 has a token for every byte")
+        // Printable ASCII has single-byte tokens in SmolLM2, so the tree's completions can be written.
+        #expect(program.shortestCompletionTokens(GrammarConstraint(program: program).state) < Grammar.unreachableLength)
         let budget = 100
         var compared = 0
         for seed in 1...16 {
