@@ -105,6 +105,83 @@ public struct Grammar: Sendable, Hashable, Codable {
         return nullable
     }
 
+    /// A length no derivation reaches: a rule that matches nothing finite.
+    public static let unreachableLength = Int.max / 4
+
+    /// The fewest UTF-8 bytes one code point of `cls` takes (`unreachableLength` when it matches none).
+    public static func minimumBytes(of cls: CharacterClass) -> Int {
+        var lowest: UInt32
+        if !cls.negated {
+            guard let low = cls.ranges.map(\.lowerBound).min() else { return unreachableLength }
+            lowest = low
+        } else {
+            // The first code point outside every range.
+            lowest = 0
+            for r in cls.ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) where r.upperBound >= lowest {
+                if r.lowerBound > lowest { break }
+                guard r.upperBound < 0x10FFFF else { return unreachableLength }
+                lowest = r.upperBound + 1
+            }
+        }
+        switch lowest {
+        case 0..<0x80: return 1
+        case 0x80..<0x800: return 2
+        case 0x800..<0x10000: return 3
+        default: return 4
+        }
+    }
+
+    /// The fewest tokens one code point of `cls` takes when it is written one byte a token, with
+    /// only the bytes `single` marks having a token of their own (`unreachableLength` when no
+    /// code point of it can be written so). Code points of four bytes are tried at the ends of
+    /// the class's ranges only.
+    public static func minimumTokens(of cls: CharacterClass, single: [Bool]) -> Int {
+        func writable(_ c: UInt32) -> Bool {
+            guard cls.matches(c), let scalar = Unicode.Scalar(c) else { return false }
+            return String(scalar).utf8.allSatisfy { single[Int($0)] }
+        }
+        if (0..<0x80).contains(where: writable) { return 1 }
+        if (0x80..<0x800).contains(where: writable) { return 2 }
+        if (0x800..<0x10000).contains(where: writable) { return 3 }
+        let ends: [UInt32] = cls.ranges.flatMap { [$0.lowerBound, $0.upperBound, $0.upperBound &+ 1] } + [0x10000, 0x10FFFF]
+        return ends.contains { (UInt32(0x10000)...0x10FFFF).contains($0) && writable($0) } ? 4 : unreachableLength
+    }
+
+    /// The fewest units (bytes, or tokens with `cost` from `minimumTokens`) each element
+    /// takes, given the rules' minimum lengths (a token element counts one: it is one token,
+    /// whatever its text).
+    static func minimumLength(of element: Element, rules minimum: [Int], cost: (CharacterClass) -> Int) -> Int {
+        switch element {
+        case .characters(let cls): return cost(cls)
+        case .rule(let r): return minimum[r]
+        case .token: return 1
+        }
+    }
+
+    /// Each rule's shortest derivation, in UTF-8 bytes unless `cost` counts a character class
+    /// otherwise: a fixpoint over the alternatives, from "unreachable" down (a recursive rule
+    /// takes its shortest way out).
+    public func minimumLengths(cost: (CharacterClass) -> Int = Grammar.minimumBytes(of:)) -> [Int] {
+        var minimum = [Int](repeating: Self.unreachableLength, count: rules.count)
+        var changed = true
+        while changed {
+            changed = false
+            for (i, rule) in rules.enumerated() {
+                for alternative in rule.alternatives {
+                    var total = 0
+                    for element in alternative {
+                        total = min(Self.unreachableLength, total + Self.minimumLength(of: element, rules: minimum, cost: cost))
+                    }
+                    if total < minimum[i] {
+                        minimum[i] = total
+                        changed = true
+                    }
+                }
+            }
+        }
+        return minimum
+    }
+
     private func checkLeftRecursion() throws {
         let nullable = nullableRules()
         // Rules each rule can start with (through a nullable prefix).

@@ -12,6 +12,16 @@ public struct GrammarConstraint: TokenConstraint {
     public let program: GrammarProgram
     /// The output so far.
     public private(set) var state: GrammarState
+    /// Tokens left before the budget ends, counting the one about to be sampled (nil: no budget).
+    /// Near the end (see `budgetMargin`), only tokens after which the output can still be
+    /// completed within the budget are allowed: the shortest completion written one byte a
+    /// token with the vocabulary's single-byte tokens, and one more for the end-of-generation
+    /// token.
+    public var remainingTokens: Int? = nil
+
+    /// How close (in tokens) the shortest completion must come to the budget before tokens are
+    /// refused for it; further away the masks are exactly those without a budget.
+    public static let budgetMargin = 32
 
     public init(program: GrammarProgram) {
         self.program = program
@@ -29,8 +39,38 @@ public struct GrammarConstraint: TokenConstraint {
     /// Whether the output is complete and nothing more can follow it.
     public var isComplete: Bool { state.isAccepting && !state.canContinue }
 
+    /// The tokens at least that `state` needs to end: none when complete, the end token when it
+    /// may end, else its shortest completion and the end token (`Grammar.unreachableLength`
+    /// when the vocabulary's single-byte tokens cannot write a completion, or it has no end
+    /// token).
+    public func completionCost(_ state: GrammarState) -> Int {
+        if state.isAccepting { return state.canContinue ? 1 : 0 }
+        guard program.canEnd else { return Grammar.unreachableLength }
+        return min(Grammar.unreachableLength, program.shortestCompletionTokens(state) + 1)
+    }
+
+    /// The budget tokens must keep to, when it is near: a text token is allowed only if the
+    /// state after it costs at most this.
+    var budgetLimit: Int? {
+        guard let remaining = remainingTokens else { return nil }
+        let cost = completionCost(state)
+        // Past saving (a budget smaller than the shortest completion, or a completion the
+        // vocabulary cannot write a byte a token): none is refused for it.
+        guard remaining <= cost + Self.budgetMargin, cost <= remaining else { return nil }
+        return remaining - 1
+    }
+
+    /// Whether `token`, which the grammar allows, leaves the output completable within `limit`.
+    private func fits(_ token: Int32, limit: Int) -> Bool {
+        if program.table.kinds[Int(token)] == .end && state.isAccepting { return true }
+        guard let next = program.next(state, token) else { return false }
+        return completionCost(next) <= limit
+    }
+
     public func allows(_ token: Int32) -> Bool {
-        program.next(state, token) != nil
+        guard program.next(state, token) != nil else { return false }
+        guard let limit = budgetLimit else { return true }
+        return fits(token, limit: limit)
     }
 
     /// Takes `token` into the output; false (nothing changes) when the grammar refuses it.
@@ -42,7 +82,20 @@ public struct GrammarConstraint: TokenConstraint {
 
     public func markAllowed(in mask: UnsafeMutableBufferPointer<UInt64>, vocabularySize: Int) {
         let computed = program.mask(for: state)
-        for i in 0..<min(mask.count, computed.count, (vocabularySize + 63) / 64) { mask[i] |= computed[i] }
+        let limit = budgetLimit
+        for i in 0..<min(mask.count, computed.count, (vocabularySize + 63) / 64) {
+            guard let limit else {
+                mask[i] |= computed[i]
+                continue
+            }
+            var word = computed[i]
+            while word != 0 {
+                let bit = word.trailingZeroBitCount
+                word &= word - 1
+                let token = Int32(i * 64 + bit)
+                if fits(token, limit: limit) { mask[i] |= 1 << UInt64(bit) }
+            }
+        }
     }
 }
 
@@ -73,11 +126,34 @@ public final class GrammarProgram: Sendable {
     /// How the program's masks were had so far (for benchmarks).
     public var statistics: MaskStatistics { counters.withLock { $0 } }
 
+    /// For each place in the grammar, the fewest tokens from it to the end of its alternative,
+    /// text written one byte a token with the vocabulary's single-byte tokens.
+    private let remainingTokens: [Int]
+    /// What each continuation byte of a character begun costs so (`Grammar.unreachableLength`
+    /// when some continuation byte has no token of its own).
+    private let continuationCost: Int
+    /// Whether the vocabulary has an end-of-generation token.
+    let canEnd: Bool
+
     public init(_ grammar: Grammar, table: TokenByteTable) {
         self.grammar = CompiledGrammar(grammar)
         self.table = table
+        var single = [Bool](repeating: false, count: 256)
+        for token in 0..<table.vocabularySize where table.kinds[token] == .text
+            && table.offsets[token + 1] - table.offsets[token] == 1 {
+            single[Int(table.bytes[Int(table.offsets[token])])] = true
+        }
+        remainingTokens = self.grammar.remainingTokens(grammar, single: single)
+        continuationCost = (0x80...0xBF).allSatisfy { single[$0] } ? 1 : Grammar.unreachableLength
+        canEnd = !table.endTokens.isEmpty
         trie = table.trie
         automaton = Mutex(ByteAutomaton())
+    }
+
+    /// The fewest tokens that take `state` to a complete match, written one byte a token with
+    /// the vocabulary's single-byte tokens (the end-of-generation token not counted).
+    public func shortestCompletionTokens(_ state: GrammarState) -> Int {
+        grammar.shortestCompletion(state, remaining: remainingTokens, continuation: continuationCost)
     }
 
     /// Most masks kept: about 8 MB of them.
@@ -292,6 +368,10 @@ public struct LazyGrammarConstraint: OutputConstraint {
     /// Whether a trigger has appeared.
     public var isTriggered: Bool { grammar != nil }
     public var isComplete: Bool { grammar?.isComplete ?? false }
+    /// Tokens left in the budget: the grammar keeps to it once triggered (free text does not).
+    public var remainingTokens: Int? {
+        didSet { grammar?.remainingTokens = remainingTokens }
+    }
 
     /// The grammar's state after `bytes` when they complete a trigger, `.some(nil)` when they
     /// complete one the grammar refuses, nil when they complete none.
@@ -347,6 +427,7 @@ public struct LazyGrammarConstraint: OutputConstraint {
         switch triggered(by: bytes) {
         case .some(let started?):
             grammar = started
+            grammar?.remainingTokens = remainingTokens
         case .some(nil):
             return false
         case nil:

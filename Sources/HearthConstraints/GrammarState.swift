@@ -16,6 +16,8 @@ public final class CompiledGrammar: Sendable {
     let root: Int
     /// Whether the grammar has token elements (then tokens are checked whole, not only by bytes).
     let hasTokens: Bool
+    /// For each slot, the fewest bytes from it to the end of its alternative.
+    let remainingBytes: [Int]
 
     public init(_ grammar: Grammar) {
         var slots: [Slot] = []
@@ -42,6 +44,62 @@ public final class CompiledGrammar: Sendable {
         self.starts = starts
         root = grammar.root
         self.hasTokens = hasTokens
+        remainingBytes = Self.remainingLengths(grammar, slots: slots, cost: Grammar.minimumBytes(of:))
+    }
+
+    /// For each slot, the fewest units (as `cost` counts a character class) from it to the end
+    /// of its alternative.
+    static func remainingLengths(_ grammar: Grammar, slots: [Slot], cost: (Grammar.CharacterClass) -> Int) -> [Int] {
+        let minimum = grammar.minimumLengths(cost: cost)
+        var remaining = [Int](repeating: 0, count: slots.count)
+        for i in slots.indices.reversed() {
+            switch slots[i] {
+            case .end: remaining[i] = 0
+            case .characters(let c): remaining[i] = min(Grammar.unreachableLength, cost(c) + remaining[i + 1])
+            case .rule(let r): remaining[i] = min(Grammar.unreachableLength, minimum[r] + remaining[i + 1])
+            case .token: remaining[i] = min(Grammar.unreachableLength, 1 + remaining[i + 1])
+            }
+        }
+        return remaining
+    }
+
+    /// For each slot, the fewest tokens from it to the end of its alternative when text is
+    /// written one byte a token with the bytes `single` marks.
+    func remainingTokens(_ grammar: Grammar, single: [Bool]) -> [Int] {
+        var costs: [Grammar.CharacterClass: Int] = [:]
+        return Self.remainingLengths(grammar, slots: slots) { cls in
+            if let known = costs[cls] { return known }
+            let cost = Grammar.minimumTokens(of: cls, single: single)
+            costs[cls] = cost
+            return cost
+        }
+    }
+
+    /// The fewest bytes that take `state` to a complete match: along each stack, what is left
+    /// of every frame's alternative (each entry is the place where its frame goes on), the
+    /// smallest over the stacks; the continuation bytes a character still needs come first.
+    public func shortestCompletion(_ state: GrammarState) -> Int {
+        shortestCompletion(state, remaining: remainingBytes, continuation: 1)
+    }
+
+    /// The same in the units of `remaining` (from `remainingLengths`), each continuation byte of
+    /// a character begun costing `continuation`.
+    func shortestCompletion(_ state: GrammarState, remaining: [Int], continuation: Int) -> Int {
+        var best = Grammar.unreachableLength
+        for stack in state.stacks {
+            var total = 0
+            for (i, place) in stack.enumerated() {
+                // A character begun: the rest of it, then what follows it.
+                let p = state.remaining > 0 && i == stack.count - 1 ? Int(place) + 1 : Int(place)
+                total = min(Grammar.unreachableLength, total + remaining[p])
+            }
+            if state.remaining > 0 {
+                guard !stack.isEmpty else { continue }
+                total = min(Grammar.unreachableLength, total + Int(state.remaining) * continuation)
+            }
+            best = min(best, total)
+        }
+        return best
     }
 
     /// The state before any output.

@@ -29,6 +29,13 @@ public protocol OutputConstraint: TokenConstraint {
     mutating func accept(_ token: Int32, bytes: [UInt8]) -> Bool
     /// Whether the output is complete and nothing more may follow: generation ends.
     var isComplete: Bool { get }
+    /// Tells the constraint how many tokens are left before the budget ends, counting the one
+    /// about to be sampled; a constraint that can close its output in time keeps to it.
+    mutating func setRemainingTokens(_ count: Int)
+}
+
+extension OutputConstraint {
+    public mutating func setRemainingTokens(_ count: Int) {}
 }
 
 extension JSONTokenConstraint: OutputConstraint {
@@ -40,7 +47,13 @@ extension JSONTokenConstraint: OutputConstraint {
 }
 
 extension GrammarConstraint: OutputConstraint {
+    public mutating func setRemainingTokens(_ count: Int) { remainingTokens = count }
+
     public mutating func accept(_ token: Int32, bytes: [UInt8]) -> Bool {
         accept(token)
     }
+}
+
+extension LazyGrammarConstraint {
+    public mutating func setRemainingTokens(_ count: Int) { remainingTokens = count }
 }

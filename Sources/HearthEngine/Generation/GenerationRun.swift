@@ -133,6 +133,7 @@ final class GenerationRun {
 
     private func sampleNext() throws {
         let top = options.logprobs ? options.topLogprobs : 0
+        if budget < Int.max { constraint?.setRemainingTokens(budget - statistics.completionTokens) }
         let picked: SampledToken? = sequence.logits.withUnsafeBufferPointer { values in
             switch (constraint, options.logprobs) {
             case (let constraint?, true):
