@@ -111,13 +111,16 @@ final class RunningGeneration: @unchecked Sendable {
                     if let reason = chunk.finishReason { generating?.attributes["hearth.finish_reason"] = "\(reason)" }
                     continuation.yield(chunk)
                 }
+                // The spans end before the stream does, so inside the request's.
+                reading.end(at: firstToken ?? DefaultTracerClock.now)
+                generating?.end()
                 continuation.finish()
             } catch {
                 (generating ?? reading).recordError(error)
+                reading.end(at: firstToken ?? DefaultTracerClock.now)
+                generating?.end()
                 continuation.finish(throwing: error)
             }
-            reading.end(at: firstToken ?? DefaultTracerClock.now)
-            generating?.end()
             await slots.release(slot.index)
             await manager.release(loaded, keepAlive: keepAlive)
         }

@@ -21,7 +21,7 @@ final class ReplicaCluster: @unchecked Sendable {
     /// Starts `count` replicas side by side (their migrations race for the database's lock),
     /// then nginx in front of them. They serve SmolLM2 as "smollm2" unless `models` says
     /// otherwise (`--model` arguments), with a Hugging Face cache of their own unless
-    /// `environment` names one, and as `user` when given (through runuser; the test runs as root).
+    /// `environment` names one, and as `user` when given (the tests then run as root).
     init(count: Int = 2, grace: Double = 30, models: [String]? = nil, environment extra: [String: String] = [:],
          user: String? = nil, binary: URL? = nil) async throws {
         directory = try TemporaryDirectory()
@@ -39,7 +39,11 @@ final class ReplicaCluster: @unchecked Sendable {
             let name = "replica-\(index)"
             let serve = [hearth.path, "serve", "--port", "0", "--database", database, "-t", "1", "-c", "1024",
                          "--replica", name, "--grace", String(grace)] + models.flatMap { ["--model", $0] }
-            let command = user.map { ["/usr/sbin/runuser", "-u", $0, "--"] + serve } ?? serve
+            // setpriv execs hearth as the user, in the same process, so that killing it kills hearth.
+            let command = try user.map { name in
+                let account = try #require(getpwnam(name), "no user \(name)")
+                return ["/usr/bin/setpriv", "--reuid=\(account.pointee.pw_uid)", "--regid=\(account.pointee.pw_gid)", "--clear-groups", "--"] + serve
+            } ?? serve
             // Another user may not enter the test's working directory: it starts from /.
             let child = try Child(URL(fileURLWithPath: command[0]), Array(command.dropFirst()), environment: environment, directory: directory,
                                   workingDirectory: user == nil ? nil : URL(fileURLWithPath: "/"))

@@ -63,7 +63,8 @@ struct TracingTests {
                                  ["python3", TestFiles.packageRoot.appendingPathComponent("Tests/HearthServerTests/otlp_receiver.py").path, received.path],
                                  environment: ProcessInfo.processInfo.environment.merging(["PYTHONUNBUFFERED": "1"]) { _, new in new },
                                  directory: directory)
-        defer { kill(receiver.process.processIdentifier, SIGTERM) }
+        receiver.killWhenTestsEnd()
+        defer { kill(receiver.process.processIdentifier, SIGKILL) }
         var port: String?
         for _ in 0..<400 where port == nil {
             port = receiver.outputText.split(separator: "\n").first { $0.hasPrefix("listening ") }.map { String($0.dropFirst("listening ".count)) }
@@ -79,6 +80,7 @@ struct TracingTests {
                               ["serve", "--port", "0", "--database", directory.file("hearth.sqlite").path, "-t", "2", "-c", "1024",
                                "--model", "smollm2=\(try TestFiles.model(TestFiles.smolLM2))", "--replica", "traced-1"],
                               environment: environment, directory: directory)
+        serve.killWhenTestsEnd()
         defer { kill(serve.process.processIdentifier, SIGKILL) }
         let client = RemoteServer(base: try await serve.listeningURL())
 
