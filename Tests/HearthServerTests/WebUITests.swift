@@ -1,6 +1,5 @@
 import Foundation
 import HearthTestSupport
-import HubEmulator
 import Testing
 
 /// Headless Chromium driven by Selenium from Python (web_ui_test.py beside this file).
@@ -54,16 +53,34 @@ enum Browser {
 struct WebUITests {
     @Test("chat: create, rename, settings, streamed answer, regenerate, stop, error and retry, delete, clear all, models, pull")
     func chat() async throws {
-        // A small model on the Hub, sent slowly enough that the page shows its progress.
+        // A small model on the Hub, sent slowly enough that the page shows its progress. The
+        // Hub runs in a process of its own, as the server does, so that other tests' work in
+        // this process cannot stall the download.
         let bytes = try tinyModelBytes()
-        let repo = HubEmulator.Repo("test-org/tiny-GGUF", files: [.init("tiny-Q8_0.gguf", bytes)], tags: ["gguf"])
-        let emulator = try HubEmulator(repos: [repo])
-        try await emulator.start()
-        defer { Task { await emulator.stop() } }
-        emulator.inject(.trickle(bytesPerSecond: max(bytes.count / 3, 1024)), times: 8)
-        let server = try await ServeProcess(hubEndpoint: emulator.endpoint)
-        defer { Task { await server.stop() } }
-        try await Browser.run(server, screenshots: try Browser.screenshotFolder("chat"), ["--pull", repo.id])
+        let directory = try TemporaryDirectory()
+        let file = directory.file("tiny-Q8_0.gguf")
+        try bytes.write(to: file)
+        let hub = try Child(try TestFiles.executable("hub-emulator"),
+                            ["--trickle", String(max(bytes.count / 3, 1024)), "test-org/tiny-GGUF", file.path],
+                            environment: ProcessInfo.processInfo.environment, directory: directory)
+        hub.killWhenTestsEnd()
+        defer { kill(hub.process.processIdentifier, SIGKILL) }
+        var endpoint: URL?
+        for _ in 0..<2400 where endpoint == nil {
+            endpoint = hub.outputText.split(separator: "\n").first { $0.hasPrefix("http") }.flatMap { URL(string: String($0)) }
+            if endpoint == nil {
+                try #require(hub.process.isRunning, "hub-emulator exited: \(hub.errorText)")
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        let server = try await ServeProcess(hubEndpoint: try #require(endpoint, "hub-emulator did not start: \(hub.errorText)"))
+        do {
+            try await Browser.run(server, screenshots: try Browser.screenshotFolder("chat"), ["--pull", "test-org/tiny-GGUF"])
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
     }
 
     @Test("a server with an API key: the page asks for it once and keeps it")
