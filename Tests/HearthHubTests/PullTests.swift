@@ -163,9 +163,12 @@ struct PullTests {
         // hence the slack; a restart from zero would cost 300 000 bytes per drop and more.
         #expect(hub.emulator.bytesServed("tiny-Q4_K_M.gguf") <= 3 << 20 + 12345 + 3 * (192 << 10))
         let starts = hub.emulator.rangeStarts("tiny-Q4_K_M.gguf")
-        // One connection: every request, retries included, starts past the one before.
+        // One connection: every request, retries included, starts where the one before ended,
+        // never earlier. (An attempt can end with nothing received: a dropped connection's
+        // unread bytes are discarded, more often on a busy machine; the next then starts at
+        // the same place.)
         #expect(starts.count >= 4 && starts.first == 0)
-        #expect(zip(starts, starts.dropFirst()).allSatisfy { $0 < $1 })
+        #expect(zip(starts, starts.dropFirst()).allSatisfy { $0 <= $1 } && starts.last! > 0, "\(starts)")
     }
 
     @Test("corrupted bytes never reach the snapshot, and the pull recovers")

@@ -83,12 +83,13 @@ struct OllamaTests {
     func keepAliveExpiry() async throws {
         let server = try await ServerFixture()
         defer { Task { await server.stop() } }
-        let answer = try await server.post("/api/generate", ["model": "smollm2", "prompt": "Hi", "stream": false, "keep_alive": "5s",
+        // Long enough to see it loaded on a busy machine, short enough to see it go.
+        let answer = try await server.post("/api/generate", ["model": "smollm2", "prompt": "Hi", "stream": false, "keep_alive": "20s",
                                                             "options": ["num_predict": 2]])
         #expect(answer.status == 200)
         #expect((try await server.get("/api/ps").json()["models"] as? [[String: Any]])?.count == 1)
         var unloaded = false
-        for _ in 0..<600 where !unloaded {
+        for _ in 0..<900 where !unloaded {
             try await Task.sleep(for: .milliseconds(100))
             unloaded = (try await server.get("/api/ps").json()["models"] as? [[String: Any]])?.isEmpty == true
         }
