@@ -378,9 +378,6 @@ public final class HearthServer: Sendable {
         signalSources.withLock { $0 = kept }
     }
 
-    /// Whether the server is draining.
-    public var isDraining: Bool { service.draining.load(ordering: .relaxed) }
-
     /// Drains and stops the server, as a replica leaving a load balancer: /health answers 503
     /// "draining" and new requests 503 at once, the requests in progress (streamed answers,
     /// transcriptions, a model loading for one) run to their end (for at most `drainSeconds`),

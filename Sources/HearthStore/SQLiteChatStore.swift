@@ -87,12 +87,7 @@ public final class SQLiteChatStore: ChatStore {
         let name = try name.map(StoreValidation.threadName)
         let model = StoreValidation.settingName(model)
         let preset = StoreValidation.settingName(preset)
-        var checked = messages
-        for index in checked.indices {
-            checked[index].role = try StoreValidation.role(checked[index].role)
-            try StoreValidation.statistics(completionTokens: checked[index].completionTokens,
-                                           tokensPerSecond: checked[index].tokensPerSecond)
-        }
+        let checked = try messages.map(StoreValidation.message)
         return try await write { [checked] db in
             let thread = try self.insertThread(db, name: name, model: model, preset: preset, systemPrompt: systemPrompt)
             for message in checked {

@@ -42,4 +42,12 @@ package enum StoreValidation {
             throw HearthError.invalidArgument("tokensPerSecond must be a finite number of at least 0 (got \(tokensPerSecond)).")
         }
     }
+
+    /// A message to store, its role and statistics checked as `role` and `statistics` do.
+    package static func message(_ message: NewMessage) throws -> NewMessage {
+        var checked = message
+        checked.role = try role(message.role)
+        try statistics(completionTokens: message.completionTokens, tokensPerSecond: message.tokensPerSecond)
+        return checked
+    }
 }

@@ -96,12 +96,7 @@ public final class PostgresChatStore: ChatStore {
         let name = try name.map(StoreValidation.threadName)
         let model = StoreValidation.settingName(model)
         let preset = StoreValidation.settingName(preset)
-        var checked = messages
-        for index in checked.indices {
-            checked[index].role = try StoreValidation.role(checked[index].role)
-            try StoreValidation.statistics(completionTokens: checked[index].completionTokens,
-                                           tokensPerSecond: checked[index].tokensPerSecond)
-        }
+        let checked = try messages.map(StoreValidation.message)
         return try await write { [checked] connection in
             let thread = try await self.insertThread(connection, name: name, model: model, preset: preset, systemPrompt: systemPrompt)
             // One at a time, so that ids grow in the messages' order.

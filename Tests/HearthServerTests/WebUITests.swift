@@ -73,7 +73,8 @@ struct WebUITests {
                 try await Task.sleep(for: .milliseconds(50))
             }
         }
-        let server = try await ServeProcess(hubEndpoint: try #require(endpoint, "hub-emulator did not start: \(hub.errorText)"))
+        let hubEndpoint: URL = try #require(endpoint, "hub-emulator did not start: \(hub.errorText)")
+        let server = try await ServeProcess(hubEndpoint: hubEndpoint)
         do {
             try await Browser.run(server, screenshots: try Browser.screenshotFolder("chat"), ["--pull", "test-org/tiny-GGUF"])
         } catch {
