@@ -19,10 +19,12 @@ public final class SpeechModel: Sendable {
 
     /// Loads the Whisper model at `path`: a faster-whisper (CTranslate2) folder, a Hugging Face
     /// folder (`model.safetensors` and `config.json`), or a whisper.cpp file (`ggml-base.bin`).
-    public init(path: String, name: String? = nil, threads: Int? = nil) throws {
+    /// `weights: .q8_0` holds its matrices as Q8_0: less memory and faster, close to the float
+    /// results but not equal to them.
+    public init(path: String, name: String? = nil, threads: Int? = nil, weights: WhisperWeights = .float) throws {
         guard FileManager.default.fileExists(atPath: path) else { throw HearthError.fileNotFound(path: path) }
         transcriber = try Transcriber(contentsOf: URL(fileURLWithPath: path),
-                                      threads: threads ?? ProcessInfo.processInfo.activeProcessorCount)
+                                      threads: threads ?? ProcessInfo.processInfo.activeProcessorCount, weights: weights)
         self.name = name ?? path
     }
 
@@ -119,8 +121,9 @@ extension Hearth {
     /// `config.json`, `tokenizer.json`, `generation_config.json`), a whisper.cpp file
     /// (`ggml-base.bin`), or a Hub repository in one of the folder forms
     /// (`Systran/faster-whisper-base`, `openai/whisper-base`), pulled first unless
-    /// `pullIfMissing` is false.
-    public func loadTranscriber(_ name: String, pullIfMissing: Bool = true) async throws -> SpeechModel {
-        try SpeechModel(path: try await modelFolder(name, pullIfMissing: pullIfMissing), name: name, threads: configuration.threads)
+    /// `pullIfMissing` is false. `weights: .q8_0` holds the matrices as Q8_0 (see `WhisperWeights`).
+    public func loadTranscriber(_ name: String, pullIfMissing: Bool = true, weights: WhisperWeights = .float) async throws -> SpeechModel {
+        try SpeechModel(path: try await modelFolder(name, pullIfMissing: pullIfMissing), name: name, threads: configuration.threads,
+                        weights: weights)
     }
 }

@@ -73,6 +73,11 @@ public final class DenseMatrix: @unchecked Sendable {
         }
     }
 
+    /// Bytes of the weights as held (packed panels, rows padded to whole panels).
+    public var weightBytes: Int {
+        Int(hk_gemm_packed_count(Int64(rows), Int64(columns))) * MemoryLayout<Float>.size
+    }
+
     /// Row `r` of the weights into `output` (`columns` floats).
     public func row(_ r: Int, into output: UnsafeMutablePointer<Float>) {
         let panel = packed.assumingMemoryBound(to: Float.self) + (r / 16) * 16 * columns + r % 16

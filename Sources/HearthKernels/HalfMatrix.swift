@@ -42,6 +42,9 @@ public final class HalfMatrix: @unchecked Sendable {
                            Int64(inputStride), Int64(count), bias, output, Int64(outputStride))
     }
 
+    /// Bytes of the weights.
+    public var weightBytes: Int { rows * columns * 2 }
+
     /// Row `r` as floats into `output`.
     public func row(_ r: Int, into output: UnsafeMutablePointer<Float>) {
         for k in 0..<columns { output[k] = Half(bits: weights[r * columns + k]).float }

@@ -33,6 +33,8 @@ public struct ServerConfiguration: Sendable {
     /// /v1/models use for it; a request's `whisper-1` means it too. nil: the audio routes
     /// answer 400 with how to start the server with one.
     public var speechModel: (name: String, url: URL)?
+    /// How the speech model holds its matrices (`.q8_0`: less memory, close to the float results).
+    public var speechWeights = WhisperWeights.float
     /// Largest audio file /v1/audio accepts: 25 MiB, as OpenAI's API.
     public var maxAudioBytes = 25 << 20
     /// Where an uploaded audio file waits while it is transcribed; it is removed when its
@@ -81,7 +83,8 @@ final class HearthService: Sendable {
         models = ModelManager(hearth: hearth, registered: configuration.models, defaultModel: configuration.defaultModel,
                               parallel: configuration.parallel, queueLimit: configuration.queueLimit,
                               defaultKeepAlive: configuration.keepAliveSeconds.map { .seconds($0) } ?? .forever)
-        speech = SpeechModelManager(configured: configuration.speechModel, threads: hearth.configuration.threads)
+        speech = SpeechModelManager(configured: configuration.speechModel, threads: hearth.configuration.threads,
+                                    weights: configuration.speechWeights)
     }
 
     /// The one place that knows which engines there are; the routes see only `ChatStore`.

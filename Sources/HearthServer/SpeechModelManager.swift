@@ -11,12 +11,14 @@ actor SpeechModelManager {
     /// The model given with --speech-model, nil when there is none.
     nonisolated let configured: (name: String, url: URL)?
     private let threads: Int?
+    private let weights: WhisperWeights
     private var loaded: SpeechModel?
     private var loading: Task<SpeechModel, any Error>?
 
-    init(configured: (name: String, url: URL)?, threads: Int?) {
+    init(configured: (name: String, url: URL)?, threads: Int?, weights: WhisperWeights) {
         self.configured = configured
         self.threads = threads
+        self.weights = weights
     }
 
     /// The served name of the model a request's `model` field stands for: empty, `whisper-1`
@@ -42,10 +44,10 @@ actor SpeechModelManager {
         if let loaded { return loaded }
         if let loading { return try await loading.value }
         guard let configured else { throw Self.noSpeechModel }
-        let threads = self.threads
+        let (threads, weights) = (self.threads, self.weights)
         // Loading converts the weights (seconds for Whisper base): off the actor and off the
         // threads that serve other requests.
-        let task = Task.detached { try SpeechModel(path: configured.url.path, name: configured.name, threads: threads) }
+        let task = Task.detached { try SpeechModel(path: configured.url.path, name: configured.name, threads: threads, weights: weights) }
         loading = task
         defer { loading = nil }
         // A failed load is not kept: the next request tries again (the files may be fixed).

@@ -18,8 +18,9 @@ public final class Transcriber: @unchecked Sendable {
     let alignmentHeads: [(layer: Int, head: Int)]
 
     /// Loads a Whisper model folder or whisper.cpp file (see `WhisperFiles.load`).
-    public convenience init(contentsOf directory: URL, threads: Int = ProcessInfo.processInfo.activeProcessorCount) throws {
-        try self.init(try WhisperFiles.load(directory, threads: threads))
+    public convenience init(contentsOf directory: URL, threads: Int = ProcessInfo.processInfo.activeProcessorCount,
+                            weights: WhisperWeights = .float) throws {
+        try self.init(try WhisperFiles.load(directory, threads: threads, weights: weights))
     }
 
     public init(_ files: WhisperFiles) throws {

@@ -159,6 +159,33 @@ extension WhisperCheckpoint {
         return .half(halves.withUnsafeBytes { HalfMatrix(rows: rows, columns: columns, halfBits: $0.baseAddress!, bias: b) })
     }
 
+    /// `weight` (of two dimensions) as Q8_0: a Q8_0 file's blocks as they are, other types
+    /// rounded from their floats.
+    func q8_0(_ weight: WhisperWeight, shape: [Int], bias hasBias: Bool = true) throws -> Q8Matrix {
+        let pieces = try stack(weight, shape: shape)
+        let rows = shape[0], columns = shape[1]
+        let b = hasBias ? try bias(pieces, rows: rows) : nil
+        func make(_ bias: UnsafePointer<Float>?) throws -> Q8Matrix {
+            guard pieces.allSatisfy({ $0.tensor.type == .q8_0 }) else {
+                var floats = [Float](repeating: 0, count: rows * columns)
+                try floats.withUnsafeMutableBufferPointer { w in
+                    var row = 0
+                    for (piece, tensor) in pieces {
+                        try dequantize(tensor, piece.weight, into: w.baseAddress! + row * columns)
+                        row += tensor.shape[0]
+                    }
+                }
+                return floats.withUnsafeBufferPointer { Q8Matrix(rows: rows, columns: columns, floats: $0.baseAddress!, bias: bias) }
+            }
+            var blocks = [UInt8]()
+            blocks.reserveCapacity(pieces.reduce(0) { $0 + $1.tensor.data.count })
+            for (_, tensor) in pieces { blocks += tensor.data }
+            return blocks.withUnsafeBytes { Q8Matrix(rows: rows, columns: columns, blocks: $0.baseAddress!, bias: bias) }
+        }
+        if let b { return try b.withUnsafeBufferPointer { try make($0.baseAddress!) } }
+        return try make(nil)
+    }
+
     /// The layer norm `weight` over `width` features.
     func norm(_ weight: WhisperWeight, width: Int) throws -> LayerNorm {
         let pieces = pieces(of: weight)

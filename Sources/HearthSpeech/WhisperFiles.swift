@@ -66,12 +66,13 @@ public struct WhisperFiles {
         throw HearthError.unsupportedModel(reason: "\(url.path) holds no Whisper model Hearth reads: it needs to be \(layoutsText)")
     }
 
-    /// Loads the Whisper model at `url`, in any of its layouts (see `Layout`).
-    public static func load(_ url: URL, threads: Int) throws -> WhisperFiles {
+    /// Loads the Whisper model at `url`, in any of its layouts (see `Layout`), its matrices
+    /// held as `weights` says.
+    public static func load(_ url: URL, threads: Int, weights: WhisperWeights = .float) throws -> WhisperFiles {
         switch try layout(of: url) {
-        case .ctranslate2: return try loadCTranslate2(url, threads: threads)
-        case .huggingFace: return try loadHuggingFace(url, threads: threads)
-        case .ggml: return try loadGGML(url, threads: threads)
+        case .ctranslate2: return try loadCTranslate2(url, threads: threads, weights: weights)
+        case .huggingFace: return try loadHuggingFace(url, threads: threads, weights: weights)
+        case .ggml: return try loadGGML(url, threads: threads, weights: weights)
         }
     }
 
@@ -85,8 +86,8 @@ public struct WhisperFiles {
 
     /// A faster-whisper folder: CTranslate2 weights, `tokenizer.json`, and `config.json` with
     /// the suppressed tokens and alignment heads.
-    static func loadCTranslate2(_ directory: URL, threads: Int) throws -> WhisperFiles {
-        let model = try WhisperModel(contentsOf: directory, threads: threads)
+    static func loadCTranslate2(_ directory: URL, threads: Int, weights: WhisperWeights) throws -> WhisperFiles {
+        let model = try WhisperModel(contentsOf: directory, threads: threads, weights: weights)
         try requireMultilingual(vocabularySize: model.dimensions.vocabularySize, path: directory.path)
         let tokenizer = try WhisperTokenizer(contentsOf: directory)
         struct Config: Decodable {
@@ -106,13 +107,13 @@ public struct WhisperFiles {
     /// `tokenizer.json`, and `generation_config.json` for the suppressed tokens and alignment
     /// heads. Without them, Whisper's non-speech tokens are suppressed and the published heads
     /// of a model of its sizes are used, as for whisper.cpp's files.
-    static func loadHuggingFace(_ directory: URL, threads: Int) throws -> WhisperFiles {
+    static func loadHuggingFace(_ directory: URL, threads: Int, weights: WhisperWeights) throws -> WhisperFiles {
         let configURL = directory.appendingPathComponent("config.json")
         guard let configData = FileManager.default.contents(atPath: configURL.path) else { throw HearthError.fileNotFound(path: configURL.path) }
         let config = try WhisperConfig(json: configData, path: configURL.path)
         try requireMultilingual(vocabularySize: config.vocabularySize, path: directory.path)
         let model = try WhisperModel(SafetensorsFile(contentsOf: directory.appendingPathComponent("model.safetensors")),
-                                     config: config, threads: threads)
+                                     config: config, threads: threads, weights: weights)
         let tokenizer = try WhisperTokenizer(contentsOf: directory)
         struct Generation: Decodable {
             let suppress_tokens: [Int]?
@@ -134,11 +135,11 @@ public struct WhisperFiles {
     /// A whisper.cpp file: weights and vocabulary in one. It names no suppressed tokens or
     /// alignment heads, so Whisper's non-speech tokens are suppressed (as whisper.cpp and
     /// faster-whisper do by default) and the heads are those published for a model of its sizes.
-    static func loadGGML(_ url: URL, threads: Int) throws -> WhisperFiles {
+    static func loadGGML(_ url: URL, threads: Int, weights: WhisperWeights) throws -> WhisperFiles {
         let file = try WhisperGGMLFile(path: url.path)
         // The vocabulary first: it refuses an English-only model before its weights are read.
         let tokenizer = try WhisperTokenizer(ggml: file)
-        let model = try WhisperModel(file, threads: threads)
+        let model = try WhisperModel(file, threads: threads, weights: weights)
         return WhisperFiles(model: model, tokenizer: tokenizer,
                             settings: WhisperSettings(suppressed: tokenizer.nonSpeechTokens, suppressedAtBegin: nil,
                                                       alignmentHeads: WhisperSettings.alignmentHeads(for: model.dimensions)))

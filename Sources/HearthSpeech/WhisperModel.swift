@@ -38,6 +38,17 @@ struct LayerNorm {
 /// Hugging Face `model.safetensors` or a whisper.cpp file: a two-convolution front end and
 /// pre-norm transformer encoder over the log-mel spectrogram, and a decoder that attends to
 /// its own tokens (cached) and to the encoder's output.
+/// How a Whisper model holds its matrices and multiplies with them.
+public enum WhisperWeights: String, Sendable, CaseIterable {
+    /// Float products: the encoder's matrices as floats, the decoder's as the file stores them
+    /// (half precision stays half). faster-whisper's `float32`, with the same results.
+    case float
+    /// Every matrix but the convolutions as Q8_0 (a quarter of the bytes of floats), multiplied
+    /// with inputs rounded to Q8_0 as well, like llama.cpp and whisper.cpp: less memory, a
+    /// faster decoder, results close to the float ones but not equal.
+    case q8_0 = "q8_0"
+}
+
 public final class WhisperModel: @unchecked Sendable {
     public let dimensions: WhisperDimensions
     /// The file the weights came from.
@@ -46,23 +57,55 @@ public final class WhisperModel: @unchecked Sendable {
 
     struct EncoderLayer {
         let attentionNorm: LayerNorm
-        let qkv: DenseMatrix            // (3 width, width)
-        let attentionOutput: DenseMatrix
+        let qkv: BatchMatrix            // (3 width, width)
+        let attentionOutput: BatchMatrix
         let feedForwardNorm: LayerNorm
-        let up: DenseMatrix             // (4 width, width), GELU
-        let down: DenseMatrix
+        let up: BatchMatrix             // (4 width, width), GELU
+        let down: BatchMatrix
+    }
+
+    /// An encoder matrix, multiplied with all of a window's rows at once: packed floats, or
+    /// Q8_0 when the model is loaded with `WhisperWeights.q8_0`.
+    enum BatchMatrix {
+        case float(DenseMatrix)
+        case q8_0(Q8Matrix)
+
+        var rows: Int {
+            switch self {
+            case .float(let m): return m.rows
+            case .q8_0(let m): return m.rows
+            }
+        }
+
+        var weightBytes: Int {
+            switch self {
+            case .float(let m): return m.weightBytes
+            case .q8_0(let m): return m.weightBytes
+            }
+        }
     }
 
     /// A decoder matrix, multiplied with one token's vector at a time: half-precision weights
-    /// stay half (half the bytes a token reads), others are float.
+    /// stay half (half the bytes a token reads), others are float, or all are Q8_0 when the
+    /// model is loaded with `WhisperWeights.q8_0`.
     enum VectorMatrix {
         case half(HalfMatrix)
         case float(DenseMatrix)
+        case q8_0(Q8Matrix)
 
         var rows: Int {
             switch self {
             case .half(let m): return m.rows
             case .float(let m): return m.rows
+            case .q8_0(let m): return m.rows
+            }
+        }
+
+        var weightBytes: Int {
+            switch self {
+            case .half(let m): return m.weightBytes
+            case .float(let m): return m.weightBytes
+            case .q8_0(let m): return m.weightBytes
             }
         }
 
@@ -71,6 +114,7 @@ public final class WhisperModel: @unchecked Sendable {
             switch self {
             case .half(let m): m.row(r, into: output)
             case .float(let m): m.row(r, into: output)
+            case .q8_0(let m): m.row(r, into: output)
             }
         }
 
@@ -81,6 +125,12 @@ public final class WhisperModel: @unchecked Sendable {
                 m.multiply(x, inputStride: m.columns, count: count, rows: range, output: output, outputStride: m.rows)
             case .float(let m):
                 m.multiply(x, inputStride: m.columns, count: count, rows: range, output: output, outputStride: m.rows)
+            case .q8_0(let m):
+                // A few vectors: each thread rounds them itself rather than wait for a shared copy.
+                withUnsafeTemporaryAllocation(byteCount: m.quantizedBytes(count: count), alignment: 64) { q in
+                    m.quantize(x, inputStride: m.columns, rows: 0..<count, into: q.baseAddress!)
+                    m.multiply(quantized: q.baseAddress!, count: count, rows: range, output: output, outputStride: m.rows)
+                }
             }
         }
     }
@@ -91,7 +141,7 @@ public final class WhisperModel: @unchecked Sendable {
         let selfOutput: VectorMatrix
         let crossNorm: LayerNorm
         let crossQuery: VectorMatrix
-        let crossKV: DenseMatrix        // (2 width, width) over the encoder's output
+        let crossKV: BatchMatrix        // (2 width, width) over the encoder's output
         let crossOutput: VectorMatrix
         let feedForwardNorm: LayerNorm
         let up: VectorMatrix
@@ -100,6 +150,8 @@ public final class WhisperModel: @unchecked Sendable {
 
     let conv1: DenseMatrix              // (width, mels * 3)
     let conv2: DenseMatrix              // (width, width * 3), stride 2
+    /// How the weights are held and multiplied.
+    public let weights: WhisperWeights
     let encoderPositions: [Float]
     let encoderLayers: [EncoderLayer]
     let encoderNorm: LayerNorm
@@ -108,68 +160,91 @@ public final class WhisperModel: @unchecked Sendable {
     let decoderLayers: [DecoderLayer]
     let decoderNorm: LayerNorm
 
+    /// Bytes of the model's matrices as held in memory (the weights that `weights` decides).
+    public var matrixBytes: Int {
+        let encoder = encoderLayers.reduce(conv1.weightBytes + conv2.weightBytes) {
+            $0 + $1.qkv.weightBytes + $1.attentionOutput.weightBytes + $1.up.weightBytes + $1.down.weightBytes
+        }
+        return decoderLayers.reduce(encoder + embedding.weightBytes) {
+            $0 + $1.selfQKV.weightBytes + $1.selfOutput.weightBytes + $1.crossQuery.weightBytes + $1.crossKV.weightBytes
+                + $1.crossOutput.weightBytes + $1.up.weightBytes + $1.down.weightBytes
+        }
+    }
+
     /// Loads `model.bin` from a faster-whisper model folder (or the file itself).
-    public convenience init(contentsOf url: URL, threads: Int = ProcessInfo.processInfo.activeProcessorCount) throws {
+    public convenience init(contentsOf url: URL, threads: Int = ProcessInfo.processInfo.activeProcessorCount,
+                            weights: WhisperWeights = .float) throws {
         var isDirectory: ObjCBool = false
         let path = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && isDirectory.boolValue
             ? url.appendingPathComponent("model.bin").path : url.path
-        try self.init(CTranslate2File(path: path), threads: threads)
+        try self.init(CTranslate2File(path: path), threads: threads, weights: weights)
     }
 
     /// The weights of a faster-whisper (CTranslate2) `model.bin`.
-    public convenience init(_ file: CTranslate2File, threads: Int) throws {
-        try self.init(checkpoint: CTranslate2Checkpoint(file), threads: threads)
+    public convenience init(_ file: CTranslate2File, threads: Int, weights: WhisperWeights = .float) throws {
+        try self.init(checkpoint: CTranslate2Checkpoint(file), threads: threads, weights: weights)
     }
 
     /// The weights of a Hugging Face checkpoint (`openai/whisper-*`): its `model.safetensors`
     /// and the sizes in its `config.json`.
-    public convenience init(_ file: SafetensorsFile, config: WhisperConfig, threads: Int) throws {
-        try self.init(checkpoint: HuggingFaceWhisperCheckpoint(file, config: config), threads: threads)
+    public convenience init(_ file: SafetensorsFile, config: WhisperConfig, threads: Int, weights: WhisperWeights = .float) throws {
+        try self.init(checkpoint: HuggingFaceWhisperCheckpoint(file, config: config), threads: threads, weights: weights)
     }
 
-    /// The weights of a whisper.cpp file (`ggml-base.bin`). Hearth computes Whisper in float:
-    /// F16 matrices stay half precision where the decoder reads them a token at a time, and
-    /// quantized ones (Q8_0, Q5_0, Q4_0…) are dequantized to float here, so a quantized file
-    /// saves disk and download but neither memory nor time.
-    public convenience init(_ file: WhisperGGMLFile, threads: Int) throws {
-        try self.init(checkpoint: WhisperGGMLCheckpoint(file), threads: threads)
+    /// The weights of a whisper.cpp file (`ggml-base.bin`). With `.float`, F16 matrices stay
+    /// half precision where the decoder reads them a token at a time, and quantized ones (Q8_0,
+    /// Q5_0, Q4_0…) are dequantized to float, so a quantized file saves disk and download but
+    /// neither memory nor time; with `.q8_0`, a Q8_0 file's matrices are used as they are.
+    public convenience init(_ file: WhisperGGMLFile, threads: Int, weights: WhisperWeights = .float) throws {
+        try self.init(checkpoint: WhisperGGMLCheckpoint(file), threads: threads, weights: weights)
     }
 
     /// The model from the weights of any layout, each checked against the checkpoint's sizes.
-    init(checkpoint w: some WhisperCheckpoint, threads: Int) throws {
+    init(checkpoint w: some WhisperCheckpoint, threads: Int, weights: WhisperWeights) throws {
         path = w.path
         dimensions = w.dimensions
+        self.weights = weights
         let d = dimensions, width = d.width
         guard d.encoderLayers > 0, d.decoderLayers > 0 else {
             throw HearthError.invalidModelFile(path: path, reason: "it has no encoder or decoder layers")
         }
         conv1 = try w.dense(.conv1, shape: [width, d.melCount, 3])
         conv2 = try w.dense(.conv2, shape: [width, width, 3])
+        // With .q8_0, every matrix but the convolutions, as whisper.cpp quantizes them; one
+        // whose rows are not whole blocks of 32 stays float.
+        let quantize = { (columns: Int) in weights == .q8_0 && Q8Matrix.supports(columns: columns) }
+        func batch(_ weight: WhisperWeight, shape: [Int]) throws -> BatchMatrix {
+            quantize(shape[1]) ? .q8_0(try w.q8_0(weight, shape: shape)) : .float(try w.dense(weight, shape: shape))
+        }
+        func decoderMatrix(_ weight: WhisperWeight, rows: Int, columns: Int, bias: Bool = true) throws -> VectorMatrix {
+            quantize(columns) ? .q8_0(try w.q8_0(weight, shape: [rows, columns], bias: bias))
+                : try w.vector(weight, rows: rows, columns: columns, bias: bias)
+        }
         encoderPositions = try w.floats(.encoderPositions, [d.audioContext, width])
         encoderLayers = try (0..<d.encoderLayers).map { i in
             EncoderLayer(
                 attentionNorm: try w.norm(.encoderAttentionNorm(i), width: width),
-                qkv: try w.dense(.encoderQKV(i), shape: [3 * width, width]),
-                attentionOutput: try w.dense(.encoderAttentionOutput(i), shape: [width, width]),
+                qkv: try batch(.encoderQKV(i), shape: [3 * width, width]),
+                attentionOutput: try batch(.encoderAttentionOutput(i), shape: [width, width]),
                 feedForwardNorm: try w.norm(.encoderFeedForwardNorm(i), width: width),
-                up: try w.dense(.encoderUp(i), shape: [4 * width, width]),
-                down: try w.dense(.encoderDown(i), shape: [width, 4 * width]))
+                up: try batch(.encoderUp(i), shape: [4 * width, width]),
+                down: try batch(.encoderDown(i), shape: [width, 4 * width]))
         }
         encoderNorm = try w.norm(.encoderNorm, width: width)
-        embedding = try w.vector(.tokenEmbedding, rows: d.vocabularySize, columns: width, bias: false)
+        embedding = try decoderMatrix(.tokenEmbedding, rows: d.vocabularySize, columns: width, bias: false)
         decoderPositions = try w.floats(.decoderPositions, [d.textContext, width])
         decoderLayers = try (0..<d.decoderLayers).map { i in
             DecoderLayer(
                 selfNorm: try w.norm(.decoderSelfNorm(i), width: width),
-                selfQKV: try w.vector(.decoderSelfQKV(i), rows: 3 * width, columns: width),
-                selfOutput: try w.vector(.decoderSelfOutput(i), rows: width, columns: width),
+                selfQKV: try decoderMatrix(.decoderSelfQKV(i), rows: 3 * width, columns: width),
+                selfOutput: try decoderMatrix(.decoderSelfOutput(i), rows: width, columns: width),
                 crossNorm: try w.norm(.decoderCrossNorm(i), width: width),
-                crossQuery: try w.vector(.decoderCrossQuery(i), rows: width, columns: width),
-                crossKV: try w.dense(.decoderCrossKV(i), shape: [2 * width, width]),
-                crossOutput: try w.vector(.decoderCrossOutput(i), rows: width, columns: width),
+                crossQuery: try decoderMatrix(.decoderCrossQuery(i), rows: width, columns: width),
+                crossKV: try batch(.decoderCrossKV(i), shape: [2 * width, width]),
+                crossOutput: try decoderMatrix(.decoderCrossOutput(i), rows: width, columns: width),
                 feedForwardNorm: try w.norm(.decoderFeedForwardNorm(i), width: width),
-                up: try w.vector(.decoderUp(i), rows: 4 * width, columns: width),
-                down: try w.vector(.decoderDown(i), rows: width, columns: 4 * width))
+                up: try decoderMatrix(.decoderUp(i), rows: 4 * width, columns: width),
+                down: try decoderMatrix(.decoderDown(i), rows: width, columns: 4 * width))
         }
         decoderNorm = try w.norm(.decoderNorm, width: width)
         pool = WorkerPool(threadCount: max(1, threads))
@@ -184,6 +259,27 @@ public final class WhisperModel: @unchecked Sendable {
             if !part.isEmpty {
                 matrix.multiply(input, inputStride: matrix.columns, count: count, rows: part, output: output,
                                 outputStride: outputStride ?? matrix.rows, activation: activation)
+            }
+        }
+    }
+
+    /// `output = matrix · input` over `count` rows: a float matrix as above; a Q8_0 one with
+    /// the rows rounded to Q8_0 first, split across the threads, then the output features split.
+    private func multiply(_ matrix: BatchMatrix, _ input: UnsafePointer<Float>, count: Int, output: UnsafeMutablePointer<Float>,
+                          activation: DenseMatrix.Activation = .none) {
+        switch matrix {
+        case .float(let m):
+            multiply(m, input, count: count, output: output, activation: activation)
+        case .q8_0(let m):
+            let threads = pool.threadCount
+            let quantized = UnsafeMutableRawPointer.allocate(byteCount: m.quantizedBytes(count: count), alignment: 64)
+            defer { quantized.deallocate() }
+            pool.run { thread in
+                m.quantize(input, inputStride: m.columns, rows: WorkerPool.chunk(count, part: thread, of: threads), into: quantized)
+            }
+            pool.run { thread in
+                let part = WorkerPool.chunk(m.rows, part: thread, of: threads, granularity: 16)
+                m.multiply(quantized: quantized, count: count, rows: part, output: output, outputStride: m.rows, activation: activation)
             }
         }
     }

@@ -88,6 +88,16 @@ struct TranscribeCommandTests {
         #expect(refused.status != 0 && refused.errors.contains("whisper.cpp file"), "\(refused.errors)")
     }
 
+    @Test("--weights q8_0 transcribes with Q8_0 matrices; an unknown kind is refused with the choices")
+    func q8_0Weights() async throws {
+        let directory = try Self.workspace()
+        let text = try await hearth(["transcribe", "models/whisper-base", "talk.wav", "--weights", "q8_0", "-t", "2"], in: directory)
+        #expect(text.status == 0, "\(text.errors)")
+        #expect(text.output == "He was not an ill-disposed young man.\n")
+        let refused = try await hearth(["transcribe", "models/whisper-base", "talk.wav", "--weights", "q4_0"], in: directory)
+        #expect(refused.status != 0 && refused.errors.contains("--weights must be one of float, q8_0"), "\(refused.errors)")
+    }
+
     /// Ten minutes of espeak-ng reading the GPL, decoded with the defaults (beam search,
     /// fallback) and word timestamps: a progress line after every window up to the whole
     /// duration, segments in order across the windows, the words it says, and a peak resident
