@@ -120,9 +120,10 @@ struct ServeCommand: AsyncParsableCommand {
             let server = try await HearthServer(configuration: configuration, hearth: hearth)
             try await server.start(handleSignals: true, services: try tracing(replica: configuration.replica))
             let names = configuration.models.keys.sorted().joined(separator: ", ")
+            let weights = configuration.speechWeights == .q8_0 ? ", q8_0 weights" : ""
             writeNow("Hearth listening on http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)"
                      + (names.isEmpty ? "" : " (models: \(names))")
-                     + (configuration.speechModel.map { " (speech: \($0.name))" } ?? "") + "\n")
+                     + (configuration.speechModel.map { " (speech: \($0.name)\(weights))" } ?? "") + "\n")
             writeNow("Chat threads in \(configuration.database)\n")
             try await server.wait()
         }

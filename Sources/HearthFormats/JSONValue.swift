@@ -98,8 +98,15 @@ public enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
-    /// `s` as a JSON string literal.
-    public static func quote(_ s: String, into out: inout String) {
+    /// `s` as a JSON string literal, escaped as Python's `json.dumps` escapes it: `\"`, `\\`,
+    /// `\n`, `\r`, `\t`, `\b`, `\f`, other control characters as `\u00xx`; with `asciiOnly`
+    /// (`ensure_ascii`) every character outside space…`~` as `\uxxxx`, in surrogate pairs above
+    /// U+FFFF.
+    public static func quote(_ s: String, asciiOnly: Bool = false, into out: inout String) {
+        func hex(_ value: UInt32) {
+            let digits = String(value, radix: 16)
+            out += "\\u" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        }
         out += "\""
         for scalar in s.unicodeScalars {
             switch scalar {
@@ -108,7 +115,14 @@ public enum JSONValue: Sendable, Hashable, Codable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            case _ where scalar.value < 0x20: hex(scalar.value)
+            case _ where asciiOnly && scalar.value > 0xFFFF:
+                let v = scalar.value - 0x10000
+                hex(0xD800 + (v >> 10))
+                hex(0xDC00 + (v & 0x3FF))
+            case _ where asciiOnly && scalar.value > 0x7E: hex(scalar.value)
             default: out.unicodeScalars.append(scalar)
             }
         }

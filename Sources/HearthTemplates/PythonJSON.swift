@@ -1,3 +1,5 @@
+import HearthFormats
+
 /// Python's `json.dumps`, which transformers installs as the `tojson` filter (jinja2's own
 /// `tojson` would HTML-escape `<>&'`; transformers' does not, and neither do we).
 enum PythonJSON {
@@ -66,32 +68,8 @@ enum PythonJSON {
     }
 
     static func quote(_ s: String, ensureASCII: Bool) -> String {
-        var result = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case "\u{08}": result += "\\b"
-            case "\u{0C}": result += "\\f"
-            default:
-                if scalar.value < 0x20 {
-                    result += "\\u" + PythonText.hex(scalar.value, width: 4)
-                } else if ensureASCII, scalar.value > 0x7E {
-                    if scalar.value > 0xFFFF {
-                        let v = scalar.value - 0x10000
-                        result += "\\u" + PythonText.hex(0xD800 + (v >> 10), width: 4)
-                        result += "\\u" + PythonText.hex(0xDC00 + (v & 0x3FF), width: 4)
-                    } else {
-                        result += "\\u" + PythonText.hex(scalar.value, width: 4)
-                    }
-                } else {
-                    result.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return result + "\""
+        var result = ""
+        JSONValue.quote(s, asciiOnly: ensureASCII, into: &result)
+        return result
     }
 }

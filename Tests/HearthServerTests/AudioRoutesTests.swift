@@ -341,12 +341,9 @@ struct AudioRoutesTests {
     func serveCommand() async throws {
         let directory = try TemporaryDirectory()
         _ = try TestFiles.modelURL("whisper-base")
-        let environment = ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1", "HF_HOME": directory.file("hf").path]) { _, b in b }
+        let environment = Self.offline(directory)
         // As the README has it: from the package root, where models/ is.
-        let child = try Child(try TestFiles.hearthBinary,
-                              ["serve", "--port", "0", "--database", directory.file("threads.sqlite").path, "-t", "2",
-                               "--speech-model", "models/whisper-base"],
-                              environment: environment, directory: directory, workingDirectory: TestFiles.packageRoot)
+        let child = try Self.serve(["--speech-model", "models/whisper-base"], in: directory, workingDirectory: TestFiles.packageRoot)
         defer { kill(child.process.processIdentifier, SIGTERM) }
         let server = try await Self.listening(child)
         #expect(child.outputText.contains("(speech: whisper-base)\n"))
@@ -381,10 +378,7 @@ struct AudioRoutesTests {
     func serveCommandWithGGMLFile() async throws {
         let directory = try TemporaryDirectory()
         let file = try WhisperLayouts.ggml
-        let child = try Child(try TestFiles.hearthBinary,
-                              ["serve", "--port", "0", "--database", directory.file("threads.sqlite").path, "-t", "2", "--speech-model", file.path],
-                              environment: ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1", "HF_HOME": directory.file("hf").path]) { _, b in b },
-                              directory: directory)
+        let child = try Self.serve(["--speech-model", file.path], in: directory)
         defer { kill(child.process.processIdentifier, SIGTERM) }
         let server = try await Self.listening(child)
         #expect(child.outputText.contains("(speech: ggml-base)"))
@@ -396,6 +390,40 @@ struct AudioRoutesTests {
         let row = (storage["models"] as? [[String: Any]])?.first { $0["name"] as? String == "ggml-base" }
         let size = try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int
         #expect(row?["kind"] as? String == "speech" && row?["size"] as? Int == size && row?["loaded"] as? Bool == true)
+    }
+
+    @Test("hearth serve --speech-weights q8_0 transcribes as the SDK does with Q8_0 weights; another kind is refused at start")
+    func serveCommandWithQ8_0Weights() async throws {
+        let directory = try TemporaryDirectory()
+        let file = try WhisperLayouts.ggmlQ8_0
+        let child = try Self.serve(["--speech-model", file.path, "--speech-weights", "q8_0"], in: directory)
+        defer { kill(child.process.processIdentifier, SIGTERM) }
+        let server = try await Self.listening(child)
+        #expect(child.outputText.contains("(speech: ggml-base-q8_0, q8_0 weights)"), "\(child.outputText)")
+        let clip = SpeechClips.librivox[1]
+        let answer = try await server.post("/v1/audio/transcriptions", form: .audio(try SpeechClips.data(clip), filename: "clip.wav",
+                                                                                      [("model", "whisper-1"), ("response_format", "verbose_json")]))
+        #expect(answer.status == 200, "\(answer.text)")
+        let sdk = try await SpeechModel(path: file.path, threads: 2, weights: .q8_0).transcribe(audioURL: try SpeechClips.url(clip))
+        let segments = try answer.json()["segments"] as? [[String: Any]] ?? []
+        #expect(segments.map { $0["tokens"] as? [Int] ?? [] } == sdk.segments.map(\.tokens))
+
+        let refused = try Self.serve(["--speech-model", file.path, "--speech-weights", "int8"], in: directory)
+        let status = await refused.wait()
+        #expect(status != 0 && refused.errorText.contains("--speech-weights must be one of float, q8_0"), "\(refused.errorText)")
+    }
+
+    /// The environment of a server offline, with its Hugging Face home in `directory`.
+    static func offline(_ directory: TemporaryDirectory) -> [String: String] {
+        ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1", "HF_HOME": directory.file("hf").path]) { _, b in b }
+    }
+
+    /// `hearth serve` on a free port with 2 threads, offline, its database in `directory`, and
+    /// `arguments`.
+    static func serve(_ arguments: [String], in directory: TemporaryDirectory, workingDirectory: URL? = nil) throws -> Child {
+        try Child(try TestFiles.hearthBinary,
+                  ["serve", "--port", "0", "--database", directory.file("threads.sqlite").path, "-t", "2"] + arguments,
+                  environment: offline(directory), directory: directory, workingDirectory: workingDirectory)
     }
 
     /// The server a `hearth serve` child listens as, once it says so.
