@@ -120,7 +120,8 @@ extension Hearth {
     /// `tokenizer.json`, `config.json`), a Hugging Face folder (`model.safetensors`,
     /// `config.json`, `tokenizer.json`, `generation_config.json`), a whisper.cpp file
     /// (`ggml-base.bin`), or a Hub repository in one of the folder forms
-    /// (`Systran/faster-whisper-base`, `openai/whisper-base`), pulled first unless
+    /// (`Systran/faster-whisper-base`, `openai/whisper-base`) or one model of a repository of
+    /// whisper.cpp files (`ggerganov/whisper.cpp:base` for `ggml-base.bin`), pulled first unless
     /// `pullIfMissing` is false. `weights: .q8_0` holds the matrices as Q8_0 (see `WhisperWeights`).
     public func loadTranscriber(_ name: String, pullIfMissing: Bool = true, weights: WhisperWeights = .float) async throws -> SpeechModel {
         try SpeechModel(path: try await modelFolder(name, pullIfMissing: pullIfMissing), name: name, threads: configuration.threads,

@@ -16,7 +16,8 @@ struct TranscribeCommand: AsyncParsableCommand {
             MODEL is a Whisper model in one of three layouts: a faster-whisper (CTranslate2) folder with \
             model.bin, such as models/whisper-base; a Hugging Face folder with model.safetensors and \
             config.json (openai/whisper-base); or a whisper.cpp file such as ggml-base.bin. A Hub repository of \
-            either folder form (Systran/faster-whisper-base, openai/whisper-base) is pulled first if needed. FILE \
+            either folder form (Systran/faster-whisper-base, openai/whisper-base), or one file of a whisper.cpp \
+            repository named after a colon (ggerganov/whisper.cpp:base for ggml-base.bin), is pulled first if needed. FILE \
             is a WAV file (any rate, any channels) or, with ffmpeg installed, any audio or video file ffmpeg \
             reads. Without -o the result goes to standard output; with -o DIR each FILE becomes DIR/NAME.EXT. \
             Long files show their progress on standard error.

@@ -31,8 +31,8 @@ public struct HubModelProvider: ModelProvider {
         return false
     }
 
-    /// The chosen GGUF file(s) in the cached snapshot, or the snapshot folder for a repository
-    /// without GGUF files.
+    /// The chosen GGUF file(s) (or whisper.cpp file) in the cached snapshot, or the snapshot
+    /// folder for a repository without them.
     public func cachedFiles(for reference: ModelReference) throws -> [URL]? {
         guard case .hub(let repo, let revision, let quantization) = reference,
               let snapshot = downloader.cached(repo, revision: revision) else { return nil }
@@ -42,8 +42,8 @@ public struct HubModelProvider: ModelProvider {
         return picked.map { snapshot.url(of: $0.path) }
     }
 
-    /// Pulls the chosen GGUF file(s), or the whole repository when it has none; falls back to
-    /// the cache when the Hub cannot be reached.
+    /// Pulls the chosen GGUF file(s) or whisper.cpp file, or the whole repository when it has
+    /// neither; falls back to the cache when the Hub cannot be reached.
     public func pull(_ reference: ModelReference, progress: @escaping @Sendable (DownloadProgress) -> Void) async throws -> [URL] {
         guard case .hub(let repo, let revision, let quantization) = reference else {
             throw HearthError.invalidArgument("\(reference.description) is not a Hub model.")
@@ -52,20 +52,19 @@ public struct HubModelProvider: ModelProvider {
             if let files = try cachedFiles(for: reference) { return files }
             throw HearthError.offlineNotCached(name: reference.description)
         }
-        let patterns: [String]
+        let picked: [String]
         do {
             let info = try await downloader.client.modelInfo(repo, revision: revision)
-            let picked = try QuantizationPicker.pick(info.files, quantization: quantization).map(\.path)
-            // Without GGUF files the whole repository is the model, less what a curated entry
-            // says is not needed (other formats of the same weights).
-            patterns = picked.isEmpty ? ModelRegistry.curated.entry(repo: repo)?.patterns ?? [] : picked
+            picked = try QuantizationPicker.pick(info.files, quantization: quantization).map(\.path)
         } catch let error as HearthError where error.isRetryable {
             if let files = try cachedFiles(for: reference) { return files }
             throw error
         }
+        // Without GGUF or whisper.cpp files the whole repository is the model, less what a
+        // curated entry says is not needed (other formats of the same weights).
+        let patterns = picked.isEmpty ? ModelRegistry.curated.entry(repo: repo)?.patterns ?? [] : picked
         let snapshot = try await downloader.download(repo, revision: revision, patterns: patterns, progress: progress)
-        let ggufs = snapshot.files.filter { $0.lowercased().hasSuffix(".gguf") }
-        return ggufs.isEmpty ? [snapshot.url] : ggufs.map { snapshot.url(of: $0) }
+        return picked.isEmpty ? [snapshot.url] : picked.map { snapshot.url(of: $0) }
     }
 }
 

@@ -92,12 +92,36 @@ public enum QuantizationPicker {
         return nil
     }
 
+    /// The whisper.cpp models of a repository (`ggml-base.bin`, `ggml-base-q8_0.bin`, as in
+    /// `ggerganov/whisper.cpp`), by the name between `ggml-` and `.bin`.
+    static func whisperCppModels(_ files: [HubFile]) -> [String: HubFile] {
+        var models: [String: HubFile] = [:]
+        for file in files where !file.path.contains("/") && file.path.hasPrefix("ggml-") && file.path.hasSuffix(".bin") {
+            models[String(file.path.dropFirst("ggml-".count).dropLast(".bin".count))] = file
+        }
+        return models
+    }
+
     /// The GGUF files of `files` for `quantization` (all shards of a split file), or with
-    /// none asked for, those of the most preferred quantization present. Empty when the
-    /// repository has no GGUF files.
+    /// none asked for, those of the most preferred quantization present. In a repository of
+    /// whisper.cpp files and no GGUF, the one `quantization` names (`base` for
+    /// `ggml-base.bin`); it must name one, since such a repository holds every size. Empty
+    /// when the repository has neither.
     public static func pick(_ files: [HubFile], quantization: String?) throws -> [HubFile] {
         let ggufs = files.filter { $0.path.lowercased().hasSuffix(".gguf") }
         guard !ggufs.isEmpty else {
+            let whisper = whisperCppModels(files)
+            if !whisper.isEmpty {
+                let names = whisper.keys.sorted()
+                let choices = names.prefix(12).joined(separator: ", ") + (names.count > 12 ? "…" : "")
+                guard let quantization else {
+                    throw HearthError.invalidArgument("The repository holds \(names.count) whisper.cpp models (\(choices)): name one after a colon, such as :\(names.contains("base") ? "base" : names[0]) for ggml-\(names.contains("base") ? "base" : names[0]).bin.")
+                }
+                guard let file = whisper[quantization] ?? whisper.first(where: { $0.key.lowercased() == quantization.lowercased() })?.value else {
+                    throw HearthError.invalidArgument("No ggml-\(quantization).bin in the repository; it has \(choices).")
+                }
+                return [file]
+            }
             if let quantization { throw HearthError.invalidArgument("The repository has no GGUF files, so there is no \(quantization) to pick.") }
             return []
         }

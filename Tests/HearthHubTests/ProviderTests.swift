@@ -36,6 +36,38 @@ struct ProviderTests {
         await #expect(throws: HearthError.self) { _ = try await provider.pull(.url(URL(string: url)!, sha256: nil)) { _ in } }
     }
 
+    @Test("a whisper.cpp repository: NAME:base pulls ggml-base.bin alone, which transcribes, also offline; no name or a missing one is refused with the choices")
+    func whisperCppRepository() async throws {
+        let repo = HubEmulator.Repo("ggerganov/whisper.cpp", files: [
+            .init("ggml-base.bin", contentsOf: try WhisperLayouts.ggml),
+            .init("ggml-tiny.bin", testBytes(4096, seed: 5)),
+            .init("ggml-base-q8_0.bin", testBytes(2048, seed: 6)),
+            .init("README.md", Data("# whisper.cpp models\n".utf8)),
+        ])
+        let hub = try await HubFixture([repo])
+        defer { Task { await hub.stop() } }
+        let clip = try SpeechClips.url("librivox/sense_and_sensibility_01_austen_64kb-0880.wav")
+        let hearth = Hearth(configuration: .init(hub: hub.environment()))
+        let speech = try await hearth.loadTranscriber("ggerganov/whisper.cpp:base")
+        #expect(try await speech.transcribe(audioURL: clip, config: .greedy).text.contains("He was not an ill-disposed young man."))
+        #expect(hub.emulator.bytesServed("ggml-tiny.bin") == 0 && hub.emulator.bytesServed("ggml-base-q8_0.bin") == 0
+                && hub.emulator.bytesServed("README.md") == 0)
+
+        let offline = Hearth(configuration: .init(hub: hub.environment(offline: true)))
+        _ = try await offline.loadTranscriber("ggerganov/whisper.cpp:base")
+
+        func refusal(_ name: String) async -> String {
+            do {
+                _ = try await hearth.pull(name) { _ in }
+                return "pulled"
+            } catch {
+                return (error as? HearthError)?.message ?? "\(error)"
+            }
+        }
+        #expect(await refusal("ggerganov/whisper.cpp").contains("holds 3 whisper.cpp models (base, base-q8_0, tiny): name one after a colon, such as :base for ggml-base.bin"))
+        #expect(await refusal("ggerganov/whisper.cpp:large").contains("No ggml-large.bin in the repository; it has base, base-q8_0, tiny."))
+    }
+
     @Test("Hearth.pull streams progress and picks the quantization; loadModel finds it offline")
     func sdkPull() async throws {
         let repo = HubEmulator.Repo("test-org/tiny-llama-GGUF", files: [
