@@ -129,7 +129,12 @@ struct PullTests {
         defer { Task { await hub.stop() } }
         let snapshot = try await hub.downloader().download(repo.id) { _ in }
         #expect(snapshot.files.count == 4)
-        #expect(hub.emulator.requestLog.filter { $0.hasPrefix("HEAD ") }.count == 4)
+        // One HEAD a file (a busy machine may see one retried, never a file without its own).
+        let heads = hub.emulator.requestLog.filter { $0.hasPrefix("HEAD ") }
+        #expect(heads.count >= 4 && heads.count <= 8, "\(heads)")
+        for file in repo.files {
+            #expect(heads.contains { $0.contains("/resolve/") && $0.hasSuffix("/" + file.path) }, "no HEAD for \(file.path) in \(heads)")
+        }
         for file in repo.files {
             guard case .data(let data) = file.content else { continue }
             #expect(try Data(contentsOf: snapshot.url(of: file.path)) == data)
@@ -317,6 +322,13 @@ struct PullTests {
         let folder = hub.cache.repoDirectory(repo.id)
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("snapshots/\(repo.commit)/model.gguf").path))
         #expect(!incompleteFiles(hub.cache).isEmpty)
+        // The ranges the cancelled pull saved as on disk (what the server sent but the client
+        // had not read when it stopped is not among them).
+        struct Ledger: Decodable { let done: [[Int]] }
+        let ledgerName = try #require(incompleteFiles(hub.cache).first { $0.hasSuffix(".hearth-ranges.incomplete") })
+        let ledger = try JSONDecoder().decode(Ledger.self, from: Data(contentsOf: hub.cache.root.appendingPathComponent(ledgerName)))
+        let saved = ledger.done.reduce(0) { $0 + $1[1] - $1[0] }
+        #expect(saved > 0)
         // The server may still be trickling into the cancelled connections; let it stop first,
         // so that only the resumed pull's bytes are counted below.
         var before = -1
@@ -327,8 +339,9 @@ struct PullTests {
         hub.emulator.clearFaults()
         let snapshot = try await downloader.download(repo.id) { _ in }
         #expect(try Data(contentsOf: snapshot.url(of: "model.gguf")) == testBytes(size, seed: 7))
+        // The resumed pull fetches what was missing and nothing it had saved.
         let again = hub.emulator.bytesServed("model.gguf") - before
-        #expect(again <= size - before + (512 << 10))
+        #expect(again <= size - saved, "fetched \(again) bytes again with \(saved) of \(size) saved")
         #expect(incompleteFiles(hub.cache).isEmpty)
     }
 
