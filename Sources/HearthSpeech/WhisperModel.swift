@@ -34,10 +34,6 @@ struct LayerNorm {
     }
 }
 
-/// The Whisper encoder-decoder, in float32 from faster-whisper's CTranslate2 `model.bin`, a
-/// Hugging Face `model.safetensors` or a whisper.cpp file: a two-convolution front end and
-/// pre-norm transformer encoder over the log-mel spectrogram, and a decoder that attends to
-/// its own tokens (cached) and to the encoder's output.
 /// How a Whisper model holds its matrices and multiplies with them.
 public enum WhisperWeights: String, Sendable, CaseIterable {
     /// Float products: the encoder's matrices as floats, the decoder's as the file stores them
@@ -49,6 +45,10 @@ public enum WhisperWeights: String, Sendable, CaseIterable {
     case q8_0 = "q8_0"
 }
 
+/// The Whisper encoder-decoder (float32, or Q8_0 on request) from faster-whisper's CTranslate2
+/// `model.bin`, a Hugging Face `model.safetensors` or a whisper.cpp file: a two-convolution
+/// front end and pre-norm transformer encoder over the log-mel spectrogram, and a decoder that
+/// attends to its own tokens (cached) and to the encoder's output.
 public final class WhisperModel: @unchecked Sendable {
     public let dimensions: WhisperDimensions
     /// The file the weights came from.
