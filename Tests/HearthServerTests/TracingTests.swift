@@ -87,8 +87,9 @@ struct TracingTests {
         let traceID = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let callerSpan = (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let status = try await client.stream("/v1/chat/completions",
-                                             ["model": "smollm2", "stream": true, "max_tokens": 8,
-                                              "messages": [["role": "user", "content": "Say hi."]]],
+                                             // Greedy, and a question whose answer is longer than 8 tokens.
+                                             ["model": "smollm2", "stream": true, "max_tokens": 8, "temperature": 0,
+                                              "messages": [["role": "user", "content": "Write a long story about a dragon."]]],
                                              headers: ["traceparent": "00-\(traceID)-\(callerSpan)-01"]) { _ in true }
         #expect(status == 200)
         let thread = try #require(try await client.post("/v1/threads", [:]).json()["id"] as? String)
