@@ -36,13 +36,7 @@ public final class DenseMatrix: @unchecked Sendable {
         let count = Int(hk_gemm_packed_count(Int64(rows), Int64(columns)))
         packed = UnsafeMutableRawPointer.allocate(byteCount: count * MemoryLayout<Float>.size, alignment: 64)
         hk_gemm_pack_f32(weights, Int64(rowStride ?? columns), Int64(rows), Int64(columns), packed.assumingMemoryBound(to: Float.self))
-        if let bias {
-            let copy = UnsafeMutablePointer<Float>.allocate(capacity: rows)
-            copy.initialize(from: bias, count: rows)
-            self.bias = copy
-        } else {
-            self.bias = nil
-        }
+        self.bias = copiedBias(bias, count: rows)
     }
 
     /// The matrices' rows one after another (Q, K and V as one product); they must have the

@@ -19,13 +19,7 @@ public final class HalfMatrix: @unchecked Sendable {
         self.columns = columns
         weights = .allocate(capacity: rows * columns)
         UnsafeMutableRawPointer(weights).copyMemory(from: halfBits, byteCount: rows * columns * 2)
-        if let bias {
-            let copy = UnsafeMutablePointer<Float>.allocate(capacity: rows)
-            copy.initialize(from: bias, count: rows)
-            self.bias = copy
-        } else {
-            self.bias = nil
-        }
+        self.bias = bias?.withUnsafeBufferPointer { copiedBias($0.baseAddress!, count: rows) } ?? nil
     }
 
     deinit {
@@ -49,4 +43,12 @@ public final class HalfMatrix: @unchecked Sendable {
     public func row(_ r: Int, into output: UnsafeMutablePointer<Float>) {
         for k in 0..<columns { output[k] = Half(bits: weights[r * columns + k]).float }
     }
+}
+
+/// A copy of `count` bias values that the matrix owns (and deallocates), or nil.
+func copiedBias(_ bias: UnsafePointer<Float>?, count: Int) -> UnsafeMutablePointer<Float>? {
+    guard let bias else { return nil }
+    let copy = UnsafeMutablePointer<Float>.allocate(capacity: count)
+    copy.initialize(from: bias, count: count)
+    return copy
 }

@@ -29,13 +29,7 @@ public final class Q8Matrix: @unchecked Sendable {
         kernel = try! RowKernel(weightType: .q8_0)
         rowBytes = kernel.weightBytes(count: columns)
         weights = .allocate(byteCount: rows * rowBytes, alignment: 64)
-        if let bias {
-            let copy = UnsafeMutablePointer<Float>.allocate(capacity: rows)
-            copy.initialize(from: bias, count: rows)
-            self.bias = copy
-        } else {
-            self.bias = nil
-        }
+        self.bias = copiedBias(bias, count: rows)
     }
 
     /// Rounds `rows × columns` floats to Q8_0 (row `r` at `floats + r * rowStride`, `columns`

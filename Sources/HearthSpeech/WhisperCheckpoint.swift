@@ -120,11 +120,8 @@ extension WhisperCheckpoint {
         return bias
     }
 
-    /// `weight` as a float matrix of `shape[0]` rows (a convolution's kernel taps folded into
-    /// its columns), with its bias when `bias`.
-    func dense(_ weight: WhisperWeight, shape: [Int], bias hasBias: Bool = true) throws -> DenseMatrix {
-        let pieces = try stack(weight, shape: shape)
-        let rows = shape[0], columns = shape.dropFirst().reduce(1, *)
+    /// The stacked `pieces` as `rows × columns` floats, row-major.
+    private func floats(of pieces: [(piece: WhisperPiece, tensor: WhisperTensor)], rows: Int, columns: Int) throws -> [Float] {
         var weights = [Float](repeating: 0, count: rows * columns)
         try weights.withUnsafeMutableBufferPointer { w in
             var row = 0
@@ -133,6 +130,15 @@ extension WhisperCheckpoint {
                 row += tensor.shape[0]
             }
         }
+        return weights
+    }
+
+    /// `weight` as a float matrix of `shape[0]` rows (a convolution's kernel taps folded into
+    /// its columns), with its bias when `bias`.
+    func dense(_ weight: WhisperWeight, shape: [Int], bias hasBias: Bool = true) throws -> DenseMatrix {
+        let pieces = try stack(weight, shape: shape)
+        let rows = shape[0], columns = shape.dropFirst().reduce(1, *)
+        let weights = try floats(of: pieces, rows: rows, columns: columns)
         let b = hasBias ? try bias(pieces, rows: rows) : nil
         return weights.withUnsafeBufferPointer { w in
             if let b { return b.withUnsafeBufferPointer { DenseMatrix(rows: rows, columns: columns, weights: w.baseAddress!, bias: $0.baseAddress!) } }
@@ -167,15 +173,7 @@ extension WhisperCheckpoint {
         let b = hasBias ? try bias(pieces, rows: rows) : nil
         func make(_ bias: UnsafePointer<Float>?) throws -> Q8Matrix {
             guard pieces.allSatisfy({ $0.tensor.type == .q8_0 }) else {
-                var floats = [Float](repeating: 0, count: rows * columns)
-                try floats.withUnsafeMutableBufferPointer { w in
-                    var row = 0
-                    for (piece, tensor) in pieces {
-                        try dequantize(tensor, piece.weight, into: w.baseAddress! + row * columns)
-                        row += tensor.shape[0]
-                    }
-                }
-                return floats.withUnsafeBufferPointer { Q8Matrix(rows: rows, columns: columns, floats: $0.baseAddress!, bias: bias) }
+                return try floats(of: pieces, rows: rows, columns: columns).withUnsafeBufferPointer { Q8Matrix(rows: rows, columns: columns, floats: $0.baseAddress!, bias: bias) }
             }
             var blocks = [UInt8]()
             blocks.reserveCapacity(pieces.reduce(0) { $0 + $1.tensor.data.count })
