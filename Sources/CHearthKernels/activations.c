@@ -1,6 +1,7 @@
 #include "hk_activations.h"
 #include "internal.h"
 #include "exp_approx.h"
+#include "reduce.h"
 #include <math.h>
 #include <string.h>
 
@@ -79,19 +80,12 @@ static void silu_mul_portable(const float *gate, const float *up, float *out, in
     for (int64_t i = runs; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
-// Pairwise sum of 8 lanes in the order an AVX horizontal add takes.
-static float sum8(const float *v) {
-    float a0 = v[4] + v[0], a1 = v[5] + v[1], a2 = v[6] + v[2], a3 = v[7] + v[3];
-    float b0 = a0 + a2, b1 = a1 + a3;
-    return b0 + b1;
-}
-
 static double exp_sum_portable(float *s, int64_t n, float max) {
     double sum = 0;
     for (int64_t i = 0; i < n; i += 8) {
         float lanes[8] = {0};
         for (int64_t t = i; t < n && t < i + 8; t++) lanes[t - i] = s[t] = hk_exp_approx(s[t] - max);
-        sum += (double)sum8(lanes);
+        sum += (double)hk_reduce8(lanes);
     }
     return sum;
 }

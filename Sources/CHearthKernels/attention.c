@@ -1,13 +1,14 @@
 #include "hk_attention.h"
 #include "hk_activations.h"
 #include "internal.h"
+#include "reduce.h"
 #include <math.h>
 #include <string.h>
 
 #pragma STDC FP_CONTRACT OFF
 
 #if HK_HAVE_AVX2
-#include <immintrin.h>
+#include "avx2.h"
 #define HK_X86 1
 #endif
 
@@ -58,33 +59,19 @@ static void normalise_scores(int isa, float *scores, int64_t n_pos) {
 // runs its vector dot product: 32 slots (term i goes to slot i mod 32) reduced in another
 // pattern, in double. Keeping the same order gives the same bits, and the same greedy tokens.
 
-// Reduces 32 slots (ggml_vec_dot_f16's four 8-lane accumulators) as that kernel does.
-static float reduce_slots32(const float *s) {
-    float y[8];
-    for (int l = 0; l < 8; l++) y[l] = (s[l] + s[16 + l]) + (s[8 + l] + s[24 + l]);
-    const float t0 = y[0] + y[4], t1 = y[1] + y[5], t2 = y[2] + y[6], t3 = y[3] + y[7];
-    return (t0 + t1) + (t2 + t3);
-}
-
-// Reduces 8 lanes as tinyBLAS does.
-static float reduce_slots8(const float *l) {
-    const float a0 = l[4] + l[0], a1 = l[5] + l[1], a2 = l[6] + l[2], a3 = l[7] + l[3];
-    return (a0 + a2) + (a1 + a3);
-}
-
 // sum over i < n of x[i] * y(i), in the order of the chosen kernel. y is given as floats.
 static float ordered_dot(const uint16_t *x, int64_t xstride, const float *y, int64_t n, int single) {
     if (single) {
         float slot[32] = {0};
         const int64_t whole = n - n % 32;
         for (int64_t i = 0; i < whole; i++) slot[i & 31] = fmaf(hk_fp16_to_fp32(x[i * xstride]), y[i], slot[i & 31]);
-        double sum = reduce_slots32(slot);
+        double sum = hk_reduce32(slot);
         for (int64_t i = whole; i < n; i++) sum += (double)(hk_fp16_to_fp32(x[i * xstride]) * y[i]);
         return (float)sum;
     }
     float lane[8] = {0};
     for (int64_t i = 0; i < n; i++) lane[i & 7] = fmaf(hk_fp16_to_fp32(x[i * xstride]), y[i], lane[i & 7]);
-    return reduce_slots8(lane);
+    return hk_reduce8(lane);
 }
 
 #ifdef HK_X86
@@ -107,22 +94,6 @@ static __m256 reduce_slot_vectors(const __m256 *acc, int slots) {
     const __m256 a0 = _mm256_add_ps(acc[4], acc[0]), a1 = _mm256_add_ps(acc[5], acc[1]);
     const __m256 a2 = _mm256_add_ps(acc[6], acc[2]), a3 = _mm256_add_ps(acc[7], acc[3]);
     return _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
-}
-
-// reduce_slots32 of the 32 slots held in four 8-lane accumulators (slot 8j + l in lane l of
-// acc j), with the same additions in the same grouping, in vector registers.
-HK_GROUP_INLINE float reduce_accumulators32(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-    const __m256 y = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));     // y[l]
-    const __m128 t = _mm_add_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));  // y[l] + y[l + 4]
-    const __m128 u = _mm_hadd_ps(t, t);                                                   // t0 + t1, t2 + t3
-    return _mm_cvtss_f32(_mm_hadd_ps(u, u));
-}
-
-// reduce_slots8 of eight lanes: (l4 + l0) ... then (a0 + a2) + (a1 + a3), as hk_hsum adds.
-HK_GROUP_INLINE float reduce_accumulator8(__m256 acc) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
 // The first of n positions (the first at absolute position `first`) that falls in slot l: a
@@ -188,11 +159,11 @@ static void attention_avx(int isa, const float *q, const uint16_t *k, const uint
             for (int64_t i = 0; i < d; i += 32)
                 for (int j = 0; j < 4; j++)
                     acc[j] = _mm256_fmadd_ps(load_half8(kt + i + 8 * j), _mm256_loadu_ps(qh + i + 8 * j), acc[j]);
-            dot = reduce_accumulators32(acc[0], acc[1], acc[2], acc[3]);
+            dot = hk_hsum32(acc[0], acc[1], acc[2], acc[3]);
         } else if (!single) {
             __m256 acc = _mm256_setzero_ps();
             for (int64_t i = 0; i < d; i += 8) acc = _mm256_fmadd_ps(load_half8(kt + i), _mm256_loadu_ps(qh + i), acc);
-            dot = reduce_accumulator8(acc);
+            dot = hk_hsum(acc);
         } else {
             dot = ordered_dot(kt, 1, qh, d, single);
         }
@@ -213,11 +184,11 @@ HK_GROUP_INLINE float group_score(const float *kf, const float *qh, int64_t d, i
         for (int64_t i = 0; i < d; i += 32)
             for (int j = 0; j < 4; j++)
                 acc[j] = _mm256_fmadd_ps(_mm256_load_ps(kf + i + 8 * j), _mm256_load_ps(qh + i + 8 * j), acc[j]);
-        return reduce_accumulators32(acc[0], acc[1], acc[2], acc[3]);
+        return hk_hsum32(acc[0], acc[1], acc[2], acc[3]);
     }
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < d; i += 8) acc = _mm256_fmadd_ps(_mm256_load_ps(kf + i), _mm256_load_ps(qh + i), acc);
-    return reduce_accumulator8(acc);
+    return hk_hsum(acc);
 }
 
 // NQ (1 to 4) query heads that share one key/value head, over the same positions. Each key
@@ -306,11 +277,11 @@ static void attention_scalar(int isa, const float *q, const uint16_t *k, const u
         if (single) {
             float slot[32] = {0};
             for (int64_t t = 0; t < n_pos; t++) slot[(first + t) & 31] = fmaf(hk_fp16_to_fp32(v[t * stride + i]), scores[t], slot[(first + t) & 31]);
-            out[i] = reduce_slots32(slot);
+            out[i] = hk_reduce32(slot);
         } else {
             float lane[8] = {0};
             for (int64_t t = 0; t < n_pos; t++) lane[(first + t) & 7] = fmaf(hk_fp16_to_fp32(v[t * stride + i]), scores[t], lane[(first + t) & 7]);
-            out[i] = reduce_slots8(lane);
+            out[i] = hk_reduce8(lane);
         }
     }
 }

@@ -6,6 +6,7 @@
 #include "avx2.h"
 #include "exp_approx.h"
 #include "gelu.h"
+#include "reduce.h"
 #include <math.h>
 
 #pragma STDC FP_CONTRACT OFF
@@ -16,24 +17,12 @@ static void gelu_portable(float *x, int64_t n) {
 
 // ---- Sums in 8 lanes ------------------------------------------------------------------------
 
-// The 8 lanes reduced in hk_hsum's order: halves added, then pairs, then the last two.
-static inline float reduce8(const float *l) {
-    const float s0 = l[0] + l[4], s1 = l[1] + l[5], s2 = l[2] + l[6], s3 = l[3] + l[7];
-    return (s0 + s2) + (s1 + s3);
-}
-
-// Pairwise: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), the order of the horizontal adds
-// that reduce eight keys' accumulators at once in the AVX2 attention.
-static inline float reduce8_pairs(const float *l) {
-    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-}
-
 // Query-key product: 8 lanes reduced pairwise, then the leftovers.
 static float score_lanes(const float *q, const float *k, int64_t n) {
     float lane[8] = {0};
     const int64_t whole = n - n % 8;
     for (int64_t i = 0; i < whole; i++) lane[i & 7] = fmaf(q[i], k[i], lane[i & 7]);
-    float s = reduce8_pairs(lane);
+    float s = hk_reduce8_pairs(lane);
     for (int64_t i = whole; i < n; i++) s = fmaf(q[i], k[i], s);
     return s;
 }
@@ -46,7 +35,7 @@ static void layer_norm_portable(float *row, const float *residual, const float *
     if (residual) for (int64_t i = 0; i < n; i++) row[i] = row[i] + residual[i];
     float lane[8] = {0};
     for (int64_t i = 0; i < whole; i++) lane[i & 7] = lane[i & 7] + row[i];
-    float sum = reduce8(lane);
+    float sum = hk_reduce8(lane);
     for (int64_t i = whole; i < n; i++) sum = sum + row[i];
     const float mean = sum / (float)n;
     for (int l = 0; l < 8; l++) lane[l] = 0;
@@ -54,7 +43,7 @@ static void layer_norm_portable(float *row, const float *residual, const float *
         const float d = row[i] - mean;
         lane[i & 7] = fmaf(d, d, lane[i & 7]);
     }
-    float squares = reduce8(lane);
+    float squares = hk_reduce8(lane);
     for (int64_t i = whole; i < n; i++) {
         const float d = row[i] - mean;
         squares = fmaf(d, d, squares);
@@ -188,7 +177,7 @@ static void HK_AVX2 attention_avx2(const float *q, const float *k, const float *
             for (int64_t e = 0; e < whole; e += 8)
                 acc = _mm256_fmadd_ps(_mm256_loadu_ps(qi + e), _mm256_loadu_ps(k + j * stride + e), acc);
             _mm256_storeu_ps(lane, acc);
-            float s = reduce8_pairs(lane);
+            float s = hk_reduce8_pairs(lane);
             for (int64_t e = whole; e < d; e++) s = fmaf(qi[e], k[j * stride + e], s);
             scores[j] = s * scale;
         }

@@ -10,23 +10,10 @@
 // gets the order llama.cpp would give a pass of that many rows, so a row's result does not
 // depend on the rows beside it.
 #include "internal.h"
+#include "reduce.h"
 #include <math.h>
 #include <stdlib.h>
 #pragma STDC FP_CONTRACT OFF
-
-// The reduction of 32 slots (slot 8j + l is lane l of accumulator j) by GGML_F32x8_REDUCE.
-static float reduce32(const float *s) {
-    float y[8];
-    for (int l = 0; l < 8; l++) y[l] = (s[l] + s[16 + l]) + (s[8 + l] + s[24 + l]);
-    const float t0 = y[0] + y[4], t1 = y[1] + y[5], t2 = y[2] + y[6], t3 = y[3] + y[7];
-    return (t0 + t1) + (t2 + t3);
-}
-
-// tinyBLAS's hsum of 8 lanes.
-static float reduce8(const float *l) {
-    const float a0 = l[4] + l[0], a1 = l[5] + l[1], a2 = l[6] + l[2], a3 = l[7] + l[3];
-    return (a0 + a2) + (a1 + a3);
-}
 
 static inline float element(int half, const void *p, int64_t i) {
     return half ? hk_fp16_to_fp32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
@@ -50,11 +37,11 @@ static float dot_portable(int half, const void *w, const void *a, int64_t n, int
         float slot[32] = {0};
         const int64_t whole = n - n % 32;
         for (int64_t i = 0; i < whole; i++) slot[i & 31] = fmaf(element(half, w, i), element(half, a, i), slot[i & 31]);
-        return tail(half, w, a, whole, n, reduce32(slot));
+        return tail(half, w, a, whole, n, hk_reduce32(slot));
     }
     float lane[8] = {0};
     for (int64_t i = 0; i < n; i++) lane[i & 7] = fmaf(element(half, w, i), element(half, a, i), lane[i & 7]);
-    return reduce8(lane);
+    return hk_reduce8(lane);
 }
 
 float hk_portable_dot_f16w(const void *w, const void *a, int64_t n) { return dot_portable(1, w, a, n, 1); }
@@ -98,27 +85,15 @@ HK_FM_AVX2 static float dot_avx2(int half, const void *w, const void *a, int64_t
         const int64_t whole = n - n % 32;
         for (int64_t i = 0; i < whole; i += 32)
             for (int j = 0; j < 4; j++) acc[j] = _mm256_fmadd_ps(load8(half, w, i + 8 * j), load8(half, a, i + 8 * j), acc[j]);
-        const __m256 y = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
-        const __m128 t = _mm_add_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
-        const __m128 u = _mm_hadd_ps(t, t);
-        return tail(half, w, a, whole, n, _mm_cvtss_f32(_mm_hadd_ps(u, u)));
+        return tail(half, w, a, whole, n, hk_hsum32(acc[0], acc[1], acc[2], acc[3]));
     }
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(load8(half, w, i), load8(half, a, i), acc);
-    __m128 s = _mm_add_ps(_mm256_extractf128_ps(acc, 1), _mm256_castps256_ps128(acc));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+    return hk_hsum(acc);
 }
 
 HK_FM_AVX2 float hk_avx2_dot_f16w_ordered(const void *w, const void *a, int64_t n) { return dot_avx2(1, w, a, n, 1); }
 HK_FM_AVX2 float hk_avx2_dot_f32w_ordered(const void *w, const void *a, int64_t n) { return dot_avx2(0, w, a, n, 1); }
-
-// tinyBLAS's hsum of one 8-lane accumulator, as dot_avx2 reduces it.
-HK_FM_AVX2 static inline float hsum8(__m256 acc) {
-    __m128 s = _mm_add_ps(_mm256_extractf128_ps(acc, 1), _mm256_castps256_ps128(acc));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
 
 // 4 weight rows against 3 activation rows (n a multiple of 8), twelve sums at once: each is one
 // 8-lane accumulator over the elements in order, so each equals dot_avx2's multi-row sum, bit
@@ -138,7 +113,7 @@ HK_FM_AVX2 static void tile4x3_avx2(int half, const uint8_t *w, size_t row_bytes
         }
     }
     for (int c = 0; c < 3; c++)
-        for (int r = 0; r < 4; r++) out[(size_t)c * out_stride + (size_t)r] = hsum8(acc[r][c]);
+        for (int r = 0; r < 4; r++) out[(size_t)c * out_stride + (size_t)r] = hk_hsum(acc[r][c]);
 }
 
 // F16 rows widened to F32 (exactly: every half is a float), `count` rows of n, `stride` bytes apart.

@@ -6,22 +6,17 @@
 #include "CHearthKernels.h"
 #include "hk_audio.h"
 #include "avx2.h"
+#include "reduce.h"
 #include <math.h>
 
 #pragma STDC FP_CONTRACT OFF
-
-static inline float reduce8(const float *v) {
-    const float a0 = v[0] + v[4], a1 = v[1] + v[5], a2 = v[2] + v[6], a3 = v[3] + v[7];
-    const float b0 = a0 + a2, b1 = a1 + a3;
-    return b0 + b1;
-}
 
 static float row_portable(const uint16_t *w, const float *x, int64_t n) {
     float lanes[8] = {0};
     const int64_t whole = n - n % 8;
     for (int64_t i = 0; i < whole; i += 8)
         for (int l = 0; l < 8; l++) lanes[l] = fmaf(hk_fp16_to_fp32(w[i + l]), x[i + l], lanes[l]);
-    float sum = reduce8(lanes);
+    float sum = hk_reduce8(lanes);
     for (int64_t i = whole; i < n; i++) sum = fmaf(hk_fp16_to_fp32(w[i]), x[i], sum);
     return sum;
 }

@@ -8,15 +8,10 @@
 #include "hk_activations.h"
 #include "exp_approx.h"
 #include "avx2.h"
+#include "reduce.h"
 #include <math.h>
 
 #pragma STDC FP_CONTRACT OFF
-
-static inline float reduce8(const float *v) {
-    const float a0 = v[0] + v[4], a1 = v[1] + v[5], a2 = v[2] + v[6], a3 = v[3] + v[7];
-    const float b0 = a0 + a2, b1 = a1 + a3;
-    return b0 + b1;
-}
 
 // Σ x[j] · y[j] in 8 lanes, then the tail.
 static float dot_lanes_portable(const float *x, const float *y, int64_t n) {
@@ -24,7 +19,7 @@ static float dot_lanes_portable(const float *x, const float *y, int64_t n) {
     const int64_t whole = n - n % 8;
     for (int64_t j = 0; j < whole; j += 8)
         for (int l = 0; l < 8; l++) lanes[l] = fmaf(x[j + l], y[j + l], lanes[l]);
-    float sum = reduce8(lanes);
+    float sum = hk_reduce8(lanes);
     for (int64_t j = whole; j < n; j++) sum = fmaf(x[j], y[j], sum);
     return sum;
 }
@@ -38,7 +33,7 @@ static float exp_sum_portable(float *x, int64_t n, float shift) {
             x[j + l] = hk_exp_approx(x[j + l] - shift);
             lanes[l] += x[j + l];
         }
-    float sum = reduce8(lanes);
+    float sum = hk_reduce8(lanes);
     for (int64_t j = whole; j < n; j++) {
         x[j] = hk_exp_approx(x[j] - shift);
         sum += x[j];
@@ -193,7 +188,7 @@ float hk_logsumexp_f32(int isa, const float *x, int64_t n) {
 #endif
     for (int64_t j = 0; j < whole; j += 8)
         for (int l = 0; l < 8; l++) lanes[l] += hk_exp_approx(x[j + l] - largest);
-    float sum = reduce8(lanes);
+    float sum = hk_reduce8(lanes);
     for (int64_t j = whole; j < n; j++) sum += hk_exp_approx(x[j] - largest);
     return largest + logf(sum);
 }
