@@ -108,8 +108,9 @@ def model_path(name):
     return path
 
 
-def llama_fixture(name):
-    """Tokens and greedy continuations of one GGUF from llama-cpp-python."""
+def llama_fixture(name, bos, keep_ids):
+    """Tokens and greedy continuations of one GGUF from llama-cpp-python; `bos` says whether the
+    model adds BOS, `keep_ids` whether a continuation keeps its prompt's and its own ids."""
     import llama_cpp
 
     info = llama_cpp.llama_print_system_info().decode()
@@ -124,7 +125,6 @@ def llama_fixture(name):
     def tokenize(text):
         return llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
 
-    tokens = [{"text": text, "ids": tokenize(text)} for text in TEXTS]
     greedy = []
     for prompt in PROMPTS:
         prompt_ids = tokenize(prompt)
@@ -139,34 +139,29 @@ def llama_fixture(name):
             ids.append(token)
             if len(ids) == GENERATED:
                 break
-        greedy.append({"prompt": prompt, "prompt_ids": prompt_ids, "n": GENERATED, "ids": ids,
-                       "continuation": llm.detokenize(ids, special=True).decode("utf-8")})
-    settings = (f"llama-cpp-python {llama_cpp.__version__} (its bundled llama.cpp, built for AVX2 without AVX-512), "
-                f"flash_attn=False, {THREADS} threads; tokenize(add_bos=True, special=False); greedy (top_k=1, "
-                f"temperature 0, no penalties), no chat template")
-    return path, tokens, greedy, settings
+        continuation = llm.detokenize(ids, special=True).decode("utf-8")
+        if keep_ids:
+            greedy.append({"prompt": prompt, "prompt_ids": prompt_ids, "n": GENERATED, "ids": ids,
+                           "continuation": continuation})
+        else:
+            greedy.append({"prompt": prompt, "n": GENERATED, "continuation": continuation})
+    return {
+        "model": name,
+        "sha256": sha256(path),
+        "reference": f"llama-cpp-python {llama_cpp.__version__} (its bundled llama.cpp, built for AVX2 without "
+                     f"AVX-512), flash_attn=False, {THREADS} threads; tokenize(add_bos=True, special=False); greedy "
+                     f"(top_k=1, temperature 0, no penalties), no chat template, {bos}",
+        "tokens": [{"text": text, "ids": tokenize(text)} for text in TEXTS],
+        "greedy": greedy,
+    }
 
 
 def smollm2():
-    path, tokens, greedy, settings = llama_fixture(SMOLLM2)
-    return {
-        "model": SMOLLM2,
-        "sha256": sha256(path),
-        "reference": settings + ", no BOS (the model adds none)",
-        "tokens": tokens,
-        "greedy": [{"prompt": g["prompt"], "n": g["n"], "continuation": g["continuation"]} for g in greedy],
-    }
+    return llama_fixture(SMOLLM2, "no BOS (the model adds none)", keep_ids=False)
 
 
 def gemma3():
-    path, tokens, greedy, settings = llama_fixture(GEMMA3)
-    return {
-        "model": GEMMA3,
-        "sha256": sha256(path),
-        "reference": settings + ", BOS added",
-        "tokens": tokens,
-        "greedy": greedy,
-    }
+    return llama_fixture(GEMMA3, "BOS added", keep_ids=True)
 
 
 def minilm():
