@@ -29,29 +29,31 @@ let package = Package(
         .target(name: "CHearthKernels"),
         // zlib, for the compression ratio that tells a repetitive transcription.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
-        .target(name: "HearthFormats"),
-        .target(name: "HearthKernels", dependencies: ["CHearthKernels", "HearthFormats"]),
-        .target(name: "HearthTokenizers", dependencies: ["HearthFormats"]),
-        .target(name: "HearthTemplates", dependencies: ["HearthFormats"]),
-        .target(name: "HearthConstraints", dependencies: ["HearthFormats", "HearthTokenizers"]),
-        .target(name: "HearthSpeech", dependencies: ["HearthFormats", "HearthKernels", "CHearthKernels", "HearthTokenizers", "CZlib"]),
-        .target(name: "HearthEngine", dependencies: ["HearthFormats", "HearthKernels", "HearthTokenizers", "HearthTemplates", "HearthConstraints"]),
+        // Errors, JSON, mapped files and byte readers: what every module needs and nothing else.
+        .target(name: "HearthCore"),
+        .target(name: "HearthFormats", dependencies: ["HearthCore"]),
+        .target(name: "HearthKernels", dependencies: ["CHearthKernels", "HearthCore", "HearthFormats"]),
+        .target(name: "HearthTokenizers", dependencies: ["HearthCore", "HearthFormats"]),
+        .target(name: "HearthTemplates", dependencies: ["HearthCore"]),
+        .target(name: "HearthConstraints", dependencies: ["HearthCore", "HearthTokenizers"]),
+        .target(name: "HearthSpeech", dependencies: ["HearthCore", "HearthFormats", "HearthKernels", "CHearthKernels", "HearthTokenizers", "CZlib"]),
+        .target(name: "HearthEngine", dependencies: ["HearthCore", "HearthFormats", "HearthKernels", "HearthTokenizers", "HearthTemplates", "HearthConstraints"]),
         .target(
             name: "HearthHub",
             dependencies: [
-                "HearthFormats",
+                "HearthCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        .target(name: "HearthStore", dependencies: ["HearthFormats", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "HearthStore", dependencies: ["HearthCore", .product(name: "GRDB", package: "GRDB.swift")]),
         // The same store on PostgreSQL, for several servers sharing one database.
         .target(
             name: "HearthStorePostgres",
             dependencies: [
-                "HearthFormats", "HearthStore",
+                "HearthCore", "HearthStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 // Its ConnectionPoolError, which the pool throws (a cancelled wait, a closed pool).
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
@@ -97,7 +99,7 @@ let package = Package(
         ),
         .target(
             name: "HearthTestSupport",
-            dependencies: ["HearthFormats", "HearthConstraints", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["HearthCore", "HearthFormats", "HearthConstraints", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/HearthTestSupport"
         ),
         .target(
@@ -115,15 +117,16 @@ let package = Package(
         .executableTarget(name: "tiny-models", dependencies: ["HearthTestSupport"], path: "Tests/TinyModels"),
         // A child process for the store's durability test: it appends messages until killed.
         .executableTarget(name: "store-writer", dependencies: ["HearthStore"], path: "Tests/StoreWriter"),
-        .testTarget(name: "HearthHubTests", dependencies: ["HearthHub", "Hearth", "HubEmulator", "HearthTestSupport"]),
-        .testTarget(name: "HearthFormatsTests", dependencies: ["HearthFormats", "HearthTestSupport"]),
-        .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels", "HearthTestSupport"]),
-        .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
-        .testTarget(name: "HearthTemplatesTests", dependencies: ["HearthTemplates", "HearthTestSupport"]),
-        .testTarget(name: "HearthConstraintsTests", dependencies: ["HearthConstraints", "HearthTestSupport"]),
-        .testTarget(name: "HearthCLITests", dependencies: ["HearthFormats", "HearthConstraints", "HearthTestSupport"]),
-        .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "Hearth", "HearthTestSupport"]),
-        .testTarget(name: "HearthSpeechTests", dependencies: ["HearthSpeech", "HearthTestSupport"]),
+        .testTarget(name: "HearthHubTests", dependencies: ["HearthCore", "HearthHub", "Hearth", "HubEmulator", "HearthTestSupport"]),
+        .testTarget(name: "HearthCoreTests", dependencies: ["HearthCore"]),
+        .testTarget(name: "HearthFormatsTests", dependencies: ["HearthCore", "HearthFormats", "HearthTestSupport"]),
+        .testTarget(name: "HearthKernelsTests", dependencies: ["HearthCore", "HearthFormats", "HearthKernels", "HearthTestSupport"]),
+        .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthCore", "HearthFormats", "HearthTokenizers", "HearthTestSupport"]),
+        .testTarget(name: "HearthTemplatesTests", dependencies: ["HearthCore", "HearthTemplates", "HearthTestSupport"]),
+        .testTarget(name: "HearthConstraintsTests", dependencies: ["HearthCore", "HearthConstraints", "HearthTestSupport"]),
+        .testTarget(name: "HearthCLITests", dependencies: ["HearthCore", "HearthFormats", "HearthConstraints", "HearthTestSupport"]),
+        .testTarget(name: "HearthEngineTests", dependencies: ["HearthCore", "HearthFormats", "HearthEngine", "Hearth", "HearthTestSupport"]),
+        .testTarget(name: "HearthSpeechTests", dependencies: ["HearthCore", "HearthFormats", "HearthSpeech", "HearthTestSupport"]),
         .testTarget(name: "HearthTests", dependencies: ["Hearth", "HearthTestSupport"]),
         .testTarget(
             name: "HearthServerTests",
@@ -144,7 +147,7 @@ let package = Package(
         .testTarget(
             name: "HearthStoreTests",
             dependencies: [
-                "HearthStore", "HearthStorePostgres", "HearthTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "HearthCore", "HearthStore", "HearthStorePostgres", "HearthTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
     ]

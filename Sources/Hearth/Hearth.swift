@@ -1,5 +1,6 @@
 @_exported import HearthConstraints
 @_exported import HearthEngine
+@_exported import HearthCore
 @_exported import HearthFormats
 @_exported import HearthHub
 @_exported import HearthSpeech

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// A small in-memory index for semantic search: vectors with a key each, searched by cosine
 /// similarity, saved to and loaded from a file of its own.

@@ -185,15 +185,15 @@ struct BenchCommand: AsyncParsableCommand {
                     } else {
                         let speed = String(format: "%.2f ± %.2f", mean, row.standardDeviation)
                         let params = String(format: "%.2f M", Double(parameters) / 1e6)
-                        print("| \(pad(name, 30)) | \(pad(ModelSummary.formatBytes(row.sizeBytes), 10, right: true)) | "
+                        print("| \(pad(name, 30)) | \(pad(HumanReadable.bytes(row.sizeBytes), 10, right: true)) | "
                               + "\(pad(params, 10, right: true)) | \(pad(String(threadCount), 7, right: true)) | "
                               + "\(pad(test, 5, right: true)) | \(pad(speed, 16, right: true)) |")
                     }
                 }
                 if !json {
                     printError(String(format: "threads %d: load to first token %.1f ms, peak RSS %@ (model file %@), %.1f MB of weights read a generated token",
-                                      threadCount, loadSeconds * 1000, ModelSummary.formatBytes(peakResidentBytes()),
-                                      ModelSummary.formatBytes(model.gguf.fileSize), Double(model.weightBytesPerToken) / 1e6))
+                                      threadCount, loadSeconds * 1000, HumanReadable.bytes(peakResidentBytes()),
+                                      HumanReadable.bytes(model.gguf.fileSize), Double(model.weightBytesPerToken) / 1e6))
                 }
             }
         }

@@ -70,7 +70,7 @@ extension BenchCommand {
             }
             if !json {
                 printError(String(format: "threads %d: load %.1f ms, peak RSS %@", threadCount, loadSeconds * 1000,
-                                  ModelSummary.formatBytes(peakResidentBytes())))
+                                  HumanReadable.bytes(peakResidentBytes())))
             }
         }
     }

@@ -151,9 +151,9 @@ struct ListCommand: AsyncParsableCommand {
                 return
             }
             printTable(["NAME", "QUANT", "SIZE", "LAST USED", "PATH"], models.map {
-                [$0.repo.id, $0.quantizations.joined(separator: ","), formatBytes($0.repo.size), formatAge($0.lastUsed), $0.path]
+                [$0.repo.id, $0.quantizations.joined(separator: ","), HumanReadable.bytes($0.repo.size), formatAge($0.lastUsed), $0.path]
             }, rightAligned: [2])
-            print("total: \(formatBytes(total)) in \(models.count) model\(models.count == 1 ? "" : "s")")
+            print("total: \(HumanReadable.bytes(total)) in \(models.count) model\(models.count == 1 ? "" : "s")")
         }
     }
 }
@@ -232,7 +232,7 @@ struct ShowCommand: AsyncParsableCommand {
             if !files.isEmpty {
                 print("files:")
                 printTable(["  PATH", "SIZE", "CACHED"], files.map {
-                    ["  " + ($0["path"] as? String ?? ""), formatBytes($0["size"] as? Int ?? 0), ($0["cached"] as? Bool ?? false) ? "yes" : ""]
+                    ["  " + ($0["path"] as? String ?? ""), HumanReadable.bytes($0["size"] as? Int ?? 0), ($0["cached"] as? Bool ?? false) ? "yes" : ""]
                 }, rightAligned: [1])
             }
             if let template = details.first(where: { $0.0 == "chat_template" })?.1 as? String, !template.isEmpty {
@@ -265,7 +265,7 @@ struct RemoveCommand: AsyncParsableCommand {
                 guard isatty(STDIN_FILENO) != 0 else {
                     throw HearthError.invalidArgument("Deleting \(repo) needs confirmation: pass -y.")
                 }
-                guard confirm("Delete \(repo) (\(formatBytes(cached.size)))?", defaultYes: false) else {
+                guard confirm("Delete \(repo) (\(HumanReadable.bytes(cached.size)))?", defaultYes: false) else {
                     printError("Nothing deleted.")
                     return
                 }
@@ -275,7 +275,7 @@ struct RemoveCommand: AsyncParsableCommand {
             if json {
                 printJSONLine(["removed": [repo], "freed": freed])
             } else {
-                print("deleted \(repo), freed \(formatBytes(freed))")
+                print("deleted \(repo), freed \(HumanReadable.bytes(freed))")
             }
         }
     }
@@ -334,12 +334,12 @@ struct PruneCommand: AsyncParsableCommand {
                 return
             }
             if doomed.isEmpty {
-                print("The cache holds \(formatBytes(total)), within \(formatBytes(limit)); nothing to delete.")
+                print("The cache holds \(HumanReadable.bytes(total)), within \(HumanReadable.bytes(limit)); nothing to delete.")
             }
             for model in doomed {
-                print("\(dryRun ? "would delete" : "deleted") \(model.repo.id) (\(formatBytes(model.repo.size)), last used \(formatAge(model.lastUsed)))")
+                print("\(dryRun ? "would delete" : "deleted") \(model.repo.id) (\(HumanReadable.bytes(model.repo.size)), last used \(formatAge(model.lastUsed)))")
             }
-            if !doomed.isEmpty { print("cache now \(formatBytes(total))") }
+            if !doomed.isEmpty { print("cache now \(HumanReadable.bytes(total))") }
         }
     }
 }

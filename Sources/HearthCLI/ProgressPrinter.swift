@@ -55,11 +55,11 @@ final class ProgressPrinter: Sendable {
             var line = "\r\u{1B}[K"
             switch progress.phase {
             case .resolving: line += "resolving \(progress.repo)…"
-            case .done: line += "pulled \(progress.repo) (\(formatBytes(progress.totalBytes)))\n"
+            case .done: line += "pulled \(progress.repo) (\(HumanReadable.bytes(progress.totalBytes)))\n"
             case .downloading, .verifying:
                 line += "[\(progress.fileIndex)/\(progress.fileCount)] \(bar) \(Int(progress.fraction * 100))% "
-                line += "\(formatBytes(progress.completedBytes))/\(formatBytes(progress.totalBytes)) "
-                line += "\(formatBytes(Int(progress.bytesPerSecond)))/s"
+                line += "\(HumanReadable.bytes(progress.completedBytes))/\(HumanReadable.bytes(progress.totalBytes)) "
+                line += "\(HumanReadable.bytes(Int(progress.bytesPerSecond)))/s"
                 if let eta = progress.secondsRemaining, progress.phase == .downloading { line += " ETA \(formatDuration(eta))" }
                 if progress.phase == .verifying { line += " verifying" }
                 if let file = progress.file { line += "  \(file)" }
@@ -79,7 +79,7 @@ final class ProgressPrinter: Sendable {
                 }
                 if progress.phase == .downloading, tenth > state.lastTenth {
                     state.lastTenth = tenth
-                    return "\(tenth * 10)% \(formatBytes(progress.completedBytes))/\(formatBytes(progress.totalBytes)) \(formatBytes(Int(progress.bytesPerSecond)))/s"
+                    return "\(tenth * 10)% \(HumanReadable.bytes(progress.completedBytes))/\(HumanReadable.bytes(progress.totalBytes)) \(HumanReadable.bytes(Int(progress.bytesPerSecond)))/s"
                 }
                 return nil
             }
@@ -93,8 +93,6 @@ func printJSONLine(_ object: Any) {
     guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
     FileHandle.standardOutput.write(data + Data("\n".utf8))
 }
-
-func formatBytes(_ bytes: Int) -> String { ModelSummary.formatBytes(bytes) }
 
 func formatDuration(_ seconds: Double) -> String {
     let total = Int(seconds.rounded())

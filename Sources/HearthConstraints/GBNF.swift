@@ -1,4 +1,4 @@
-import HearthFormats
+import HearthCore
 
 /// llama.cpp's grammar format (GBNF): rules `name ::= alternatives`, string literals, character
 /// classes (`[a-z]`, `[^\n]`), `.` for any character, groups, `*` `+` `?` `{m}` `{m,}` `{m,n}`,

@@ -1,4 +1,4 @@
-import HearthFormats
+import HearthCore
 
 /// A context-free grammar over Unicode code points (and, for special tokens, token ids): what
 /// GBNF files and JSON schemas compile to, and what `GrammarState` recognizes.

@@ -1,4 +1,3 @@
-import HearthFormats
 import Synchronization
 
 /// A grammar's rule for the sampler: a token may come next when its bytes (or, for the

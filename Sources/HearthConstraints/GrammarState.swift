@@ -1,4 +1,3 @@
-import HearthFormats
 
 /// A grammar laid out for recognition: every alternative's elements in one array, each
 /// followed by an end marker, so that a place in the grammar is one integer.

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// How `Grammar(jsonSchema:options:)` lets JSON be written.
 public struct JSONSchemaOptions: Sendable, Hashable {

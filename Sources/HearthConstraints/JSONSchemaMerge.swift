@@ -1,4 +1,4 @@
-import HearthFormats
+import HearthCore
 
 // Schemas that hold together — allOf's members, keywords beside $ref, keywords beside anyOf
 // applied to each alternative — merged into one schema object before compiling.

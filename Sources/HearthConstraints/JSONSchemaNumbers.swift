@@ -1,5 +1,4 @@
 import Foundation
-import HearthFormats
 
 // Numbers for `Grammar(jsonSchema:)`: integers between bounds as grammars over their digits,
 // and decimals between bounds compared digit by digit.

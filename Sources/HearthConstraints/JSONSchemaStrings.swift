@@ -1,4 +1,4 @@
-import HearthFormats
+import HearthCore
 
 // JSON strings for `Grammar(jsonSchema:)`: the characters of a string as JSON writes them,
 // lengths, the formats date, time, date-time, uuid and email, and `pattern` regular expressions.

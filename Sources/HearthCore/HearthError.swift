@@ -83,7 +83,7 @@ public enum HearthError: Error, Sendable, Equatable {
         case .modelNotFound(let name):
             return "No model called \"\(name)\". Give the path of a .gguf file, or a model in the cache (see `hearth ls`)."
         case .insufficientMemory(let needed, let available):
-            return "The model needs about \(ModelSummary.formatBytes(needed)) of memory (weights and KV cache) but only \(ModelSummary.formatBytes(available)) is available. Use a smaller quantization or model, or a shorter context."
+            return "The model needs about \(HumanReadable.bytes(needed)) of memory (weights and KV cache) but only \(HumanReadable.bytes(available)) is available. Use a smaller quantization or model, or a shorter context."
         case .invalidModelFile(let path, let reason):
             return "\(path) is not a valid model file: \(reason). Download it again; if it still fails, the file is not a GGUF/safetensors model Hearth can read."
         case .invalidAudioFile(let path, let reason):
@@ -131,7 +131,7 @@ public enum HearthError: Error, Sendable, Equatable {
         case .checksumMismatch(let file, let expected, let actual):
             return "\(file) arrived corrupted (sha256 \(actual), expected \(expected)); it was discarded. Pull again."
         case .insufficientDiskSpace(let needed, let available, let path):
-            return "The download needs \(ModelSummary.formatBytes(needed)) but only \(ModelSummary.formatBytes(available)) is free at \(path). Free some space (`hearth prune`) or set HF_HUB_CACHE to a larger disk."
+            return "The download needs \(HumanReadable.bytes(needed)) but only \(HumanReadable.bytes(available)) is free at \(path). Free some space (`hearth prune`) or set HF_HUB_CACHE to a larger disk."
         case .cacheNotWritable(let path, let reason):
             return "The Hugging Face cache at \(path) cannot be written by this process (\(reason)). Models already in it load as they are; pull new ones where the cache may be written, or set HF_HUB_CACHE to a writable folder."
         case .unsafeRemotePath(let path):

@@ -1,4 +1,6 @@
 import Foundation
+import HearthCore
+import HearthFormats
 
 /// What a GGUF model is, read from its header: architecture, shape, tokenizer and storage.
 /// `hearth inspect` prints it, as text or as JSON.
@@ -173,7 +175,7 @@ public struct ModelSummary: Sendable, Codable, Equatable {
         var lines: [(String, String)] = [
             ("file", path),
             ("format", "GGUF v\(ggufVersion), alignment \(alignment)"),
-            ("size", Self.formatBytes(fileSize)),
+            ("size", HumanReadable.bytes(fileSize)),
         ]
         func add(_ key: String, _ value: (some CustomStringConvertible)?) {
             if let value { lines.append((key, value.description)) }
@@ -193,7 +195,7 @@ public struct ModelSummary: Sendable, Codable, Equatable {
             return column.map { String(repeating: " ", count: width - $0.count) + $0 }
         }
         let counts = rightAligned(tensorTypes.map { String($0.count) })
-        let sizes = rightAligned(tensorTypes.map { Self.formatBytes($0.bytes) })
+        let sizes = rightAligned(tensorTypes.map { HumanReadable.bytes($0.bytes) })
         for (i, usage) in tensorTypes.enumerated() {
             lines.append(("  \(usage.type.name)", "\(counts[i]) × \(sizes[i])"))
         }
@@ -216,19 +218,6 @@ public struct ModelSummary: Sendable, Codable, Equatable {
         return lines.map { key, value in
             (key + ":").padding(toLength: width, withPad: " ", startingAt: 0) + value + "\n"
         }.joined()
-    }
-
-    /// A byte count in binary units with one decimal: `93.8 MiB`; whole bytes below 1 KiB.
-    public static func formatBytes(_ bytes: Int) -> String {
-        let units = ["KiB", "MiB", "GiB", "TiB", "PiB"]
-        guard bytes >= 1024 else { return "\(bytes) B" }
-        var value = Double(bytes) / 1024
-        var unit = 0
-        while value >= 1023.95, unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        return String(format: "%.1f", value) + " " + units[unit]
     }
 
     /// A count in decimal units with one decimal: `134.5M`, `7.2B`; exact below 1,000.
@@ -272,5 +261,37 @@ public struct ModelSummary: Sendable, Codable, Equatable {
             37: "TQ2_0", 38: "MXFP4_MOE",
         ]
         return names[number] ?? "unknown (\(number))"
+    }
+}
+
+extension ModelSummary {
+    /// The summary of `gguf` with what this engine knows of it: whether it runs, its family,
+    /// capabilities, template source and recommended sampling.
+    public static func describing(_ gguf: GGUFFile) -> ModelSummary {
+        var summary = ModelSummary(gguf)
+        summary.runs = TransformerModel.unsupportedReason(gguf).map { "no: \($0)" } ?? "yes"
+        let architecture = gguf.architecture ?? ""
+        if architecture == "bert" {
+            summary.family = "BERT (sentence embeddings)"
+            summary.capabilities = ["embedding"]
+            return summary
+        }
+        summary.family = ArchitectureRegistry.title(architecture)
+        var capabilities = ["completion"]
+        if let format = try? ChatFormat(gguf: gguf) {
+            capabilities.append("chat")
+            if format.takesTools { capabilities.append("tools") }
+            if format.thinks { capabilities.append("thinking") }
+            summary.templateSource = format.isModelTemplate
+                ? "the file's own (tokenizer.chat_template)"
+                : "Hearth's known \(summary.family ?? architecture) template (the file has none)"
+        } else {
+            summary.templateSource = "none: the file has no chat template and its family no known one (raw completion only)"
+        }
+        summary.capabilities = capabilities
+        if let recommended = RecommendedSampling.read(gguf) {
+            summary.recommendedSampling = "\(recommended.summary) (\(recommended.source))"
+        }
+        return summary
     }
 }

@@ -1,5 +1,6 @@
 import HearthConstraints
 import Foundation
+import HearthCore
 import HearthFormats
 import HearthKernels
 import HearthTokenizers

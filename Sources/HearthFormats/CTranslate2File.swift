@@ -1,3 +1,5 @@
+import HearthCore
+
 /// The element types of a CTranslate2 model variable (its `DataType` ids).
 public enum CTranslate2DType: UInt8, Sendable, CaseIterable {
     case float32 = 0

@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 
 /// Where one tensor lies in a GGUF file, and its shape and type.
 public struct GGUFTensorInfo: Sendable, Equatable {

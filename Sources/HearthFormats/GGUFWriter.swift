@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import Foundation
+import HearthCore
 
 /// Builds a GGUF version 3 file from metadata and tensors, in the order they are added.
 ///

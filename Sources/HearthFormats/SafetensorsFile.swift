@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 
 /// The element types a safetensors file names in its header (`"dtype": "F32"`).
 public enum SafetensorsDType: String, Sendable, CaseIterable, Codable {

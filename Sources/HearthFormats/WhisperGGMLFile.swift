@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 
 /// whisper.cpp's hyperparameters, the eleven int32s after the magic, in file order.
 public struct WhisperGGMLHyperparameters: Sendable, Equatable {

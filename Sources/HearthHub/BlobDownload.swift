@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import HearthFormats
+import HearthCore
 import NIOCore
 import Synchronization
 

@@ -1,5 +1,4 @@
 import Foundation
-import HearthFormats
 
 /// Hearth's own bookkeeping about the models in a hub cache: when each was downloaded and last
 /// used. It lives beside the cache, not in it (`<cache>/../hearth/<cache name>.usage.json`,

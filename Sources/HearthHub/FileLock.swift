@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// The Hugging Face hub cache, read and written exactly as huggingface_hub does, so that either
 /// can use what the other downloaded:

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// The Hugging Face Hub's API: search, model information and file lists. Requests that fail for
 /// a passing reason (429, 5xx, a dropped connection) are retried; the rest become `HearthError`s

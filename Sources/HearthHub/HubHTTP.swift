@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-import HearthFormats
+import HearthCore
 import NIOCore
 import NIOHTTP1
 import Synchronization

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// One search result from the Hub's model list.
 public struct HubModelSummary: Sendable, Equatable, Codable {

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// A source of model files. Each provider says which references it serves, finds a model
 /// already on disk without the network, and fetches one into local storage. New sources (an

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// How failed requests are retried: exponential backoff with full jitter, and the server's
 /// Retry-After when it gives one.

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// A snapshot of a repository in the cache.
 public struct Snapshot: Sendable, Equatable {

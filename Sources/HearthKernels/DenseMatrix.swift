@@ -1,4 +1,5 @@
 import CHearthKernels
+import HearthFormats
 
 /// A row-major F32 weight matrix, as encoder models in safetensors keep them, and its product
 /// with a batch of activation rows. The weights are copied once into the layout the product

@@ -1,4 +1,5 @@
 import CHearthKernels
+import HearthFormats
 
 /// A row-major matrix of half-precision weights, multiplied with one float vector at a time in
 /// float arithmetic: half the bytes of float weights to read, the same products (every half is

@@ -1,3 +1,4 @@
+import HearthCore
 import HearthFormats
 
 /// Plain scalar versions of every kernel, written for clarity rather than speed. The fast

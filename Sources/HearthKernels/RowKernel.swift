@@ -1,4 +1,5 @@
 import CHearthKernels
+import HearthCore
 import HearthFormats
 
 /// Which implementation of the C kernels to run.

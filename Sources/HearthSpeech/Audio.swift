@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// Mono audio as floats in [-1, 1] at a known rate.
 public struct AudioSamples: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// Speech to text with a Whisper model, as faster-whisper's `transcribe` runs it: language
 /// detection, then the 30-second window loop with timestamp tokens and the prompt of previous

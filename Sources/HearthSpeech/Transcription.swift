@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// What to transcribe and how. The defaults are faster-whisper's: beam search over 5
 /// hypotheses, and when a window's text looks wrong (it compresses too well, or its tokens are

@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 import HearthFormats
 
 /// What decoding needs to know of a Whisper model beyond its weights and tokens.

@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 import HearthFormats
 
 // The three layouts Whisper's weights come in, each mapping Whisper's weights to its own

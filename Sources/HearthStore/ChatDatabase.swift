@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// Where a server keeps its chat threads: a SQLite file (the default) or a PostgreSQL database
 /// that several servers share.

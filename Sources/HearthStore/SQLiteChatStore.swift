@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 internal import GRDB
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 internal import GRDB
 
 /// The tables of the chat database and the migrations that make them.

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// Checks on what callers hand the store, done before any write so that a bad value never
 /// reaches the file and the error says which value was wrong.

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 import HearthStore
 import NIOCore
 import NIOPosix

@@ -1,4 +1,4 @@
-import HearthFormats
+import HearthCore
 import Logging
 import PostgresNIO
 

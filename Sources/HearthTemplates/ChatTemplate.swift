@@ -1,5 +1,4 @@
 import Foundation
-import HearthFormats
 
 /// A model's chat template: the Jinja source that turns a conversation into prompt text.
 ///

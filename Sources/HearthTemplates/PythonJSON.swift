@@ -1,4 +1,4 @@
-import HearthFormats
+import HearthCore
 
 /// Python's `json.dumps`, which transformers installs as the `tojson` filter (jinja2's own
 /// `tojson` would HTML-escape `<>&'`; transformers' does not, and neither do we).

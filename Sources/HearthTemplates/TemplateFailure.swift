@@ -1,4 +1,4 @@
-import HearthFormats
+import HearthCore
 
 /// A position in a template's source, 1-based, counted in Unicode scalars as Python counts characters.
 struct SourceLocation: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 extension TemplateValue {
     /// Parses JSON text as Python's `json.loads` would: object keys keep their order, numbers

@@ -1,4 +1,4 @@
-import HearthFormats
+import HearthCore
 
 /// BPE as GPT-2, Llama 3, Qwen and SmolLM use it (`tokenizer.ggml.model = gpt2`), and as
 /// Gemma 4 does (`gemma4`), giving the ids llama.cpp gives.

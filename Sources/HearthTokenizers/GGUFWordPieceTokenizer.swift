@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// BERT's WordPiece as llama.cpp runs it on a GGUF vocabulary (`tokenizer.ggml.model = bert`),
 /// giving the ids llama.cpp gives.

@@ -1,4 +1,4 @@
-import HearthFormats
+import HearthCore
 
 /// SentencePiece BPE as Llama 2, Mistral and Gemma use it (`tokenizer.ggml.model = llama`),
 /// giving the ids llama.cpp gives.

@@ -1,3 +1,4 @@
+import HearthCore
 import HearthFormats
 
 /// Builds the tokenizer a GGUF file describes in its `tokenizer.ggml.*` metadata.

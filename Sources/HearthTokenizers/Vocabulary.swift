@@ -1,4 +1,4 @@
-import HearthFormats
+import HearthCore
 
 /// A piece of input after special tokens are split out: text still to tokenize, or a token.
 enum Fragment: Equatable {

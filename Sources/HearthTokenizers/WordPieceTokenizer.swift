@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// BERT's tokenizer as Hugging Face `tokenizers` runs it from a `tokenizer.json`: the BERT
 /// normalizer (clean text, space around CJK ideographs, strip accents, lowercase), the BERT

@@ -1,7 +1,6 @@
 import Foundation
 import HearthFormats
 import HearthTestSupport
-import Synchronization
 import Testing
 
 /// The `hearth` binary, run as a user runs it: arguments in, text and an exit status out.

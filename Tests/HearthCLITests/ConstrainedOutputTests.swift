@@ -1,6 +1,6 @@
 import Foundation
 import HearthConstraints
-import HearthFormats
+import HearthCore
 import HearthTestSupport
 import Testing
 

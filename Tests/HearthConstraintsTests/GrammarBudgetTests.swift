@@ -1,5 +1,5 @@
 import HearthConstraints
-import HearthFormats
+import HearthCore
 import Testing
 
 /// The shortest completion a grammar leaves: each rule's minimum length in bytes, and from a

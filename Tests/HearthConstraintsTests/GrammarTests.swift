@@ -1,6 +1,5 @@
 import Foundation
 import HearthConstraints
-import HearthFormats
 import HearthTestSupport
 import Testing
 

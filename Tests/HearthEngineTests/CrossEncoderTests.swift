@@ -1,5 +1,6 @@
 import Foundation
 import HearthEngine
+import HearthCore
 import HearthFormats
 import HearthTestSupport
 import HearthTokenizers

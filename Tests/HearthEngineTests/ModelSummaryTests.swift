@@ -1,11 +1,12 @@
-import HearthTestSupport
 import Foundation
+import HearthEngine
 import HearthFormats
+import HearthTestSupport
 import Testing
 
 @Suite struct ModelSummaryTests {
     @Test func smolLM2() throws {
-        let summary = ModelSummary(try GGUFFile(contentsOf: TestModels.smolLM2))
+        let summary = ModelSummary(try GGUFFile(contentsOf: TestFiles.modelURL(TestFiles.smolLM2)))
         #expect(summary.architecture == "llama")
         #expect(summary.name == "Smollm2 135M 8k Lc100K Mix1 Ep2")
         #expect(summary.fileType == "Q4_1")
@@ -48,7 +49,7 @@ import Testing
     }
 
     @Test func gemma3() throws {
-        let summary = ModelSummary(try GGUFFile(contentsOf: TestModels.gemma3))
+        let summary = ModelSummary(try GGUFFile(contentsOf: TestFiles.modelURL(TestFiles.gemma3)))
         #expect(summary.architecture == "gemma3")
         #expect(summary.name == "Gemma 3 270m")
         #expect(summary.fileType == "Q4_K_M")
@@ -77,7 +78,7 @@ import Testing
     }
 
     @Test func jsonIsSortedPrettyAndRoundTrips() throws {
-        let summary = ModelSummary(try GGUFFile(contentsOf: TestModels.smolLM2))
+        let summary = ModelSummary(try GGUFFile(contentsOf: TestFiles.modelURL(TestFiles.smolLM2)))
         let json = try summary.json()
         let keys = json.split(separator: "\n").filter { $0.hasPrefix("  \"") }.map { $0.split(separator: "\"")[1] }
         #expect(keys == keys.sorted())
@@ -117,15 +118,6 @@ import Testing
         #expect(bare.architecture == nil)
         #expect(bare.parameterCount == 0)
         #expect(bare.text.hasPrefix("file:"))
-    }
-
-    @Test(arguments: [
-        (0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"), (1_048_524, "1023.9 KiB"),
-        (1_048_575, "1.0 MiB"), (98_362_432, "93.8 MiB"), (253_113_024, "241.4 MiB"), (5 << 30, "5.0 GiB"),
-        (Int.max, "8192.0 PiB"),
-    ])
-    func bytes(value: Int, expected: String) {
-        #expect(ModelSummary.formatBytes(value) == expected)
     }
 
     @Test(arguments: [

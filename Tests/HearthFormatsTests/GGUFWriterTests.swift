@@ -1,5 +1,6 @@
 import HearthTestSupport
 import Foundation
+import HearthCore
 import HearthFormats
 import Testing
 
@@ -251,12 +252,12 @@ import Testing
     writer.addTensor(name: "output_norm.weight", dimensions: [embedding], floats: weights(embedding))
 
     let file = try GGUFFile(bytes: writer.data())
-    let summary = ModelSummary(file)
-    #expect(summary.blockCount == 2)
-    #expect(summary.headDimension == 16)
-    #expect(summary.kvHeadCount == 2)
-    #expect(summary.vocabularySize == 8)
-    #expect(summary.tensorCount == 8)
+    #expect(file.int("llama.block_count") == 2)
+    #expect(file.int("llama.embedding_length") == 64)
+    #expect(file.int("llama.attention.head_count") == 4)
+    #expect(file.int("llama.attention.head_count_kv") == 2)
+    #expect(file.array("tokenizer.ggml.tokens")?.count == 8)
+    #expect(file.tensors.count == 8)
     #expect(file.arrayElementKind("tokenizer.ggml.merges") == .string)
     #expect(file.tensorInfo(named: "blk.1.attn_q.weight")?.rowBytes == 2 * 34)
 }

@@ -1,5 +1,6 @@
 import HearthTestSupport
 import Foundation
+import HearthCore
 import HearthFormats
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 import HearthTestSupport
 #if canImport(Glibc)
 import Glibc

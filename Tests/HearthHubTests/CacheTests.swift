@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 import HearthHub
 import HearthTestSupport
 import Testing

@@ -1,5 +1,4 @@
 import Foundation
-import HearthFormats
 import HearthHub
 import HearthTestSupport
 import HubEmulator

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import HearthFormats
+import HearthCore
 import HearthHub
 import HearthTestSupport
 import HubEmulator

@@ -1,4 +1,5 @@
 import HearthTestSupport
+import HearthCore
 import HearthFormats
 import HearthKernels
 import Testing

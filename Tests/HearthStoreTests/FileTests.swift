@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HearthFormats
+import HearthCore
 import HearthStore
 import HearthTestSupport
 import Testing

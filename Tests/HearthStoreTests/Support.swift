@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HearthFormats
+import HearthCore
 import HearthStore
 import HearthStorePostgres
 import HearthTestSupport

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A child process with its output collected to files (so a full pipe never blocks it).
 public final class Child: @unchecked Sendable {

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// The JSON schemas in Tests/Fixtures/schemas: `NN-name.json`, with example documents the schema
 /// accepts (`NN-name.valid.json`) and refuses (`NN-name.invalid.json`), each a JSON list.

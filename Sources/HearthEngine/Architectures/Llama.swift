@@ -1,3 +1,4 @@
+import HearthCore
 import HearthFormats
 
 /// Llama (Llama 2 and 3.x, SmolLM, Mistral, Ministral): a pre-norm decoder. Each block is

@@ -1,3 +1,4 @@
+import HearthCore
 import HearthFormats
 
 /// Qwen 3 mixture of experts (Qwen3-30B-A3B, 235B-A22B): Qwen 3's attention, and in each block

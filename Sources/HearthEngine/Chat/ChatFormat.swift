@@ -1,3 +1,4 @@
+import HearthCore
 import HearthFormats
 import HearthTemplates
 

@@ -1,6 +1,6 @@
 import Foundation
 import HearthConstraints
-import HearthFormats
+import HearthCore
 import HearthTemplates
 
 /// A function the model may call: its name, what it does, and a JSON Schema of its arguments.

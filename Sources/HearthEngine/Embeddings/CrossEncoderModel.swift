@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 import HearthTokenizers
 
 /// A cross-encoder: a Hugging Face `BertForSequenceClassification` folder (such as

@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 import HearthTokenizers
 
 /// A sentence-transformers model folder run as its `modules.json` says: the transformer

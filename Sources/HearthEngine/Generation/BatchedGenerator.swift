@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 import Synchronization
 
 /// Runs many generations on one model in shared forward passes: each step evaluates the last

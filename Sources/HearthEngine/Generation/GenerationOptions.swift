@@ -1,5 +1,5 @@
 import HearthConstraints
-import HearthFormats
+import HearthCore
 
 /// The shape an answer must take.
 public enum OutputFormat: String, Sendable, Equatable, Codable {

@@ -1,6 +1,6 @@
 import HearthConstraints
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// One generation from its prompt to its last chunk, stepped pass by pass by a driver
 /// (`TransformerModel.generate` for one sequence, `BatchedGenerator` for many): the driver asks

@@ -1,4 +1,4 @@
-import HearthFormats
+import HearthCore
 
 /// Which rows of a sequence's tokens in a batch need logits.
 public enum LogitRows: Sendable, Equatable {

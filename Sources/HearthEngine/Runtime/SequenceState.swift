@@ -1,4 +1,4 @@
-import HearthFormats
+import HearthCore
 
 /// One sequence: its KV cache, the tokens in it, and the logits of its last row that asked for
 /// them. The scratch of a forward pass is not here; the model owns it (`Workspace`), so a

@@ -1,5 +1,5 @@
 import HearthConstraints
-import HearthFormats
+import HearthCore
 
 extension TransformerModel {
     /// JSON mode's constraint with `recognizer` holding the answer so far (see `TokenConstraint`).

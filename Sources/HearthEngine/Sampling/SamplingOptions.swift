@@ -1,5 +1,5 @@
 import Foundation
-import HearthFormats
+import HearthCore
 
 /// Options of the sampling chain (all optional stages off by default). The stages run in this
 /// order: penalties → logit bias → top-k → top-p → min-p → temperature → seeded draw; `Sampler`
