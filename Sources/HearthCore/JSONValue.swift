@@ -61,8 +61,14 @@ public enum JSONValue: Sendable, Hashable, Codable {
 
     /// Parses JSON bytes (RFC 8259), keeping the order of object keys.
     public init(parsing data: Data) throws {
-        var parser = JSONTextParser(bytes: [UInt8](data))
-        self = try parser.document()
+        self = try Self.parse([UInt8](data), with: JSONValueBuilder())
+    }
+
+    /// Parses JSON bytes (RFC 8259) into the values `builder` makes, objects' keys in their
+    /// order: the package's one JSON parser, for `JSONValue` and for other modules' value types.
+    public static func parse<Builder: JSONBuilder>(_ bytes: [UInt8], with builder: Builder) throws -> Builder.Value {
+        var parser = JSONTextParser(bytes: bytes, builder: builder)
+        return try parser.document()
     }
 
     /// Compact JSON text, keys in their order; whole numbers without a fraction.
@@ -187,13 +193,60 @@ public enum JSONValue: Sendable, Hashable, Codable {
     }
 }
 
+/// Makes the values of a JSON parse, one at a time, for `JSONValue.parse(_:with:)`.
+///
+/// `JSONValue` keeps every number as a `Double`; a type that keeps whole numbers apart from
+/// fractions, as Python's `json.loads` does (the chat templates' values), reads the literal.
+public protocol JSONBuilder {
+    /// What the parse makes.
+    associatedtype Value
+    /// `null`.
+    func null() -> Value
+    /// `true` or `false`.
+    func bool(_ value: Bool) -> Value
+    /// A number as written; nil when `Value` cannot hold it.
+    func number(_ literal: JSONNumberLiteral) -> Value?
+    /// A string, its escapes resolved.
+    func string(_ value: String) -> Value
+    /// An array.
+    func array(_ items: [Value]) -> Value
+    /// An object's members in the order written, repeated keys included.
+    func object(_ members: [(key: String, value: Value)]) -> Value
+}
+
+/// A number as JSON text wrote it, its grammar (RFC 8259) already checked.
+public struct JSONNumberLiteral: Sendable {
+    /// The literal, such as `-12`, `1.0` or `1e3`.
+    public let text: String
+    /// Whether it was written without a fraction or an exponent (`1`, not `1.0` or `1e0`).
+    public let isInteger: Bool
+
+    /// Its value as a double (infinite beyond the double's range, as `Double(_:)` reads it).
+    public var doubleValue: Double? { Double(text) }
+}
+
+/// Builds `JSONValue`s: every number a `Double`.
+struct JSONValueBuilder: JSONBuilder {
+    func null() -> JSONValue { .null }
+    func bool(_ value: Bool) -> JSONValue { .bool(value) }
+    func number(_ literal: JSONNumberLiteral) -> JSONValue? { literal.doubleValue.map(JSONValue.number) }
+    func string(_ value: String) -> JSONValue { .string(value) }
+    func array(_ items: [JSONValue]) -> JSONValue { .array(items) }
+    func object(_ members: [(key: String, value: JSONValue)]) -> JSONValue { .object(members) }
+}
+
 /// A recursive-descent JSON parser over UTF-8 bytes.
-private struct JSONTextParser {
+private struct JSONTextParser<Builder: JSONBuilder> {
+    typealias Value = Builder.Value
     let bytes: [UInt8]
+    let builder: Builder
     var pos = 0
     var depth = 0
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    init(bytes: [UInt8], builder: Builder) {
+        self.bytes = bytes
+        self.builder = builder
+    }
 
     func fail(_ what: String) -> HearthError {
         .invalidArgument("Invalid JSON at byte \(pos): \(what).")
@@ -203,7 +256,7 @@ private struct JSONTextParser {
         while pos < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[pos]) { pos += 1 }
     }
 
-    mutating func document() throws -> JSONValue {
+    mutating func document() throws -> Value {
         space()
         let value = try self.value()
         space()
@@ -211,7 +264,7 @@ private struct JSONTextParser {
         return value
     }
 
-    mutating func value() throws -> JSONValue {
+    mutating func value() throws -> Value {
         guard pos < bytes.count else { throw fail("unexpected end") }
         switch bytes[pos] {
         case UInt8(ascii: "{"):
@@ -219,9 +272,9 @@ private struct JSONTextParser {
             defer { depth -= 1 }
             guard depth <= 512 else { throw fail("nested too deeply") }
             pos += 1
-            var members: [(key: String, value: JSONValue)] = []
+            var members: [(key: String, value: Value)] = []
             space()
-            if pos < bytes.count && bytes[pos] == UInt8(ascii: "}") { pos += 1; return .object(members) }
+            if pos < bytes.count && bytes[pos] == UInt8(ascii: "}") { pos += 1; return builder.object(members) }
             while true {
                 space()
                 guard pos < bytes.count, bytes[pos] == UInt8(ascii: "\"") else { throw fail("expected a key") }
@@ -236,16 +289,16 @@ private struct JSONTextParser {
                 if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
                 guard bytes[pos] == UInt8(ascii: "}") else { throw fail("expected , or }") }
                 pos += 1
-                return .object(members)
+                return builder.object(members)
             }
         case UInt8(ascii: "["):
             depth += 1
             defer { depth -= 1 }
             guard depth <= 512 else { throw fail("nested too deeply") }
             pos += 1
-            var items: [JSONValue] = []
+            var items: [Value] = []
             space()
-            if pos < bytes.count && bytes[pos] == UInt8(ascii: "]") { pos += 1; return .array(items) }
+            if pos < bytes.count && bytes[pos] == UInt8(ascii: "]") { pos += 1; return builder.array(items) }
             while true {
                 space()
                 items.append(try value())
@@ -254,15 +307,15 @@ private struct JSONTextParser {
                 if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
                 guard bytes[pos] == UInt8(ascii: "]") else { throw fail("expected , or ]") }
                 pos += 1
-                return .array(items)
+                return builder.array(items)
             }
         case UInt8(ascii: "\""):
-            return .string(try string())
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+            return builder.string(try string())
+        case UInt8(ascii: "t"): try literal("true"); return builder.bool(true)
+        case UInt8(ascii: "f"): try literal("false"); return builder.bool(false)
+        case UInt8(ascii: "n"): try literal("null"); return builder.null()
         default:
-            return .number(try number())
+            return try number()
         }
     }
 
@@ -272,8 +325,9 @@ private struct JSONTextParser {
         pos += w.count
     }
 
-    mutating func number() throws -> Double {
+    mutating func number() throws -> Value {
         let start = pos
+        var isInteger = true
         if pos < bytes.count && bytes[pos] == UInt8(ascii: "-") { pos += 1 }
         func digits() -> Int {
             let s = pos
@@ -283,15 +337,18 @@ private struct JSONTextParser {
         guard pos < bytes.count else { throw fail("expected a value") }
         if bytes[pos] == UInt8(ascii: "0") { pos += 1 } else { guard digits() > 0 else { throw fail("expected a value") } }
         if pos < bytes.count && bytes[pos] == UInt8(ascii: ".") {
+            isInteger = false
             pos += 1
             guard digits() > 0 else { throw fail("expected digits after .") }
         }
         if pos < bytes.count && (bytes[pos] == UInt8(ascii: "e") || bytes[pos] == UInt8(ascii: "E")) {
+            isInteger = false
             pos += 1
             if pos < bytes.count && (bytes[pos] == UInt8(ascii: "+") || bytes[pos] == UInt8(ascii: "-")) { pos += 1 }
             guard digits() > 0 else { throw fail("expected an exponent") }
         }
-        guard let value = Double(String(decoding: bytes[start..<pos], as: UTF8.self)) else { throw fail("bad number") }
+        let literal = JSONNumberLiteral(text: String(decoding: bytes[start..<pos], as: UTF8.self), isInteger: isInteger)
+        guard let value = builder.number(literal) else { throw fail("bad number") }
         return value
     }
 
