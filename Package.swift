@@ -99,7 +99,7 @@ let package = Package(
         ),
         .target(
             name: "HearthTestSupport",
-            dependencies: ["HearthCore", "HearthFormats", "HearthConstraints", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["HearthCore", "HearthFormats", "HearthKernels", "HearthConstraints", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/HearthTestSupport"
         ),
         .target(

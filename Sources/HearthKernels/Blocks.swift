@@ -26,12 +26,6 @@ public protocol GGMLBlock: Sendable {
     static var ggmlType: GGMLType { get }
 }
 
-/// The bytes of a fixed-size tuple, in memory order.
-@inline(__always)
-func tupleBytes<T>(_ value: T) -> [UInt8] {
-    withUnsafeBytes(of: value) { Array($0) }
-}
-
 /// Q4_0: 32 weights, w = d * (q - 8) with 4-bit q; element j in the low nibble of qs[j],
 /// element j + 16 in the high nibble. 18 bytes: 4.5 bits per weight.
 public struct Q4_0Block: GGMLBlock {

@@ -44,6 +44,20 @@ public struct RowKernel: Sendable {
     /// What the C kernels are asked for: the weight type, or the order that stands for it.
     private let kernelType: UInt32
 
+    /// The activation type GGML pairs with a weight type in its dot products, or nil when
+    /// there is no kernel for that weight type.
+    public static func activationType(for weightType: GGMLType) -> GGMLType? {
+        switch weightType {
+        // F16 weights take F16 activations, as in GGML (its vec_dot_type).
+        case .f16: return .f16
+        case .f32, .bf16: return .f32
+        case .q4_0, .q5_0, .q8_0: return .q8_0
+        case .q4_1, .q5_1: return .q8_1
+        case .q4_K, .q5_K, .q6_K: return .q8_K
+        default: return nil
+        }
+    }
+
     /// A kernel for `weightType` on the fastest path; throws `HearthError.unsupportedModel`
     /// when there is none.
     public init(weightType: GGMLType) throws {
@@ -56,7 +70,7 @@ public struct RowKernel: Sendable {
     /// them one fused multiply-add per block; a kernel for such a matrix sums in that order,
     /// on either path, so that its results are llama.cpp's.
     public init(weightType: GGMLType, rows: Int? = nil, path: KernelPath = .best) throws {
-        guard let aType = KernelReference.activationType(for: weightType) else {
+        guard let aType = Self.activationType(for: weightType) else {
             throw HearthError.unsupportedModel(reason: "no matrix kernel for tensor type \(weightType.name)")
         }
         self.weightType = weightType
@@ -105,7 +119,7 @@ public struct RowKernel: Sendable {
     ///
     /// `runs` splits the columns into the rows of each sequence of a forward pass (lengths that
     /// sum to `columns`; nil is one run). On AVX2, Q4_K, Q5_K and Q6_K sum each run in the order
-    /// llama.cpp's CPU backend uses for a batch of that size (`KernelReference.SummationOrder`),
+    /// llama.cpp's CPU backend uses for a batch of that size (the tests' `KernelReference.SummationOrder`),
     /// so a column's result depends on its own run only, never on the runs beside it. Pass every
     /// column of a pass in one call and split only the rows.
     public func matMul(weights: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>,

@@ -1,23 +1,11 @@
 import HearthCore
 import HearthFormats
+import HearthKernels
 
 /// Plain scalar versions of every kernel, written for clarity rather than speed. The fast
-/// paths are tested against these, and tests build quantized data with `quantize`.
+/// paths are tested against these, and tests build quantized data with `quantize`; none of it
+/// ships in the product.
 public enum KernelReference {
-    /// The activation type GGML pairs with a weight type in its dot products, or nil when
-    /// there is no kernel for that weight type.
-    public static func activationType(for weightType: GGMLType) -> GGMLType? {
-        switch weightType {
-        // F16 weights take F16 activations, as in GGML (its vec_dot_type).
-        case .f16: return .f16
-        case .f32, .bf16: return .f32
-        case .q4_0, .q5_0, .q8_0: return .q8_0
-        case .q4_1, .q5_1: return .q8_1
-        case .q4_K, .q5_K, .q6_K: return .q8_K
-        default: return nil
-        }
-    }
-
     // MARK: Dequantize
 
     /// Floats from `count` elements of `type` stored at `src`.
@@ -246,7 +234,7 @@ public enum KernelReference {
 
     // MARK: Dot products
 
-    /// Dot of one weight row with one activation row in `activationType(for: weightType)`,
+    /// Dot of one weight row with one activation row in `RowKernel.activationType(for: weightType)`,
     /// with integer sums per block (as GGML does) and the float total kept in `Double`.
     public static func dot(_ weightType: GGMLType, _ w: UnsafeRawPointer, _ a: UnsafeRawPointer, count: Int) throws -> Float {
         try dotWithMagnitude(weightType, w, a, count: count).value
@@ -256,7 +244,7 @@ public enum KernelReference {
     /// which a float implementation's rounding error is judged.
     public static func dotWithMagnitude(_ weightType: GGMLType, _ w: UnsafeRawPointer, _ a: UnsafeRawPointer,
                                         count: Int) throws -> (value: Float, magnitude: Double) {
-        guard let aType = activationType(for: weightType) else {
+        guard let aType = RowKernel.activationType(for: weightType) else {
             throw HearthError.unsupportedModel(reason: "no dot product for tensor type \(weightType.name)")
         }
         guard count % weightType.blockSize == 0, count % aType.blockSize == 0 else {
@@ -480,4 +468,9 @@ public enum KernelReference {
             return (tupleBytes(b.qs).map { Int(Int8(bitPattern: $0)) }, b.d.float, 0)
         }
     }
+}
+
+/// The bytes of a fixed-size tuple, in memory order.
+private func tupleBytes<T>(_ value: T) -> [UInt8] {
+    withUnsafeBytes(of: value) { Array($0) }
 }
