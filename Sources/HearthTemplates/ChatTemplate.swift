@@ -99,7 +99,7 @@ public struct ChatTemplate: Sendable {
             }
         }
         func checkFilter(_ name: String, at location: SourceLocation) throws {
-            if !soft, !Interpreter.filterNames.contains(name) {
+            if !soft, Interpreter.filters[name] == nil {
                 throw TemplateFailure("No filter named '\(name)'.", at: location)
             }
         }

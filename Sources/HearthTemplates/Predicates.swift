@@ -105,7 +105,7 @@ extension Interpreter {
                 _ = try DictKey(hashing: value, at: location)
                 return false
             }
-            return (name == "filter" ? Interpreter.filterNames : Interpreter.testNames).contains(s)
+            return name == "filter" ? Interpreter.filters[s] != nil : Interpreter.testNames.contains(s)
         default:
             throw TemplateFailure("No test named '\(name)' found.", at: location)
         }
