@@ -19,10 +19,7 @@ final class Gemma2: StackedDecoder {
                                              base: gguf.float("\(a).rope.freq_base_swa") ?? c.ropeBase, factors: nil)
         let attentionCap = gguf.float("\(a).attn_logit_softcapping") ?? 50
         let finalCap = gguf.float("\(a).final_logit_softcapping") ?? 30
-        // Queries are scaled by 1/√headDim (27B by 1/√(width/heads), as in Google's reference).
-        let queryScale = c.blockCount == 46
-            ? 1 / Float(c.embeddingLength / c.headCount).squareRoot()
-            : 1 / Float(c.headDimension).squareRoot()
+        let queryScale = GemmaQueryScale.value(c, is27B: c.blockCount == GemmaQueryScale.gemma2_27BBlockCount)
         embedding = try TokenEmbedding(gguf, configuration: c, scale: Float(c.embeddingLength).squareRoot())
         blocks = try (0..<c.blockCount).map { i in
             let sliding = window > 0 && pattern > 0 && i % pattern < pattern - 1

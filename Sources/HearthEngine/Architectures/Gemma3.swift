@@ -19,10 +19,7 @@ final class Gemma3: StackedDecoder {
         let global = try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves, factors: nil)
         let local = try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves,
                                              base: gguf.float("\(arch).rope.freq_base_swa") ?? 10_000, factors: nil, scaled: false)
-        // Queries are scaled by 1/√headDim (27B by 1/√(width/heads), as in Google's reference).
-        let queryScale = c.blockCount == 62
-            ? 1 / Float(c.embeddingLength / c.headCount).squareRoot()
-            : 1 / Float(c.headDimension).squareRoot()
+        let queryScale = GemmaQueryScale.value(c, is27B: c.blockCount == GemmaQueryScale.gemma3_27BBlockCount)
         embedding = try TokenEmbedding(gguf, configuration: c, scale: Float(c.embeddingLength).squareRoot())
         blocks = try (0..<c.blockCount).map { i in
             let sliding = window != nil && (pattern == 0 || i % pattern < pattern - 1)
