@@ -160,6 +160,35 @@ public struct Sampler: Sendable {
             if buckets.count < n { buckets = [UInt16](repeating: 0, count: n) }
             if boundary.count < n { boundary = [Int32](repeating: 0, count: n) }
         }
+
+        /// The candidates' buffers to write and the adjusted logits and mask to read, as memory
+        /// for the length of `body`: the filtering stages and the draw work on pointers.
+        mutating func withBuffers<R>(_ body: (Buffers) -> R) -> R {
+            ids.withUnsafeMutableBufferPointer { ids in
+                weights.withUnsafeMutableBufferPointer { weights in
+                    buckets.withUnsafeMutableBufferPointer { buckets in
+                        boundary.withUnsafeMutableBufferPointer { boundary in
+                            adjusted.withUnsafeBufferPointer { adjusted in
+                                mask.withUnsafeBufferPointer { mask in
+                                    body(Buffers(ids: ids, weights: weights, buckets: buckets, boundary: boundary,
+                                                 adjusted: adjusted, mask: mask))
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `Scratch`'s buffers as memory (see `Scratch.withBuffers`).
+    private struct Buffers {
+        let ids: UnsafeMutableBufferPointer<Int32>
+        let weights: UnsafeMutableBufferPointer<Float>
+        let buckets: UnsafeMutableBufferPointer<UInt16>
+        let boundary: UnsafeMutableBufferPointer<Int32>
+        let adjusted: UnsafeBufferPointer<Float>
+        let mask: UnsafeBufferPointer<UInt64>
     }
 
     private struct Outcome {
@@ -261,46 +290,36 @@ public struct Sampler: Sendable {
                 masked = true
             }
         }
-        return s.ids.withUnsafeMutableBufferPointer { idBuffer in
-            s.weights.withUnsafeMutableBufferPointer { weightBuffer in
-                s.buckets.withUnsafeMutableBufferPointer { bucketBuffer in
-                    s.boundary.withUnsafeMutableBufferPointer { boundaryBuffer in
-                        s.adjusted.withUnsafeBufferPointer { adjustedBuffer in
-                            s.mask.withUnsafeBufferPointer { maskBuffer in
-                                let values = adjusting ? adjustedBuffer.baseAddress! : logits.baseAddress!
-                                // When no candidate has a finite value: the raw argmax, among the
-                                // allowed tokens when a mask is in force.
-                                func fallback() -> Int32 {
-                                    masked ? Self.rawArgmax(logits, allowed: maskBuffer) : Self.rawArgmax(logits)
-                                }
-                                guard options.temperature > 0 else {
-                                    return Outcome(token: SamplingStages.argmax(values, n) ?? fallback())
-                                }
-                                let finite: (min: Float, max: Float, count: Int)
-                                if preselected > 0 {
-                                    let ids = idBuffer.baseAddress!
-                                    var low = values[Int(ids[0])]
-                                    for i in 1..<preselected { low = min(low, values[Int(ids[i])]) }
-                                    finite = (low, values[Int(ids[0])], preselected)
-                                    // The chain keeps its candidates in increasing id.
-                                    var kept = UnsafeMutableBufferPointer(start: ids, count: preselected)
-                                    kept.sort()
-                                } else if let range = SamplingStages.finiteRange(values, n) {
-                                    finite = range
-                                } else {
-                                    return Outcome(token: fallback())
-                                }
-                                let target = draw ? Double(generator.next() >> 11) * 0x1p-53 : nil
-                                return Self.filterAndDraw(
-                                    values, n, finite: finite, preselected: preselected, options: options,
-                                    ids: idBuffer.baseAddress!, weights: weightBuffer.baseAddress!,
-                                    buckets: bucketBuffer.baseAddress!, boundary: boundaryBuffer.baseAddress!,
-                                    target: target)
-                            }
-                        }
-                    }
-                }
+        return s.withBuffers { b -> Outcome? in
+            let values = adjusting ? b.adjusted.baseAddress! : logits.baseAddress!
+            // When no candidate has a finite value: the raw argmax, among the allowed tokens when
+            // a mask is in force.
+            func fallback() -> Int32 {
+                masked ? Self.rawArgmax(logits, allowed: b.mask) : Self.rawArgmax(logits)
             }
+            guard options.temperature > 0 else {
+                return Outcome(token: SamplingStages.argmax(values, n) ?? fallback())
+            }
+            let finite: (min: Float, max: Float, count: Int)
+            if preselected > 0 {
+                let ids = b.ids.baseAddress!
+                var low = values[Int(ids[0])]
+                for i in 1..<preselected { low = min(low, values[Int(ids[i])]) }
+                finite = (low, values[Int(ids[0])], preselected)
+                // The chain keeps its candidates in increasing id.
+                var kept = UnsafeMutableBufferPointer(start: ids, count: preselected)
+                kept.sort()
+            } else if let range = SamplingStages.finiteRange(values, n) {
+                finite = range
+            } else {
+                return Outcome(token: fallback())
+            }
+            let target = draw ? Double(generator.next() >> 11) * 0x1p-53 : nil
+            return Self.filterAndDraw(
+                values, n, finite: finite, preselected: preselected, options: options,
+                ids: b.ids.baseAddress!, weights: b.weights.baseAddress!,
+                buckets: b.buckets.baseAddress!, boundary: b.boundary.baseAddress!,
+                target: target)
         }
     }
 
