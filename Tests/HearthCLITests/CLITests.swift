@@ -12,18 +12,8 @@ private struct Hearth {
     }
 
     static func run(_ arguments: [String]) throws -> Result {
-        let process = Process()
-        process.executableURL = try TestFiles.hearthBinary
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
-                      errors: String(decoding: errors, as: UTF8.self))
+        let (status, output, errors) = try Child.run(try TestFiles.hearthBinary, arguments)
+        return Result(status: status, output: String(decoding: output, as: UTF8.self), errors: String(decoding: errors, as: UTF8.self))
     }
 }
 
@@ -201,16 +191,16 @@ struct CLITests {
     func chatSession() throws {
         let session = try Interactive(["chat", TestFiles.model(TestFiles.smolLM2), "--preset", "greedy", "-t", "2"])
         session.send("Write a long story about a dragon.\n")
-        try session.wait(for: "dragon", in: \.output)
-        session.process.interrupt()
-        try session.wait(for: "[stopped]", in: \.errors)
-        #expect(session.process.isRunning)
+        try session.wait(for: "dragon", in: \.outputText)
+        session.child.signal(SIGINT)
+        try session.wait(for: "[stopped]", in: \.errorText)
+        #expect(session.child.isRunning)
         session.send("What is 2+2?\n")
-        try session.wait(for: "cached]", in: \.errors)
+        try session.wait(for: "cached]", in: \.errorText)
         session.send("/system Be brief.\n/stats\n/preset creative\n/reset\n/stats\n/bye\n")
-        session.process.waitUntilExit()
-        let output = session.text(\.output), errors = session.text(\.errors)
-        #expect(session.process.terminationStatus == 0)
+        let status = try session.child.waitBlocking()
+        let output = session.text(\.outputText), errors = session.text(\.errorText)
+        #expect(status == 0)
         #expect(output.contains("The answer to this classic math problem is 4."))
         #expect(errors.contains("System prompt set."))
         #expect(errors.contains("Preset creative: temperature 0.9"))
@@ -224,47 +214,30 @@ struct CLITests {
 }
 
 /// A `hearth` process driven through its standard input while its output is read as it comes.
-private final class Interactive: Sendable {
-    struct Streams {
-        var output = Data()
-        var errors = Data()
-    }
-
-    let process = Process()
-    private let input = Pipe()
-    private let streams = Mutex(Streams())
+private struct Interactive {
+    let child: Child
+    private let directory: TemporaryDirectory
 
     init(_ arguments: [String]) throws {
-        process.executableURL = try TestFiles.hearthBinary
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardInput = input
-        process.standardOutput = out
-        process.standardError = err
-        out.fileHandleForReading.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            streams.withLock { $0.output.append(data) }
-        }
-        err.fileHandleForReading.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            streams.withLock { $0.errors.append(data) }
-        }
-        try process.run()
+        directory = try TemporaryDirectory()
+        child = try Child(try TestFiles.hearthBinary, arguments, environment: ProcessInfo.processInfo.environment,
+                          directory: directory, input: .pipe)
     }
 
     func send(_ text: String) {
-        input.fileHandleForWriting.write(Data(text.utf8))
+        child.send(text)
     }
 
-    func text(_ stream: KeyPath<Streams, Data>) -> String {
-        streams.withLock { String(decoding: $0[keyPath: stream], as: UTF8.self) }
+    /// What it has written so far to standard output (`\.outputText`) or error (`\.errorText`).
+    func text(_ stream: KeyPath<Child, String>) -> String {
+        child[keyPath: stream]
     }
 
-    /// Waits (up to a minute) until `stream` contains `needle`.
-    func wait(for needle: String, in stream: KeyPath<Streams, Data>) throws {
-        let deadline = Date().addingTimeInterval(60)
+    /// Waits (up to ten minutes: the machine may be busy) until `stream` contains `needle`.
+    func wait(for needle: String, in stream: KeyPath<Child, String>) throws {
+        let deadline = ContinuousClock.now + Child.patience
         while !text(stream).contains(needle) {
-            guard Date() < deadline, process.isRunning else {
+            guard ContinuousClock.now < deadline, child.isRunning else {
                 throw TestFiles.Missing(description: "hearth never printed \"\(needle)\"; it printed: \(text(stream))")
             }
             Thread.sleep(forTimeInterval: 0.02)

@@ -11,7 +11,7 @@ struct ConstrainedOutputTests {
     private func hearth(_ arguments: [String], in directory: TemporaryDirectory) async throws -> (status: Int32, output: String, errors: String) {
         let child = try Child(try TestFiles.hearthBinary, arguments, environment: ProcessInfo.processInfo.environment, directory: directory,
                               workingDirectory: directory.url)
-        let status = await child.wait()
+        let status = try await child.wait()
         return (status, child.outputText, child.errorText)
     }
 

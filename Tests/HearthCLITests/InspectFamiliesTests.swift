@@ -40,7 +40,7 @@ struct InspectFamiliesTests {
         let child = try Child(try TestFiles.hearthBinary, arguments,
                               environment: ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1"]) { _, new in new },
                               directory: directory)
-        let status = await child.wait()
+        let status = try await child.wait()
         return (status, child.outputText, child.errorText)
     }
 

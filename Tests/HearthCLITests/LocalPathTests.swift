@@ -36,7 +36,7 @@ struct LocalPathTests {
     private func hearth(_ arguments: [String], in directory: TemporaryDirectory) async throws -> (status: Int32, output: String, errors: String) {
         let child = try Child(try TestFiles.hearthBinary, arguments, environment: Self.environment(directory), directory: directory,
                               workingDirectory: directory.url)
-        let status = await child.wait()
+        let status = try await child.wait()
         return (status, child.outputText, child.errorText)
     }
 
@@ -80,16 +80,15 @@ struct LocalPathTests {
     @Test("serve --model takes relative files and folders, named after them")
     func serveTakesRelativePaths() async throws {
         let directory = try Self.workspace()
-        let child = try Child(try TestFiles.hearthBinary,
-                              ["serve", "--port", "0", "--database", directory.file("threads.sqlite").path,
-                               "--model", "models/SmolLM2", "--model", "models/all-MiniLM-L6-v2", "-t", "2", "-c", "1024"],
-                              environment: Self.environment(directory), directory: directory,
-                              workingDirectory: directory.url)
-        defer { kill(child.process.processIdentifier, SIGTERM) }
-        let url = try await child.listeningURL()
+        var command = try ServeCommand(directory: directory)
+        (command.models, command.contextLength, command.workingDirectory) = (["models/SmolLM2", "models/all-MiniLM-L6-v2"], 1024, directory.url)
+        let server = try await ServeProcess(command)
+        defer { server.child.signal(SIGTERM) }
+        let url = server.base
 
         func call(_ path: String, _ body: [String: Any]? = nil) async throws -> [String: Any] {
-            var request = URLRequest(url: URL(string: url + path)!)
+            // Minutes, not URLSession's minute: the machine may be busy with every other suite.
+            var request = URLRequest(url: URL(string: url + path)!, timeoutInterval: 600)
             if let body {
                 request.httpMethod = "POST"
                 request.setValue("application/json", forHTTPHeaderField: "Content-Type")

@@ -8,7 +8,7 @@ struct PromptsTests {
     /// Runs `hearth` to its end with output collected in files.
     private func hearth(_ arguments: [String], in directory: TemporaryDirectory) async throws -> (status: Int32, output: String, errors: String) {
         let child = try Child(try TestFiles.hearthBinary, arguments, environment: ProcessInfo.processInfo.environment, directory: directory)
-        let status = await child.wait()
+        let status = try await child.wait()
         return (status, child.outputText, child.errorText)
     }
 
@@ -101,8 +101,8 @@ struct PromptsTests {
         while (try? String(contentsOf: output, encoding: .utf8))?.split(separator: "\n").count ?? 0 < 4, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }
-        kill(child.process.processIdentifier, SIGINT)
-        let status = await child.wait()
+        child.signal(SIGINT)
+        let status = try await child.wait()
         #expect(status == 130, "\(child.errorText)")
         #expect(child.errorText.contains("interrupted"))
         let written = try answers(String(contentsOf: output, encoding: .utf8))

@@ -32,22 +32,12 @@ struct RerankCommandTests {
     /// Runs `hearth` in `directory`, offline with an empty cache, `input` on standard input.
     private func hearth(_ arguments: [String], in directory: TemporaryDirectory, input: String? = nil) throws
         -> (status: Int32, output: String, errors: String) {
-        let process = Process()
-        process.executableURL = try TestFiles.hearthBinary
-        process.arguments = arguments
-        process.currentDirectoryURL = directory.url
-        process.environment = ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1", "HF_HOME": directory.file("cache").path]) { $1 }
         let inputFile = directory.file("stdin-\(UUID().uuidString)")
         try Data((input ?? "").utf8).write(to: inputFile)
-        process.standardInput = try FileHandle(forReadingFrom: inputFile)
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+        let environment = ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1", "HF_HOME": directory.file("cache").path]) { $1 }
+        let (status, output, errors) = try Child.run(try TestFiles.hearthBinary, arguments, environment: environment,
+                                                     workingDirectory: directory.url, input: .file(inputFile))
+        return (status, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
     }
 
     @Test("documents from a file or standard input, best first, as text or JSON, with CrossEncoder's scores")

@@ -27,7 +27,7 @@ struct TranscribeCommandTests {
         let environment = ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1", "HF_HOME": directory.file("cache").path]) { _, new in new }
         let child = try Child(try TestFiles.hearthBinary, arguments, environment: environment, directory: directory,
                               workingDirectory: directory.url)
-        let status = await child.wait()
+        let status = try await child.wait()
         return (status, child.outputText, child.errorText)
     }
 
@@ -113,7 +113,7 @@ struct TranscribeCommandTests {
                               ["-f", "peak %M KB", try TestFiles.hearthBinary.path, "transcribe", "models/whisper-base", "long.wav",
                                "--language", "en", "--format", "json", "--word-timestamps", "-t", "2"],
                               environment: environment, directory: directory, workingDirectory: directory.url)
-        let status = await child.wait()
+        let status = try await child.wait()
         #expect(status == 0, "\(child.errorText.suffix(500))")
         let progress = child.errorText.split(separator: "\n").filter { $0.hasPrefix("long.wav: ") }
         #expect(progress.count >= 20, "\(child.errorText.prefix(500))")

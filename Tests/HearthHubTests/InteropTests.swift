@@ -21,7 +21,7 @@ enum PythonHub {
         let child = try Child(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", script] + arguments,
                               environment: childEnvironment(hub, extra: ["HF_HUB_DISABLE_PROGRESS_BARS": "1"].merging(extra) { a, _ in a }),
                               directory: hub.directory)
-        let status = await child.wait()
+        let status = try await child.wait()
         try #require(status == 0, "python failed: \(child.errorText)")
         return child.outputText
     }

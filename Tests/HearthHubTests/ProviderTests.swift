@@ -102,17 +102,17 @@ struct ProviderTests {
         defer { Task { await hub.stop() } }
         let environment = childEnvironment(hub)
         let refused = try Child(TestFiles.hearthBinary, ["run", "test-org/SmolLM2-GGUF", "What is 2+2?"], environment: environment, directory: hub.directory)
-        #expect(await refused.wait() == 1)
+        #expect(try await refused.wait() == 1)
         #expect(refused.errorText.contains("hearth pull test-org/SmolLM2-GGUF"))
         #expect(hub.emulator.bytesServed("SmolLM2-135M-Instruct.Q4_1.gguf") == 0)
 
         let run = try Child(TestFiles.hearthBinary, ["run", "test-org/SmolLM2-GGUF", "What is 2+2?", "-n", "40", "--temp", "0", "--yes"],
                             environment: environment, directory: hub.directory)
-        #expect(await run.wait() == 0, "\(run.errorText)")
+        #expect(try await run.wait() == 0, "\(run.errorText)")
         #expect(run.outputText.trimmingCharacters(in: .whitespacesAndNewlines) == "The answer to this classic math problem is 4.")
         #expect(run.errorText.contains("pulled test-org/SmolLM2-GGUF"))
         let list = try Child(TestFiles.hearthBinary, ["ls"], environment: environment, directory: hub.directory)
-        _ = await list.wait()
+        _ = try await list.wait()
         #expect(list.outputText.contains("Q4_1"))
         #expect(list.outputText.contains("just now"))
     }
@@ -135,7 +135,7 @@ struct EmbedderPullTests {
         defer { Task { await hub.stop() } }
         let embed = try Child(TestFiles.hearthBinary, ["embed", "all-minilm", "a cat sat on the mat", "--yes"], environment: childEnvironment(hub),
                               directory: hub.directory)
-        #expect(await embed.wait() == 0, "\(embed.errorText)")
+        #expect(try await embed.wait() == 0, "\(embed.errorText)")
         let vector = try JSONSerialization.jsonObject(with: Data(embed.outputText.utf8)) as? [Double]
         #expect(vector?.count == 384)
         #expect(hub.emulator.bytesServed("onnx/model.onnx") == 0)

@@ -316,7 +316,7 @@ struct PullTests {
         hub.emulator.inject(.trickle(bytesPerSecond: 2 << 20), times: 4)
         let downloader = hub.downloader(connections: 2)
         let task = Task { try await downloader.download(repo.id) { _ in } }
-        while hub.emulator.bytesServed("model.gguf") < size / 3 { try await Task.sleep(for: .milliseconds(20)) }
+        try await waitUntil("a third of the file served") { hub.emulator.bytesServed("model.gguf") >= size / 3 }
         task.cancel()
         _ = await task.result
         let folder = hub.cache.repoDirectory(repo.id)
@@ -354,7 +354,7 @@ struct PullTests {
         hub.emulator.inject(.trickle(bytesPerSecond: 2 << 20), times: 4)
         let downloader = hub.downloader(connections: 1)
         let task = Task { try await downloader.download(repo.id) { _ in } }
-        while hub.emulator.bytesServed("model.gguf") < size / 4 { try await Task.sleep(for: .milliseconds(20)) }
+        try await waitUntil("a quarter of the file served") { hub.emulator.bytesServed("model.gguf") >= size / 4 }
         task.cancel()
         _ = await task.result
         #expect(incompleteFiles(hub.cache).count == 2)

@@ -24,7 +24,7 @@ struct RerankerPullTests {
         let rerank = try Child(TestFiles.hearthBinary, ["rerank", "ms-marco-minilm", "How many people live in Berlin?", "--in", documents.path,
                                                         "--yes", "--json"],
                                environment: childEnvironment(hub), directory: hub.directory)
-        #expect(await rerank.wait() == 0, "\(rerank.errorText)")
+        #expect(try await rerank.wait() == 0, "\(rerank.errorText)")
         let results = (try JSONSerialization.jsonObject(with: Data(rerank.outputText.utf8)) as? [String: Any])?["results"] as? [[String: Any]]
         #expect(results?.count == 2, "\(rerank.outputText)")
         #expect(hub.emulator.bytesServed("onnx/model.onnx") == 0)

@@ -36,9 +36,10 @@ final class HubFixture: @unchecked Sendable {
         HubEnvironment(endpoint: emulator.endpoint, token: token, offline: offline, cacheDirectory: cache.root)
     }
 
-    /// A client of the emulator with the product's read timeout: a shorter one fired on a
-    /// machine busy with the whole suite and turned into retries the tests then counted.
-    func client(token: String? = nil, offline: Bool = false, readTimeout: Duration = .seconds(30)) -> HubClient {
+    /// A client of the emulator that waits minutes for a byte: the emulator shares this
+    /// process's threads with every other suite, and a shorter read timeout fired on a busy
+    /// machine and turned into retries the tests then counted.
+    func client(token: String? = nil, offline: Bool = false, readTimeout: Duration = .seconds(300)) -> HubClient {
         HubClient(environment: environment(token: token, offline: offline), retry: Self.fastRetry, readTimeout: readTimeout)
     }
 

@@ -34,7 +34,7 @@ func openAIError(_ answer: HTTPAnswer, sourceLocation: SourceLocation = #_source
 struct AudioRoutesTests {
     @Test("every response_format on a librivox clip gives the SDK's transcription, with the right content type")
     func responseFormats() async throws {
-        let server = try await ServerFixture(speechModel: true)
+        let server = try await ServeProcess(speechModel: true)
         defer { Task { await server.stop() } }
         let clip = try SpeechClips.url(SpeechClips.dashwood)
         let audio = try Data(contentsOf: clip)
@@ -88,7 +88,7 @@ struct AudioRoutesTests {
 
     @Test("language, prompt and temperature reach the transcription as the SDK's settings")
     func settings() async throws {
-        let server = try await ServerFixture(speechModel: true)
+        let server = try await ServeProcess(speechModel: true)
         defer { Task { await server.stop() } }
         let clip = try SpeechClips.url(SpeechClips.dashwood)
         let prompt = "Sense and Sensibility, by Jane Austen."
@@ -114,7 +114,7 @@ struct AudioRoutesTests {
     /// fills them, the server answers 500 no_word_timestamps here rather than an empty list.
     @Test("word granularity: verbose_json lists the SDK's words with their times")
     func wordTimestamps() async throws {
-        let server = try await ServerFixture(speechModel: true)
+        let server = try await ServeProcess(speechModel: true)
         defer { Task { await server.stop() } }
         let clip = try SpeechClips.url(SpeechClips.dashwood)
         let audio = try Data(contentsOf: clip)
@@ -145,7 +145,7 @@ struct AudioRoutesTests {
 
     @Test("translations: espeak-ng German becomes the SDK's English text")
     func translations() async throws {
-        let server = try await ServerFixture(speechModel: true)
+        let server = try await ServeProcess(speechModel: true)
         defer { Task { await server.stop() } }
         let wav = server.directory.file("german.wav")
         try Tools.speech("Guten Morgen. Heute scheint die Sonne, und wir gehen zusammen in den Park.", options: ["-v", "de"], to: wav)
@@ -174,6 +174,7 @@ struct AudioRoutesTests {
 
     @Test("a file over 25 MiB gets 413 in OpenAI's error shape, with or without Content-Length; nothing is left behind")
     func tooLarge() async throws {
+        // In this process: its configuration's default limit is checked too.
         let server = try await ServerFixture(speechModel: true)
         defer { Task { await server.stop() } }
         #expect(server.configuration.maxAudioBytes == 25 << 20)
@@ -199,7 +200,7 @@ struct AudioRoutesTests {
 
     @Test("bad requests get 400 or 404 with a message that says what to do, and the server keeps serving")
     func badRequests() async throws {
-        let server = try await ServerFixture(speechModel: true)
+        let server = try await ServeProcess(speechModel: true)
         defer { Task { await server.stop() } }
         let audio = try SpeechClips.data(SpeechClips.dashwood)
         let route = "/v1/audio/transcriptions"
@@ -260,7 +261,7 @@ struct AudioRoutesTests {
 
     @Test("a server without a speech model says how to start it with one, and lists none")
     func noSpeechModel() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         let audio = try SpeechClips.data(SpeechClips.dashwood)
         for route in ["/v1/audio/transcriptions", "/v1/audio/translations"] {
@@ -278,7 +279,7 @@ struct AudioRoutesTests {
 
     @Test("the speech model is listed by /v1/models and /v1/storage, and loads once for requests that arrive together")
     func listedAndSharedLoad() async throws {
-        let server = try await ServerFixture(speechModel: true)
+        let server = try await ServeProcess(speechModel: true)
         defer { Task { await server.stop() } }
         let listed = (try await server.get("/v1/models").json()["data"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
         #expect(listed.contains("whisper-base") && listed.contains("smollm2"))
@@ -306,7 +307,7 @@ struct AudioRoutesTests {
 
     @Test("a chat request answers while a long transcription runs")
     func chatDuringTranscription() async throws {
-        let server = try await ServerFixture(speechModel: true)
+        let server = try await ServeProcess(speechModel: true)
         defer { Task { await server.stop() } }
         // Every librivox clip three times: 74 seconds of speech, many seconds of work.
         let long = server.directory.file("long.wav")
@@ -341,10 +342,9 @@ struct AudioRoutesTests {
     func serveCommand() async throws {
         let directory = try TemporaryDirectory()
         _ = try TestFiles.modelURL("whisper-base")
-        let environment = Self.offline(directory)
         // As the README has it: from the package root, where models/ is.
         let child = try Self.serve(["--speech-model", "models/whisper-base"], in: directory, workingDirectory: TestFiles.packageRoot)
-        defer { kill(child.process.processIdentifier, SIGTERM) }
+        defer { child.signal(SIGTERM) }
         let server = try await Self.listening(child)
         #expect(child.outputText.contains("(speech: whisper-base)\n"))
         let answer = try await server.post("/v1/audio/transcriptions", form: .audio(try SpeechClips.data(SpeechClips.librivox[1]),
@@ -358,18 +358,10 @@ struct AudioRoutesTests {
 
         for (argument, complaint) in [("models/no-such-whisper", "no such file or folder"), ("models/all-MiniLM-L6-v2", "holds no Whisper model"),
                                       ("models/SmolLM2-135M-Instruct.Q4_1.gguf", "not a whisper.cpp model file")] {
-            let refused = try Child(try TestFiles.hearthBinary, ["serve", "--port", "0", "--database", directory.file("other.sqlite").path,
-                                                                 "--speech-model", argument],
-                                    environment: environment, directory: directory, workingDirectory: TestFiles.packageRoot)
-            // A server that starts anyway would never exit: it is stopped, and that is a failure.
-            let pid = refused.process.processIdentifier
-            let watchdog = Task {
-                try await Task.sleep(for: .seconds(120))
-                kill(pid, SIGTERM)
-            }
-            let status = await refused.wait()
-            watchdog.cancel()
-            #expect(status != 0 && status != SIGTERM, "--speech-model \(argument) should be refused at start")
+            let refused = try Self.serve(["--speech-model", argument], in: directory, workingDirectory: TestFiles.packageRoot)
+            // A server that starts anyway would never exit: it is killed, and that is a failure.
+            let status = try await refused.wait(atMost: .seconds(300))
+            #expect(status != 0, "--speech-model \(argument) should be refused at start")
             #expect(refused.errorText.contains("--speech-model \(argument)") && refused.errorText.contains(complaint), "\(refused.errorText)")
         }
     }
@@ -379,7 +371,7 @@ struct AudioRoutesTests {
         let directory = try TemporaryDirectory()
         let file = try WhisperLayouts.ggml
         let child = try Self.serve(["--speech-model", file.path], in: directory)
-        defer { kill(child.process.processIdentifier, SIGTERM) }
+        defer { child.signal(SIGTERM) }
         let server = try await Self.listening(child)
         #expect(child.outputText.contains("(speech: ggml-base)"))
         let answer = try await server.post("/v1/audio/transcriptions", form: .audio(try SpeechClips.data(SpeechClips.librivox[1]), filename: "clip.wav",
@@ -397,7 +389,7 @@ struct AudioRoutesTests {
         let directory = try TemporaryDirectory()
         let file = try WhisperLayouts.ggmlQ8_0
         let child = try Self.serve(["--speech-model", file.path, "--speech-weights", "q8_0"], in: directory)
-        defer { kill(child.process.processIdentifier, SIGTERM) }
+        defer { child.signal(SIGTERM) }
         let server = try await Self.listening(child)
         #expect(child.outputText.contains("(speech: ggml-base-q8_0, q8_0 weights)"), "\(child.outputText)")
         let clip = SpeechClips.librivox[1]
@@ -409,21 +401,18 @@ struct AudioRoutesTests {
         #expect(segments.map { $0["tokens"] as? [Int] ?? [] } == sdk.segments.map(\.tokens))
 
         let refused = try Self.serve(["--speech-model", file.path, "--speech-weights", "int8"], in: directory)
-        let status = await refused.wait()
+        let status = try await refused.wait()
         #expect(status != 0 && refused.errorText.contains("--speech-weights must be one of float, q8_0"), "\(refused.errorText)")
     }
 
-    /// The environment of a server offline, with its Hugging Face home in `directory`.
-    static func offline(_ directory: TemporaryDirectory) -> [String: String] {
-        ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1", "HF_HOME": directory.file("hf").path]) { _, b in b }
-    }
-
-    /// `hearth serve` on a free port with 2 threads, offline, its database in `directory`, and
-    /// `arguments`.
+    /// `hearth serve` with no language model and `arguments`, offline, its files in `directory`,
+    /// started (it may refuse them).
     static func serve(_ arguments: [String], in directory: TemporaryDirectory, workingDirectory: URL? = nil) throws -> Child {
-        try Child(try TestFiles.hearthBinary,
-                  ["serve", "--port", "0", "--database", directory.file("threads.sqlite").path, "-t", "2"] + arguments,
-                  environment: offline(directory), directory: directory, workingDirectory: workingDirectory)
+        var command = try ServeCommand(directory: directory)
+        (command.models, command.arguments, command.workingDirectory) = ([], arguments, workingDirectory)
+        let child = try command.start()
+        child.killWhenTestsEnd()
+        return child
     }
 
     /// The server a `hearth serve` child listens as, once it says so.
@@ -432,7 +421,7 @@ struct AudioRoutesTests {
     }
 
     /// The server's count of audio requests in progress, from /metrics.
-    static func transcriptionsRunning(_ server: ServerFixture) async throws -> Int {
+    static func transcriptionsRunning(_ server: some TestServer) async throws -> Int {
         let metrics = try await server.get("/metrics").text
         return Int(try metric("hearth_transcriptions_running", in: metrics))
     }

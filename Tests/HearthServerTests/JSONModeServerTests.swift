@@ -13,7 +13,7 @@ struct JSONModeServerTests {
 
     @Test("OpenAI response_format json_object: the content is one JSON object, finish reason stop")
     func openAI() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         let answer = try await server.post("/v1/chat/completions", [
             "model": "smollm2", "temperature": 0, "max_tokens": 200, "response_format": ["type": "json_object"],
@@ -28,7 +28,7 @@ struct JSONModeServerTests {
 
     @Test("Ollama format json: the streamed message adds up to one JSON object")
     func ollama() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         var content = ""
         var reason: String?
@@ -51,7 +51,7 @@ struct JSONModeServerTests {
 
     @Test("a JSON schema in Ollama's format holds the answer; one Hearth cannot enforce is refused by name, not ignored")
     func schemaFormat() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         let answer = try await server.post("/api/chat", [
             "model": "smollm2", "stream": false, "messages": [["role": "user", "content": "Name a cat."]],

@@ -8,7 +8,7 @@ import Testing
 struct OllamaTests {
     @Test("chat streams NDJSON lines that add up to the greedy answer, then a closing line with counts")
     func chat() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         let expected = try await greedyAnswer("Name a fruit.", maxTokens: 16)
         var content = ""
@@ -36,7 +36,7 @@ struct OllamaTests {
 
     @Test("generate without streaming answers once; raw continues the text as it is")
     func generate() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         let expected = try await greedyAnswer("Name a color.", system: "Answer in one word.", maxTokens: 8)
         let answer = try await server.post("/api/generate", ["model": "smollm2", "prompt": "Name a color.", "system": "Answer in one word.",
@@ -52,7 +52,7 @@ struct OllamaTests {
 
     @Test("tags, show, ps, embed, and keep_alive 0 unloading")
     func modelRoutes() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         let tags = try await server.get("/api/tags").json()
         let names = (tags["models"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
@@ -81,7 +81,7 @@ struct OllamaTests {
 
     @Test("a model idle past its keep-alive is unloaded")
     func keepAliveExpiry() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         // Long enough to see it loaded on a busy machine, short enough to see it go.
         let answer = try await server.post("/api/generate", ["model": "smollm2", "prompt": "Hi", "stream": false, "keep_alive": "20s",
@@ -103,7 +103,7 @@ struct OllamaTests {
         let emulator = try HubEmulator(repos: [repo])
         try await emulator.start()
         defer { Task { await emulator.stop() } }
-        let server = try await ServerFixture(hubEndpoint: emulator.endpoint)
+        let server = try await ServeProcess(hubEndpoint: emulator.endpoint)
         defer { Task { await server.stop() } }
         var statuses: [String] = []
         var completed: [Int] = []

@@ -9,7 +9,7 @@ struct OpenAITests {
 
     @Test("non-streaming chat equals the engine's greedy answer, with usage and finish reason")
     func chatCompletion() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         let expected = try await greedyAnswer(Self.question, maxTokens: 24)
         let answer = try await server.post("/v1/chat/completions", [
@@ -32,7 +32,7 @@ struct OpenAITests {
 
     @Test("streamed chat: a role delta, content deltas that add up to the greedy answer, a finish chunk, usage, [DONE]")
     func streamedChat() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         let expected = try await greedyAnswer(Self.question, maxTokens: 24)
         var content = ""
@@ -69,7 +69,7 @@ struct OpenAITests {
 
     @Test("completions continue raw text; the cache of a slot is reused by a request that extends it")
     func completions() async throws {
-        let server = try await ServerFixture(parallel: 1)
+        let server = try await ServeProcess(parallel: 1)
         defer { Task { await server.stop() } }
         let model = try referenceModel.get()
         let prompt = "The three primary colors are"
@@ -93,7 +93,7 @@ struct OpenAITests {
 
     @Test("chat logprobs: one entry per token with alternatives")
     func chatLogprobs() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         let answer = try await server.post("/v1/chat/completions", [
             "temperature": 0, "max_tokens": 5, "logprobs": true, "top_logprobs": 3,
@@ -110,7 +110,7 @@ struct OpenAITests {
 
     @Test("models lists the served models; embeddings equal the embedder's own vectors")
     func modelsAndEmbeddings() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         let models = try await server.get("/v1/models").json()
         let ids = (models["data"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
@@ -138,7 +138,7 @@ struct OpenAITests {
 
     @Test("stop ends the answer before the stop text; a seed repeats a sampled answer; /metrics counts it all")
     func stopSeedAndMetrics() async throws {
-        let server = try await ServerFixture()
+        let server = try await ServeProcess()
         defer { Task { await server.stop() } }
         let full = try await greedyAnswer(Self.question, maxTokens: 24)
         let words = full.split(separator: " ")
@@ -174,6 +174,6 @@ struct OpenAITests {
         #expect(try metric("hearth_slots_busy", in: metrics) == 0)
         // Every series is labelled with the replica, so that several servers' metrics add up.
         let series = metrics.split(separator: "\n").filter { $0.hasPrefix("hearth_") }
-        #expect(!series.isEmpty && series.allSatisfy { $0.contains(#"replica="fixture-replica""#) })
+        #expect(!series.isEmpty && series.allSatisfy { $0.contains(#"replica="test-replica""#) })
     }
 }

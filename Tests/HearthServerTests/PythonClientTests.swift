@@ -14,7 +14,7 @@ enum PythonClients {
 
     /// Runs python_clients.py against `server` with `expected` (whose keys choose the checks)
     /// and fails the test with the script's output unless every check passed.
-    static func run(_ server: ServerFixture, expected: [String: Any], sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    static func run(_ server: ServeProcess, expected: [String: Any], sourceLocation: SourceLocation = #_sourceLocation) async throws {
         try #require(available, "python3 with openai and ollama is missing: pip install openai ollama (.ci/run does)", sourceLocation: sourceLocation)
         let file = server.directory.file("expected.json")
         try JSONSerialization.data(withJSONObject: expected).write(to: file)
@@ -23,7 +23,7 @@ enum PythonClients {
         environment["NO_PROXY"] = "*"
         let child = try Child(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script, server.base, file.path],
                               environment: environment, directory: server.directory)
-        let status = await child.wait()
+        let status = try await child.wait()
         #expect(status == 0, "\(child.outputText)\n\(child.errorText)", sourceLocation: sourceLocation)
         #expect(child.outputText.contains("\"passed\""), sourceLocation: sourceLocation)
     }
@@ -38,7 +38,7 @@ struct PythonClientTests {
         let emulator = try HubEmulator(repos: [repo])
         try await emulator.start()
         defer { Task { await emulator.stop() } }
-        let server = try await ServerFixture(hubEndpoint: emulator.endpoint)
+        let server = try await ServeProcess(hubEndpoint: emulator.endpoint)
         defer { Task { await server.stop() } }
 
         let question = "What is the capital of France?"
@@ -57,7 +57,7 @@ struct PythonClientTests {
 
     @Test("openai audio: transcriptions as json, srt and verbose_json segments equal to the SDK's, translations of espeak-ng German, 400 and 413")
     func audio() async throws {
-        let server = try await ServerFixture(speechModel: true)
+        let server = try await ServeProcess(speechModel: true)
         defer { Task { await server.stop() } }
         let clip = try SpeechClips.url(SpeechClips.dashwood)
         let transcription = try await sdkTranscription(clip)
@@ -80,7 +80,7 @@ struct PythonClientTests {
     /// AudioRoutesTests.wordTimestamps.
     @Test("openai audio: verbose_json with timestamp_granularities word and segment gives the SDK's words")
     func audioWords() async throws {
-        let server = try await ServerFixture(speechModel: true)
+        let server = try await ServeProcess(speechModel: true)
         defer { Task { await server.stop() } }
         let clip = try SpeechClips.url(SpeechClips.dashwood)
         let transcription = try await sdkTranscription(clip, TranscriptionConfig(wordTimestamps: true))

@@ -9,8 +9,8 @@ import Testing
 /// to the same request.
 @Suite("Reasoning models over HTTP", .serialized)
 struct ReasoningServerTests {
-    static func fixture() async throws -> ServerFixture {
-        try await ServerFixture(parallel: 2) { directory in
+    static func fixture() async throws -> ServeProcess {
+        try await ServeProcess(parallel: 2) { directory in
             ["smollm2-thinking": try ReasoningModels.smolLM2(in: directory.url),
              "qwen3-r1": try ReasoningModels.tinyQwen3(template: "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", in: directory.url)]
         }
@@ -42,7 +42,7 @@ struct ReasoningServerTests {
     func wireFields() async throws {
         let server = try await Self.fixture()
         defer { Task { await server.stop() } }
-        let thinking = server.configuration.models["smollm2-thinking"]!
+        let thinking = server.models["smollm2-thinking"]!
         let expected = try await Self.sdkAnswer(thinking, Self.messages, maxTokens: 80)
         try #require(!expected.reasoning.isEmpty && !expected.text.isEmpty)
 
@@ -105,7 +105,7 @@ struct ReasoningServerTests {
     func remoteModel() async throws {
         let server = try await Self.fixture()
         defer { Task { await server.stop() } }
-        let thinking = server.configuration.models["smollm2-thinking"]!
+        let thinking = server.models["smollm2-thinking"]!
         let remote = RemoteModel(name: "smollm2-thinking", baseURL: try #require(URL(string: server.base + "/v1")))
         let on = GenerationOptions(sampling: .greedy, maxTokens: 80)
         let expected = try await Self.sdkAnswer(thinking, Self.messages, maxTokens: 80)
@@ -124,8 +124,8 @@ struct ReasoningServerTests {
         try #require(PythonClients.available, "python3 with openai and ollama is missing: pip install openai ollama (.ci/run does)")
         let server = try await Self.fixture()
         defer { Task { await server.stop() } }
-        let thinking = server.configuration.models["smollm2-thinking"]!
-        let tiny = server.configuration.models["qwen3-r1"]!
+        let thinking = server.models["smollm2-thinking"]!
+        let tiny = server.models["qwen3-r1"]!
         let question = [ChatMessage(role: .user, content: "What color is the sky?")]
         func pair(_ response: Response) -> [String: Any] {
             ["reasoning": response.reasoning, "answer": response.text, "finish": response.finishReason.rawValue]
@@ -146,7 +146,7 @@ struct ReasoningServerTests {
         environment["NO_PROXY"] = "*"
         let child = try Child(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script, server.base, file.path],
                               environment: environment, directory: server.directory)
-        let status = await child.wait()
+        let status = try await child.wait()
         #expect(status == 0, "\(child.outputText)\n\(child.errorText)")
         #expect(child.outputText.contains("\"passed\""))
     }

@@ -28,9 +28,9 @@ struct RecommendedSamplingServerTests {
 
     @Test("a request that sets only temperature and seed keeps the file's recommended top-k")
     func requestFieldsOverTheRecommendation() async throws {
-        let server = try await ServerFixture(parallel: 2) { directory in ["qwen3-top1": try Self.topOneModel(in: directory)] }
+        let server = try await ServeProcess(parallel: 2) { directory in ["qwen3-top1": try Self.topOneModel(in: directory)] }
         defer { Task { await server.stop() } }
-        let model = try LocalModel(path: server.configuration.models["qwen3-top1"]!.path, threads: 2, contextLength: 512)
+        let model = try LocalModel(path: server.models["qwen3-top1"]!.path, threads: 2, contextLength: 512)
         #expect(model.recommendedSampling?.sampling.topK == 1)
         // Top-k 1 at any temperature is the greedy answer; llama.cpp's default chain at
         // temperature 5 would draw from hundreds of tokens.

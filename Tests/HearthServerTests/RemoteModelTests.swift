@@ -82,7 +82,7 @@ struct RemoteModelTests {
                 seen.increment()
             }
         }
-        while seen.value < 3 { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntil("three chunks of the story") { seen.value >= 3 }
         reader.cancel()
         _ = await reader.result
         var status = 0
@@ -143,7 +143,7 @@ final class FlakyFront: Sendable {
         forwarded.headers.add(name: "Content-Type", value: "application/json")
         var body = request.body
         forwarded.body = .bytes(try await body.collect(upTo: 1 << 20))
-        let answer = try await HTTPClient.shared.execute(forwarded, timeout: .seconds(120))
+        let answer = try await RemoteServer.http.execute(forwarded, timeout: .seconds(900))
         var headers = HTTPFields()
         headers[.contentType] = answer.headers.first(name: "Content-Type") ?? "application/json"
         let bytes = try await answer.body.collect(upTo: 16 << 20)

@@ -29,32 +29,22 @@ final class ReplicaCluster: @unchecked Sendable {
         self.database = database
         let models = try models ?? ["smollm2=\(TestFiles.model(TestFiles.smolLM2))"]
         let directory = self.directory
-        var environment = ProcessInfo.processInfo.environment
-        environment["HF_HUB_OFFLINE"] = "1"
-        environment["HF_HUB_CACHE"] = directory.file("hub").path
-        environment.merge(extra) { _, new in new }
-        let hearth = try binary ?? TestFiles.hearthBinary
         var children: [(name: String, child: Child)] = []
         for index in 1...count {
-            let name = "replica-\(index)"
-            let serve = [hearth.path, "serve", "--port", "0", "--database", database, "-t", "1", "-c", "1024",
-                         "--replica", name, "--grace", String(grace)] + models.flatMap { ["--model", $0] }
-            // setpriv execs hearth as the user, in the same process, so that killing it kills hearth.
-            let command = try user.map { name in
-                let account = try #require(getpwnam(name), "no user \(name)")
-                return ["/usr/bin/setpriv", "--reuid=\(account.pointee.pw_uid)", "--regid=\(account.pointee.pw_gid)", "--clear-groups", "--"] + serve
-            } ?? serve
-            // Another user may not enter the test's working directory: it starts from /.
-            let child = try Child(URL(fileURLWithPath: command[0]), Array(command.dropFirst()), environment: environment, directory: directory,
-                                  workingDirectory: user == nil ? nil : URL(fileURLWithPath: "/"))
+            var command = try ServeCommand(directory: directory)
+            command.database = .named(database)
+            (command.threads, command.contextLength, command.replica, command.grace) = (1, 1024, "replica-\(index)", grace)
+            (command.models, command.user, command.binary) = (models, user, binary)
+            command.environment = ["HF_HUB_CACHE": directory.file("hub").path].merging(extra) { _, new in new }
+            let child = try command.start()
             child.killWhenTestsEnd()
-            children.append((name, child))
+            children.append(("replica-\(index)", child))
         }
         var started: [(String, Child, RemoteServer)] = []
         do {
             for (name, child) in children { started.append((name, child, RemoteServer(base: try await child.listeningURL()))) }
         } catch {
-            for (_, child) in children { kill(child.process.processIdentifier, SIGKILL) }
+            for (_, child) in children { child.signal(SIGKILL) }
             throw error
         }
         replicas = started.map { ($0.0, $0.1, $0.2) }
@@ -80,9 +70,9 @@ final class ReplicaCluster: @unchecked Sendable {
     }
 
     func stop() async {
-        for replica in replicas where replica.child.process.isRunning {
-            kill(replica.child.process.processIdentifier, SIGKILL)
-            _ = await replica.child.wait()
+        for replica in replicas where replica.child.isRunning {
+            replica.child.signal(SIGKILL)
+            _ = try? await replica.child.wait()
         }
         await nginx.stop()
     }
@@ -189,13 +179,13 @@ struct ReplicaTests {
             _ = try? await client.stream("/v1/threads/\(thread)/messages", ["content": "Write a very long story about a dragon."],
                                          onHead: { victim = $0.first(name: "X-Hearth-Replica") }) { line in
                 if try jsonObject(line)["type"] as? String == "delta", let name = victim,
-                   let replica = cluster.replicas.first(where: { $0.name == name }), replica.child.process.isRunning {
-                    kill(replica.child.process.processIdentifier, SIGKILL)
+                   let replica = cluster.replicas.first(where: { $0.name == name }), replica.child.isRunning {
+                    replica.child.signal(SIGKILL)
                 }
                 return true
             }
             let killed = try cluster.replica(try #require(victim))
-            #expect(await killed.child.wait() == SIGKILL)
+            #expect(try await killed.child.wait() == SIGKILL)
             let survivor = try #require(cluster.replicas.first { $0.name != killed.name })
 
             // Every request after it goes to the survivor, and succeeds.
@@ -228,12 +218,12 @@ struct ReplicaTests {
                     deltas.store(count, ordering: .relaxed)
                 }
             }
-            let deadline = ContinuousClock.now + .seconds(120)
+            let deadline = ContinuousClock.now + .seconds(600)
             while deltas.load(ordering: .relaxed) < 2 {
                 try #require(ContinuousClock.now < deadline && !streaming.isCancelled, "the answer did not start streaming")
                 try await Task.sleep(for: .milliseconds(10))
             }
-            kill(leaving.child.process.processIdentifier, SIGTERM)
+            leaving.child.signal(SIGTERM)
             var health = try await leaving.client.get("/health")
             while health.status != 503, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
@@ -261,7 +251,7 @@ struct ReplicaTests {
             let stored = try await staying.client.get("/v1/threads/\(thread)/messages").json()["data"] as? [[String: Any]] ?? []
             #expect(stored.map { $0["role"] as? String ?? "" } == ["user", "assistant"])
             #expect(stored.last?["content"] as? String == answer)
-            #expect(await leaving.child.wait(atMost: .seconds(150)) == 0)
+            #expect(try await leaving.child.wait(atMost: .seconds(150)) == 0)
             #expect(!canConnect(port: Int(leaving.client.base.split(separator: ":").last ?? "") ?? 0))
         }
     }
@@ -300,7 +290,7 @@ struct ReplicaTests {
         environment["HF_ENDPOINT"] = emulator.endpoint.absoluteString
         environment["HF_HUB_OFFLINE"] = nil
         let pull = try Child(try TestFiles.hearthBinary, ["pull", repo.id], environment: environment, directory: scratch)
-        try #require(await pull.wait() == 0, "\(pull.errorText)")
+        try #require(try await pull.wait() == 0, "\(pull.errorText)")
         let asRoot = geteuid() == 0
         try Self.run("/bin/chmod", ["-R", asRoot ? "a+rX,go-w" : "a-w", shared.path])
         let before = try Self.listing(shared)
@@ -322,7 +312,7 @@ struct ReplicaTests {
             #expect(refused.status >= 400, "\(refused.text)")
             #expect(refused.text.contains(shared.path) && refused.text.contains("cannot be written"), "\(refused.text)")
             #expect(try Self.listing(shared) == before)
-            for replica in cluster.replicas { #expect(replica.child.process.isRunning) }
+            for replica in cluster.replicas { #expect(replica.child.isRunning) }
         }
     }
 
@@ -339,12 +329,8 @@ struct ReplicaTests {
     }
 
     static func run(_ executable: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "\(executable) \(arguments) exited \(process.terminationStatus)")
+        let (status, _, errors) = try Child.run(URL(fileURLWithPath: executable), arguments)
+        try #require(status == 0, "\(executable) \(arguments) exited \(status): \(String(decoding: errors, as: UTF8.self))")
     }
 
     /// HEARTH_LOAD_SECONDS and HEARTH_LOAD_CLIENTS run a longer or wider load by hand
@@ -360,7 +346,7 @@ struct ReplicaTests {
                                   ["python3", script.path, cluster.nginx.base] + cluster.replicas.map(\.client.base)
                                     + ["--seconds", seconds, "--clients", clients],
                                   environment: environment, directory: cluster.directory)
-            let status = await child.wait()
+            let status = try await child.wait()
             try #require(status == 0, "replica_load.py exited \(status): \(child.errorText)")
             let line = try #require(child.outputText.split(separator: "\n").last)
             let report = try jsonObject(String(line))

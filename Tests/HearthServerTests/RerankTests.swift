@@ -9,8 +9,8 @@ import Testing
 struct RerankTests {
     private static let query = "How many people live in Berlin?"
 
-    private func server() async throws -> ServerFixture {
-        try await ServerFixture { _ in
+    private func server() async throws -> ServeProcess {
+        try await ServeProcess { _ in
             ["tiny-reranker": try CrossEncoderSpec.tiny.folder().url, "tiny-nli": try CrossEncoderSpec.tinyNLI.folder().url]
         }
     }
@@ -113,7 +113,7 @@ struct RerankTests {
             base, query, documents = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
             body = json.dumps({"model": "tiny-reranker", "query": query, "documents": documents, "top_n": 2}).encode()
             request = urllib.request.Request(base + "/v1/rerank", data=body, headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(request, timeout=60) as response:
+            with urllib.request.urlopen(request, timeout=600) as response:
                 answer = json.load(response)
             print(json.dumps([[r["index"], r["relevance_score"], r["document"]["text"]] for r in answer["results"]]))
             """.write(to: script, atomically: true, encoding: .utf8)
@@ -122,7 +122,7 @@ struct RerankTests {
         let documents = String(decoding: try JSONSerialization.data(withJSONObject: pairs.map(\.document)), as: UTF8.self)
         let child = try Child(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script.path, server.base, Self.query, documents],
                               environment: environment, directory: server.directory)
-        #expect(await child.wait() == 0, "\(child.errorText)")
+        #expect(try await child.wait() == 0, "\(child.errorText)")
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(child.outputText.utf8)) as? [[Any]])
         let order = pairs.indices.sorted { pairs[$0].scores[0] > pairs[$1].scores[0] }
         #expect(rows.compactMap { $0.first as? Int } == Array(order.prefix(2)))

@@ -50,6 +50,25 @@ final class ServerFixture: @unchecked Sendable {
 
     func stop() async { await server.stop() }
 
+    /// Files left in the upload folder (there should be none once requests have ended).
+    func leftoverUploads() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: configuration.uploadDirectory.path)
+    }
+}
+
+/// A server the tests talk to over HTTP: `ServeProcess`, a process of its own, or
+/// `ServerFixture`, in this process, for the tests that need the server object.
+protocol TestServer: Sendable {
+    var base: String { get }
+    var directory: TemporaryDirectory { get }
+    func stop() async
+    func leftoverUploads() throws -> [String]
+}
+
+extension ServerFixture: TestServer {}
+extension ServeProcess: TestServer {}
+
+extension TestServer {
     var client: RemoteServer { RemoteServer(base: base) }
 
     func send(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [String: String] = [:]) async throws -> HTTPAnswer {
@@ -68,11 +87,6 @@ final class ServerFixture: @unchecked Sendable {
         try await client.post(path, form: form, chunked: chunked)
     }
 
-    /// Files left in the upload folder (there should be none once requests have ended).
-    func leftoverUploads() throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: configuration.uploadDirectory.path)
-    }
-
     @discardableResult
     func stream(_ path: String, _ json: [String: Any], headers: [String: String] = [:],
                 onLine: (String) throws -> Bool) async throws -> Int {
@@ -84,6 +98,16 @@ final class ServerFixture: @unchecked Sendable {
 struct RemoteServer {
     let base: String
 
+    /// The client every test request goes through. Not `HTTPClient.shared`, which gives up
+    /// after 90 s without a byte: on a 2-core machine busy with the whole suite a server may
+    /// be silent longer than that and still answer. A hung server is still caught, by each
+    /// request's deadline.
+    static let http: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.timeout = .init(connect: .seconds(120), read: .seconds(900))
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
     /// Sends a request and reads the whole answer.
     func send(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [String: String] = [:]) async throws -> HTTPAnswer {
         var request = HTTPClientRequest(url: base + path)
@@ -93,7 +117,7 @@ struct RemoteServer {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: body))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(300))
+        let response = try await Self.http.execute(request, timeout: .seconds(900))
         let bytes = try await response.body.collect(upTo: 64 << 20)
         return HTTPAnswer(status: Int(response.status.code), headers: response.headers, body: Data(bytes.readableBytesView))
     }
@@ -123,7 +147,7 @@ struct RemoteServer {
         } else {
             request.body = .bytes(ByteBuffer(data: bytes))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(600))
+        let response = try await Self.http.execute(request, timeout: .seconds(900))
         let body = try await response.body.collect(upTo: 64 << 20)
         return HTTPAnswer(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
     }
@@ -144,7 +168,7 @@ struct RemoteServer {
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(data: try JSONSerialization.data(withJSONObject: json)))
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(300))
+        let response = try await Self.http.execute(request, timeout: .seconds(900))
         onHead(response.headers)
         var pending = Data()
         for try await buffer in response.body {

@@ -136,7 +136,7 @@ struct ConcurrencyTests {
                 return true
             }
         }
-        while started.value == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        try await waitUntil("the first answer to start") { started.value > 0 }
         let question = "What turns the wheel?"
         let second = try await server.post("/v1/chat/completions", [
             "temperature": 0, "max_tokens": 8,
@@ -205,7 +205,7 @@ struct ConcurrencyTests {
         defer { Task { await server.stop() } }
         let started = Count()
         let running = Self.longStream(server, lines: 100_000, started: started)
-        while started.value == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        try await waitUntil("the first answer to start") { started.value > 0 }
         // The second waits in the queue; the third finds the queue full.
         let waiting = Task {
             try await server.post("/v1/chat/completions", ["max_tokens": 2, "messages": [["role": "user", "content": "Hi"]]]).status

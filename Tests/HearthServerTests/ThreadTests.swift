@@ -10,7 +10,7 @@ import Glibc
 @Suite("Chat threads over HTTP", .serialized)
 struct ThreadTests {
     /// Sends `content` to a thread and reads the streamed events.
-    static func send(_ server: ServerFixture, thread: String, _ content: String) async throws -> [[String: Any]] {
+    static func send(_ server: ServeProcess, thread: String, _ content: String) async throws -> [[String: Any]] {
         var events: [[String: Any]] = []
         let status = try await server.stream("/v1/threads/\(thread)/messages", ["content": content]) { line in
             events.append(try jsonObject(line))
@@ -22,7 +22,7 @@ struct ThreadTests {
 
     @Test("create, list, rename, settings, send, regenerate, delete, clear-all", arguments: StoreEngine.available)
     func lifecycle(engine: StoreEngine) async throws {
-        let server = try await ServerFixture(engine: engine)
+        let server = try await ServeProcess(engine: engine)
         defer { Task { await server.stop() } }
         let first = try await server.post("/v1/threads", [:])
         #expect(first.status == 201)
@@ -76,7 +76,7 @@ struct ThreadTests {
 
     @Test("a stopped answer is not stored; the question stays", arguments: StoreEngine.available)
     func stoppedAnswer(engine: StoreEngine) async throws {
-        let server = try await ServerFixture(engine: engine)
+        let server = try await ServeProcess(engine: engine)
         defer { Task { await server.stop() } }
         let id = try #require(try await server.post("/v1/threads", [:]).json()["id"] as? String)
         var deltas = 0
@@ -89,13 +89,13 @@ struct ThreadTests {
         #expect(messages.map { $0["role"] as? String ?? "" } == ["user"])
     }
 
-    static func messages(_ server: ServerFixture, thread: String) async throws -> [[String: Any]] {
+    static func messages(_ server: ServeProcess, thread: String) async throws -> [[String: Any]] {
         try await server.get("/v1/threads/\(thread)/messages").json()["data"] as? [[String: Any]] ?? []
     }
 
     @Test("edit a question: its text is replaced, the later messages go, and a new answer streams and is stored", arguments: StoreEngine.available)
     func editQuestion(engine: StoreEngine) async throws {
-        let server = try await ServerFixture(engine: engine)
+        let server = try await ServeProcess(engine: engine)
         defer { Task { await server.stop() } }
         let id = try #require(try await server.post("/v1/threads", ["preset": "precise"]).json()["id"] as? String)
         let other = try #require(try await server.post("/v1/threads", [:]).json()["id"] as? String)
@@ -143,7 +143,7 @@ struct ThreadTests {
 
     @Test("GET /v1/threads?search= lists the threads whose name or messages hold the text", arguments: StoreEngine.available)
     func search(engine: StoreEngine) async throws {
-        let server = try await ServerFixture(engine: engine)
+        let server = try await ServeProcess(engine: engine)
         defer { Task { await server.stop() } }
         let body: [String: Any] = ["name": "Zürich trip", "messages": [
             ["role": "user", "content": "Where should we eat?"], ["role": "assistant", "content": "Try the Rösti place."]]]
@@ -168,7 +168,7 @@ struct ThreadTests {
 
     @Test("export a thread and import it back: a new thread with the same settings and messages", arguments: StoreEngine.available)
     func exportImport(engine: StoreEngine) async throws {
-        let server = try await ServerFixture(engine: engine)
+        let server = try await ServeProcess(engine: engine)
         defer { Task { await server.stop() } }
         let id = try #require(try await server.post("/v1/threads", ["preset": "precise", "system_prompt": "Be brief."]).json()["id"] as? String)
         _ = try await server.send(.PATCH, "/v1/threads/\(id)", body: #"{"name": "Fruit / \"chat\" é"}"#)
@@ -225,12 +225,12 @@ struct ThreadTests {
     /// listens on once it says so. `environment` adds to the test's own.
     static func serve(database: String?, environment: [String: String] = [:],
                       directory: TemporaryDirectory) async throws -> (Child, String) {
-        let child = try Child(try TestFiles.hearthBinary,
-                              ["serve", "--port", "0", "--model", "smollm2=\(try TestFiles.model(TestFiles.smolLM2))", "-t", "2", "-c", "2048"]
-                                + (database.map { ["--database", $0] } ?? []),
-                              environment: ProcessInfo.processInfo.environment.merging(["HF_HUB_OFFLINE": "1"].merging(environment) { _, b in b }) { _, b in b },
-                              directory: directory)
-        return (child, try await child.listeningURL())
+        var command = try ServeCommand(directory: directory)
+        command.models = ["smollm2=\(try TestFiles.model(TestFiles.smolLM2))"]
+        command.database = database.map { .named($0) } ?? .fromEnvironment
+        command.environment = environment
+        let server = try await ServeProcess(command)
+        return (server.child, server.base)
     }
 
     @Test("kill -9 of hearth serve mid-stream, then a restart: every thread and completed message is there",
@@ -267,13 +267,13 @@ struct ThreadTests {
         var deltas = 0
         _ = try? await client.stream("/v1/threads/\(threadIDs[2])/messages", ["content": "Write a very long story about a dragon."]) { line in
             if try jsonObject(line)["type"] as? String == "delta" { deltas += 1 }
-            if deltas == 3 { kill(child.process.processIdentifier, SIGKILL) }
+            if deltas == 3 { child.signal(SIGKILL) }
             return true
         }
-        #expect(await child.wait() == SIGKILL)
+        #expect(try await child.wait() == SIGKILL)
 
         (child, url) = try await Self.serve(database: second.database, environment: second.environment, directory: directory)
-        defer { kill(child.process.processIdentifier, SIGTERM) }
+        defer { child.signal(SIGTERM) }
         #expect(child.outputText.contains("Chat threads in \(engine == .sqlite ? database : "postgres://")"))
         if engine == .postgres { #expect(!child.outputText.contains(try PostgresTestServer.shared.password)) }
         let restarted = RemoteServer(base: url)
@@ -304,10 +304,10 @@ struct ThreadTests {
             (["--database", "postgres://hearth:\(secret)@127.0.0.1:notaport/hearth"], [:], ["--database", "URL"]),
         ]
         for (arguments, environment, mentions) in cases {
-            let child = try Child(try TestFiles.hearthBinary, ["serve", "--port", "0"] + arguments,
-                                  environment: ProcessInfo.processInfo.environment.merging(environment) { _, b in b },
-                                  directory: directory)
-            #expect(await child.wait() == 1)
+            var command = try ServeCommand(directory: directory)
+            (command.models, command.database, command.arguments, command.environment) = ([], .fromEnvironment, arguments, environment)
+            let child = try command.start()
+            #expect(try await child.wait() == 1)
             let said = child.errorText + child.outputText
             for word in mentions { #expect(said.contains(word), "\(arguments) \(environment): \(said)") }
             #expect(!said.contains(secret), "the password is in: \(said)")

@@ -8,20 +8,20 @@ import Testing
 /// `<tool_call>` blocks).
 @Suite("Tools and schemas over HTTP", .serialized)
 struct ToolServerTests {
-    static func fixture() async throws -> ServerFixture {
-        try await ServerFixture(parallel: 4, moreModels: { directory in
+    static func fixture() async throws -> ServeProcess {
+        try await ServeProcess(parallel: 4, moreModels: { directory in
             ["qwen-tools": try ReasoningModels.tiny("qwen2-a", template: "Qwen-Qwen2.5-7B-Instruct", in: directory.url)]
         })
     }
 
     /// Runs python_tool_clients.py against `model` with `runs` sampled requests.
-    static func clients(_ server: ServerFixture, model: String, runs: Int) async throws -> String {
+    static func clients(_ server: ServeProcess, model: String, runs: Int) async throws -> String {
         let script = TestFiles.packageRoot.appendingPathComponent("Tests/HearthServerTests/python_tool_clients.py").path
         var environment = ProcessInfo.processInfo.environment
         environment["NO_PROXY"] = "*"
         let child = try Child(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script, server.base, model, String(runs)],
                               environment: environment, directory: server.directory)
-        let status = await child.wait()
+        let status = try await child.wait()
         #expect(status == 0, "\(child.outputText)\n\(child.errorText.suffix(2000))")
         return child.outputText
     }

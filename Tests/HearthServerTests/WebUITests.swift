@@ -38,13 +38,7 @@ enum Browser {
                               environment: ProcessInfo.processInfo.environment.merging(["PYTHONUNBUFFERED": "1"]) { _, new in new },
                               directory: server.directory)
         // The script bounds each step; this bounds a browser that stops answering altogether.
-        let pid = child.process.processIdentifier
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(900))
-            kill(pid, SIGTERM)
-        }
-        let status = await child.wait()
-        watchdog.cancel()
+        let status = try await child.wait(atMost: .seconds(900))
         #expect(status == 0, "web_ui_test.py exited \(status); screenshots in \(screenshots.path)\n\(child.outputText)\n\(child.errorText)")
     }
 }
@@ -64,12 +58,12 @@ struct WebUITests {
                             ["--trickle", String(max(bytes.count / 3, 1024)), "test-org/tiny-GGUF", file.path],
                             environment: ProcessInfo.processInfo.environment, directory: directory)
         hub.killWhenTestsEnd()
-        defer { kill(hub.process.processIdentifier, SIGKILL) }
+        defer { hub.signal(SIGKILL) }
         var endpoint: URL?
         for _ in 0..<2400 where endpoint == nil {
             endpoint = hub.outputText.split(separator: "\n").first { $0.hasPrefix("http") }.flatMap { URL(string: String($0)) }
             if endpoint == nil {
-                try #require(hub.process.isRunning, "hub-emulator exited: \(hub.errorText)")
+                try #require(hub.isRunning, "hub-emulator exited: \(hub.errorText)")
                 try await Task.sleep(for: .milliseconds(50))
             }
         }

@@ -10,35 +10,26 @@ import Glibc
 
 /// A `store-writer` process, its standard output collected in a file so a full pipe never
 /// blocks it.
-private final class Writer {
-    let process = Process()
-    let output: URL
-    let errors: URL
+private struct Writer {
+    let child: Child
 
     init(database: String, threadID: String, padding: Int, directory: TemporaryDirectory) throws {
-        output = directory.file("writer-out-\(UUID().uuidString)")
-        errors = directory.file("writer-err-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.executableURL = try TestFiles.executable("store-writer")
-        process.arguments = [database, threadID, String(padding)]
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        child = try Child(try TestFiles.executable("store-writer"), [database, threadID, String(padding)],
+                          environment: ProcessInfo.processInfo.environment, directory: directory)
     }
 
     /// The ids the writer has reported so far; a line cut short by the kill is not a report.
     var reportedIDs: [Int64] {
-        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().compactMap { Int64($0) }
+        child.outputText.split(separator: "\n", omittingEmptySubsequences: false).dropLast().compactMap { Int64($0) }
     }
 
-    var errorText: String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
+    var errorText: String { child.errorText }
+    var isRunning: Bool { child.isRunning }
+    var ended: Spawn.Ending? { child.ended }
 
-    func killAndWait() async {
-        kill(process.processIdentifier, SIGKILL)
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(5)) }
+    func killAndWait() async throws {
+        child.signal(SIGKILL)
+        try await child.wait()
     }
 }
 
@@ -59,13 +50,13 @@ struct DurabilityTests {
             // A hang guard only: the writer may be starved while every other suite runs.
             let deadline = clock.now + .seconds(600)
             let wanted = 40 + Int.random(in: 0..<40, using: &generator)
-            while writer.reportedIDs.count < wanted, writer.process.isRunning, clock.now < deadline {
+            while writer.reportedIDs.count < wanted, writer.isRunning, clock.now < deadline {
                 try await Task.sleep(for: .milliseconds(5))
             }
             try await Task.sleep(for: .milliseconds(Int.random(in: 0..<15, using: &generator)))
-            #expect(writer.process.isRunning, "store-writer stopped by itself: \(writer.errorText)")
-            await writer.killAndWait()
-            #expect(writer.process.terminationReason == .uncaughtSignal)
+            #expect(writer.isRunning, "store-writer stopped by itself: \(writer.errorText)")
+            try await writer.killAndWait()
+            #expect(writer.ended == .signaled(SIGKILL))
             let ids = writer.reportedIDs
             #expect(ids.count >= 40, "round \(round): the writer reported only \(ids.count) messages in 600 s")
             reported.formUnion(ids)

@@ -82,17 +82,8 @@ public enum PythonJSONSchema {
         let folder = try TemporaryDirectory()
         let file = folder.file("request.json")
         try Data(request.jsonText.utf8).write(to: file)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, file.path]
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, case .array(let results) = try JSONValue(parsing: data), results.count == documents.count else {
+        let (status, data, message) = try Child.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", script, file.path])
+        guard status == 0, case .array(let results) = try JSONValue(parsing: data), results.count == documents.count else {
             throw TestFiles.Missing(description: "python3 jsonschema failed: \(String(decoding: message, as: UTF8.self))")
         }
         return results.map { $0.stringValue }

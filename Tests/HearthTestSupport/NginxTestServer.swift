@@ -95,17 +95,18 @@ public final class NginxTestServer: @unchecked Sendable {
                 child.killWhenTestsEnd()
                 return
             }
-            kill(child.process.processIdentifier, SIGKILL)
-            _ = await child.wait()
+            child.signal(SIGKILL)
+            _ = try? await child.wait()
             lastError = child.errorText + ((try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? "")
         }
         throw TestFiles.Missing(description: "nginx did not start: \(lastError.suffix(2000))")
     }
 
-    /// Whether nginx came to listen on `port` (false when it exited first, as when the port was taken).
+    /// Whether nginx came to listen on `port` (false when it exited first, as when the port was
+    /// taken), within two minutes (on a busy machine it may be slow to start).
     private static func answers(port: Int, child: Child) async throws -> Bool {
-        for _ in 0..<400 {
-            guard child.process.isRunning else { return false }
+        for _ in 0..<4800 {
+            guard child.isRunning else { return false }
             if canConnect(port: port) { return true }
             try await Task.sleep(for: .milliseconds(25))
         }
@@ -119,8 +120,8 @@ public final class NginxTestServer: @unchecked Sendable {
 
     /// Stops nginx (SIGTERM: at once) and waits for it.
     public func stop() async {
-        kill(child.process.processIdentifier, SIGTERM)
-        _ = await child.wait(atMost: .seconds(30))
+        child.signal(SIGTERM)
+        _ = try? await child.wait()
     }
 
 }

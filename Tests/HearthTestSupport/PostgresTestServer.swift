@@ -235,55 +235,20 @@ public final class PostgresTestServer: Sendable {
         }
         let pid = try spawn(argv + arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new },
                             output: output.path, errors: errors.path)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let ending = try Spawn.waitBlocking(pid, atMost: .seconds(600), name: (executable as NSString).lastPathComponent, errors: errors.path)
         let printed = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        // Exited normally with 0: WIFEXITED and WEXITSTATUS, which Swift does not import.
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+        guard ending == .exited(0) else {
             let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-            throw TestFiles.Missing(description: "\((executable as NSString).lastPathComponent) \(arguments.prefix(3).joined(separator: " ")) … failed (status \(status)): \(said)\(printed)")
+            throw TestFiles.Missing(description: "\((executable as NSString).lastPathComponent) \(arguments.prefix(3).joined(separator: " ")) … failed (\(ending)): \(said)\(printed)")
         }
         return printed
     }
 
-    /// Starts `argv` with only standard input (/dev/null), output and error (the files at
-    /// `output` and `errors`, created) open, in a session of its own when `newSession`.
-    ///
-    /// Not Foundation's Process: on Linux it passes the child a socket whose closing tells it
-    /// the child has exited, and the server that `pg_ctl start` leaves behind would keep it
-    /// open, so waiting for pg_ctl would wait for the server.
+    /// Starts `argv` from / (which the server's user can enter; it may not enter the working
+    /// directory), its output and error in files, in a session of its own when `newSession`.
     private static func spawn(_ argv: [String], environment: [String: String], output: String, errors: String,
                               newSession: Bool = false) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        // Every other descriptor this process has open (glibc ignores those closed meanwhile).
-        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        for descriptor in open.compactMap(Int32.init) where descriptor > 2 {
-            posix_spawn_file_actions_addclose(&actions, descriptor)
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // glibc's POSIX_SPAWN_SETSID, which Swift does not import.
-        if newSession { posix_spawnattr_setflags(&attributes, 0x80) }
-        // From /, which the server's user can enter (it may not enter the working directory).
-        let argv = ["/bin/sh", "-c", "cd / && exec \"$@\"", "sh"] + argv
-        let arguments = argv.map { strdup($0) } + [nil]
-        let variables = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            arguments.forEach { free($0) }
-            variables.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, argv[0], &actions, &attributes, arguments, variables)
-        guard result == 0 else {
-            throw TestFiles.Missing(description: "Cannot start \(argv[0]): \(String(cString: strerror(result)))")
-        }
-        return pid
+        try Spawn.start(argv, environment: environment, output: output, errors: errors, workingDirectory: "/", newSession: newSession)
     }
 
     /// The directory holding initdb, pg_ctl and postgres: the newest /usr/lib/postgresql/N/bin

@@ -13,12 +13,7 @@ public enum Tools {
     /// Runs `name` with `arguments` to its end and returns its exit status.
     @discardableResult
     public static func run(_ name: String, _ arguments: [String], package: String? = nil) throws -> Int32 {
-        let process = Process()
-        process.executableURL = try path(name, package: package)
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        try Child.run(try path(name, package: package), arguments).status
     }
 
     /// espeak-ng's speech of `text` (with `options` such as a voice) as 16 kHz mono 16-bit PCM

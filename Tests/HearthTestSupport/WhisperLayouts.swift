@@ -50,16 +50,8 @@ public enum WhisperLayouts {
         // leaves a half-written folder under the stamp.
         let partial = root.appendingPathComponent("partial-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: partial) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path, partial.path, model.path]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let (status, _, message) = try Child.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script.path, partial.path, model.path])
+        guard status == 0 else {
             throw TestFiles.Missing(description: "scripts/make-whisper-layouts.py failed: \(String(decoding: message, as: UTF8.self))")
         }
         // Older stamps are of an older script or model.
