@@ -13,6 +13,8 @@ import ollama
 import openai
 
 base, expected_path = sys.argv[1], sys.argv[2]
+# Every request may wait minutes: the server shares a 2-core machine with the whole suite.
+TIMEOUT = 600
 with open(expected_path) as f:
     expected = json.load(f)
 checks = []
@@ -24,7 +26,7 @@ def check(name, condition, detail=""):
     checks.append(name)
 
 
-client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
+client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=TIMEOUT)
 
 
 def openai_checks():
@@ -74,7 +76,7 @@ def openai_checks():
 def ollama_checks():
     question = expected["question"]
     messages = [{"role": "user", "content": question}]
-    o = ollama.Client(host=base)
+    o = ollama.Client(host=base, timeout=TIMEOUT)
     names = [m.model for m in o.list().models]
     check("ollama list", "smollm2" in names, names)
     options = {"temperature": 0, "num_predict": 24}

@@ -11,6 +11,8 @@ import ollama
 import openai
 
 base, expected_path = sys.argv[1], sys.argv[2]
+# Every request may wait minutes: the server shares a 2-core machine with the whole suite.
+TIMEOUT = 600
 with open(expected_path) as f:
     expected = json.load(f)
 checks = []
@@ -39,7 +41,7 @@ def streamed_openai(**request):
 
 
 # --- openai ---
-client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
+client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=TIMEOUT)
 want = expected["chat"]
 request = dict(model="smollm2-thinking", messages=expected["messages"], temperature=0, max_tokens=80)
 chat = client.chat.completions.create(**request)
@@ -80,7 +82,7 @@ except openai.BadRequestError as error:
     check("openai bad enable_thinking", "enable_thinking" in str(error), str(error))
 
 # --- ollama ---
-o = ollama.Client(host=base)
+o = ollama.Client(host=base, timeout=TIMEOUT)
 options = {"temperature": 0, "num_predict": 80}
 reply = o.chat(model="smollm2-thinking", messages=expected["ollama_messages"], options=options, think=True)
 check("ollama thinking", reply.message.thinking == want["reasoning"], repr(reply.message))

@@ -15,6 +15,8 @@ import ollama
 import openai
 
 base, model, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# Every request may wait minutes: the server shares a 2-core machine with the whole suite.
+TIMEOUT = 600
 checks = []
 
 
@@ -62,7 +64,7 @@ def run_tool(name, args):
     return f"Sunny, 21 degrees in {args['city']}." if name == "get_weather" else f"It is 14:05 in {args['city']}."
 
 
-client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
+client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=TIMEOUT)
 
 # --- A complete loop, not streamed: the model must call, the tools run, the model answers. ---
 first = client.chat.completions.create(model=model, messages=QUESTION, tools=TOOLS, tool_choice="required",
@@ -141,7 +143,7 @@ except openai.BadRequestError as error:
 check("unsupported keyword refused by name", bad is not None and "patternProperties" in bad, bad)
 
 # --- ollama: tools and a format schema. ---
-oc = ollama.Client(host=base)
+oc = ollama.Client(host=base, timeout=TIMEOUT)
 reply = oc.chat(model=model, messages=QUESTION, tools=TOOLS, options={"temperature": 0, "num_predict": 1000})
 # Ollama has no tool_choice: a model may answer or call; when it calls, the calls validate.
 for call in reply.message.tool_calls or []:

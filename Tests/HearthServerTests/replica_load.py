@@ -22,7 +22,7 @@ QUESTIONS = ["Say hi in three words.", "Name a colour.", "Count to three.", "Say
              "Name a fruit.", "Give me a number.", "Say good morning.", "Name an animal."]
 
 
-def request(base, method, path, body=None, timeout=120):
+def request(base, method, path, body=None, timeout=600):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(base + path, data=data, method=method)
     if body is not None:
@@ -37,7 +37,7 @@ def stream_message(base, thread_id, content):
                                  data=json.dumps({"content": content}).encode(), method="POST")
     req.add_header("Content-Type", "application/json")
     done = None
-    with urllib.request.urlopen(req, timeout=300) as response:
+    with urllib.request.urlopen(req, timeout=600) as response:
         replica = response.headers.get("X-Hearth-Replica")
         for raw in response:
             line = raw.decode().strip()
