@@ -1,4 +1,5 @@
 #include "hk_activations.h"
+#include "hk_audio.h"
 #include "internal.h"
 #include "exp_approx.h"
 #include "reduce.h"
@@ -246,4 +247,31 @@ void hk_rope_rotate(int isa, float *x, int64_t heads, int64_t head_dim, int64_t 
     if (isa == HK_ISA_AVX2) { rope_rotate_avx2(x, heads, head_dim, dims, table, adjacent); return; }
 #endif
     rope_rotate_portable(x, heads, head_dim, dims, table, adjacent);
+}
+
+// log Σ e^x for a logit row (Whisper's timestamp rule), the exponentials summed in 8 lanes.
+#ifdef HK_X86
+__attribute__((target("avx2,fma")))
+static void exp_lanes_avx2(const float *x, int64_t whole, float shift, float *lanes) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256 s = _mm256_set1_ps(shift);
+    for (int64_t j = 0; j < whole; j += 8) acc = _mm256_add_ps(acc, hk_exp_approx8(_mm256_sub_ps(_mm256_loadu_ps(x + j), s)));
+    _mm256_storeu_ps(lanes, acc);
+}
+#endif
+
+float hk_logsumexp_f32(int isa, const float *x, int64_t n) {
+    float largest = -INFINITY;
+    for (int64_t j = 0; j < n; j++) if (x[j] > largest) largest = x[j];
+    if (!(largest > -INFINITY)) return -INFINITY;
+    float lanes[8] = {0};
+    const int64_t whole = n - n % 8;
+#if HK_HAVE_AVX2
+    if (isa == HK_ISA_AVX2) exp_lanes_avx2(x, whole, largest, lanes); else
+#endif
+    for (int64_t j = 0; j < whole; j += 8)
+        for (int l = 0; l < 8; l++) lanes[l] += hk_exp_approx(x[j + l] - largest);
+    float sum = hk_reduce8(lanes);
+    for (int64_t j = whole; j < n; j++) sum += hk_exp_approx(x[j] - largest);
+    return largest + logf(sum);
 }

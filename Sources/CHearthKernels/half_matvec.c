@@ -112,19 +112,3 @@ void hk_matmul_f16w_f32(int isa, const uint16_t *w, int64_t r0, int64_t r1, int6
         for (int64_t c = 0; c < cols; c++)
             for (int64_t r = r0; r < r1; r++) out[c * out_stride + r] += bias[r];
 }
-
-void hk_attend_one_f32(int isa, const float *q, const float *keys, const float *values, int64_t stride, int64_t count,
-                       int64_t head_dim, float scale, float *scores, float *out) {
-    float largest = -INFINITY;
-    for (int64_t j = 0; j < count; j++) {
-        scores[j] = hk_dot_f32(isa, q, keys + j * stride, head_dim) * scale;
-        if (scores[j] > largest) largest = scores[j];
-    }
-    float sum = 0;
-    for (int64_t j = 0; j < count; j++) {
-        scores[j] = expf(scores[j] - largest);
-        sum += scores[j];
-    }
-    for (int64_t i = 0; i < head_dim; i++) out[i] = 0;
-    for (int64_t j = 0; j < count; j++) hk_axpy_f32(isa, scores[j] / sum, values + j * stride, out, head_dim);
-}

@@ -24,7 +24,8 @@ void hk_matmul_f16w_f32(int isa, const uint16_t *w, int64_t r0, int64_t r1, int6
                         int64_t cols, const float *bias, float *out, int64_t out_stride);
 
 /// One query of head_dim floats over `count` keys and values (key j at keys + j * stride):
-/// out = Σⱼ softmaxⱼ(scale · q·kⱼ) vⱼ, with hk_dot_f32 and hk_axpy_f32 doing the sums.
+/// out = Σⱼ softmaxⱼ(scale · q·kⱼ) vⱼ, with hk_dot_f32 and hk_axpy_f32 doing the sums: hk_attention_run
+/// in the orders of Whisper's self-attention (expf summed in order, each weight divided by the sum).
 /// `scores` holds `count` floats.
 void hk_attend_one_f32(int isa, const float *q, const float *keys, const float *values, int64_t stride, int64_t count,
                        int64_t head_dim, float scale, float *scores, float *out);
@@ -32,7 +33,9 @@ void hk_attend_one_f32(int isa, const float *q, const float *keys, const float *
 /// One query head of head_dim floats over `count` keys and values stored transposed: key j's
 /// element d at kt[d * count + j], value j's at vt[d * count + j]. out = Σⱼ softmaxⱼ(scale · q·kⱼ) vⱼ;
 /// `scores` (count floats) is left holding exp(scale · q·kⱼ − max), the softmax before its
-/// normalization. Both paths give the same bits.
+/// normalization. hk_attention_run in CTranslate2's orders (each score one chain over the
+/// dimensions, hk_exp_approx summed in 8 lanes, each output 8 lanes over the positions divided
+/// by the sum); both paths give the same bits.
 void hk_attend_transposed_f32(int isa, const float *q, const float *kt, const float *vt, int64_t count, int64_t head_dim,
                               float scale, float *scores, float *out);
 
