@@ -28,7 +28,7 @@ public final class CrossEncoderModel: Sendable {
     }
 
     /// The encoder with its pooler and classifier.
-    public let encoder: BertModel
+    public let encoder: EncoderModel
     /// Its tokenizer; `maximumLength` is the pair's limit, special tokens included.
     public let tokenizer: WordPieceTokenizer
     /// The classifier's labels in order (`id2label`).
@@ -48,7 +48,7 @@ public final class CrossEncoderModel: Sendable {
     /// they are there. Any other architecture is refused by name.
     public init(directory: URL, threads: Int? = nil) throws {
         let folder = try CrossEncoderFolder(directory: directory)
-        encoder = try BertModel(directory: directory, threads: threads, classifierLabels: folder.labels.count)
+        encoder = try EncoderModel(directory: directory, threads: threads, classifierLabels: folder.labels.count)
         let positions = encoder.configuration.maximumPositions
         // CrossEncoder caps the tokenizer's length at the position table; a longer one could
         // not run.

@@ -17,7 +17,7 @@ public final class SentenceEmbeddingModel: Sendable {
     }
 
     /// The encoder.
-    public let encoder: BertModel
+    public let encoder: EncoderModel
     /// Its tokenizer, cut at the pipeline's maximum sequence length.
     public let tokenizer: WordPieceTokenizer
     /// The pooling the pipeline uses.
@@ -42,7 +42,7 @@ public final class SentenceEmbeddingModel: Sendable {
             }
             return object as? [String: Any]
         }
-        encoder = try BertModel(directory: directory, threads: threads)
+        encoder = try EncoderModel(directory: directory, threads: threads)
         var pooling = Pooling.mean
         var normalizes = true
         let modulesURL = directory.appendingPathComponent("modules.json")

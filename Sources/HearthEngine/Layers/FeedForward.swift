@@ -59,3 +59,15 @@ struct FeedForward: FeedForwardLayer {
         return output
     }
 }
+
+/// A feed-forward network that is not gated: `down(act(up(x)))`, GELU with the error function
+/// fused into the first product (BERT, Whisper). Gated networks (SiLU, tanh GELU) are
+/// `FeedForward`.
+struct DenseFeedForward: @unchecked Sendable {
+    /// (hidden, width), GELU applied to its outputs.
+    let up: DenseMatrix
+    /// (width, hidden).
+    let down: DenseMatrix
+
+    var hidden: Int { up.rows }
+}
