@@ -4,7 +4,7 @@ import HearthFormats
 /// A row-major F32 weight matrix, as encoder models in safetensors keep them, and its product
 /// with a batch of activation rows. The weights are copied once into the layout the product
 /// reads (panels of 16 rows, k-major inside a panel), so the source need not outlive the matrix.
-public final class DenseMatrix: @unchecked Sendable {
+public final class DenseMatrix: Matrix, @unchecked Sendable {
     /// Output features.
     public let rows: Int
     /// Input features.
@@ -22,11 +22,7 @@ public final class DenseMatrix: @unchecked Sendable {
     private let packed: UnsafeMutableRawPointer
 
     /// What the product applies to each output after the bias.
-    public enum Activation: Sendable {
-        case none
-        /// GELU with the error function, as `EncoderKernels.gelu` computes it (the same bits).
-        case gelu
-    }
+    public typealias Activation = MatrixActivation
 
     /// A matrix of `rows × columns` floats at `weights`, row `r` starting `r * rowStride` floats
     /// in (`columns` when nil), with an optional `bias` of `rows` floats.
@@ -73,6 +69,9 @@ public final class DenseMatrix: @unchecked Sendable {
         Int(hk_gemm_packed_count(Int64(rows), Int64(columns))) * MemoryLayout<Float>.size
     }
 
+    /// Inputs are floats as they are.
+    public var inputType: GGMLType { .f32 }
+
     /// Row `r` of the weights into `output` (`columns` floats).
     public func row(_ r: Int, into output: UnsafeMutablePointer<Float>) {
         let panel = packed.assumingMemoryBound(to: Float.self) + (r / 16) * 16 * columns + r % 16
@@ -90,5 +89,13 @@ public final class DenseMatrix: @unchecked Sendable {
                            Int64(range.lowerBound), Int64(range.upperBound), input, Int64(inputStride), Int64(count),
                            bias, activation == .gelu ? Int32(HK_GEMM_GELU) : Int32(HK_GEMM_NONE), output,
                            Int64(outputStride))
+    }
+
+    /// The product with float input rows, the bias and the activation inside the kernel.
+    public func multiply(_ input: MatrixInput, rows range: Range<Int>, output: UnsafeMutablePointer<Float>, outputStride: Int,
+                         activation: MatrixActivation) {
+        let x = input.floats
+        multiply(x.pointer, inputStride: x.stride, count: input.count, rows: range, output: output, outputStride: outputStride,
+                 activation: activation)
     }
 }

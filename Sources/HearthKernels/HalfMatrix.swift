@@ -4,7 +4,7 @@ import HearthFormats
 /// A row-major matrix of half-precision weights, multiplied with one float vector at a time in
 /// float arithmetic: half the bytes of float weights to read, the same products (every half is
 /// a float). For decoders whose weights are stored as F16 and read once per token.
-public final class HalfMatrix: @unchecked Sendable {
+public final class HalfMatrix: Matrix, @unchecked Sendable {
     /// Output features.
     public let rows: Int
     /// Input features.
@@ -44,12 +44,15 @@ public final class HalfMatrix: @unchecked Sendable {
     public func row(_ r: Int, into output: UnsafeMutablePointer<Float>) {
         for k in 0..<columns { output[k] = Half(bits: weights[r * columns + k]).float }
     }
-}
 
-/// A copy of `count` bias values that the matrix owns (and deallocates), or nil.
-func copiedBias(_ bias: UnsafePointer<Float>?, count: Int) -> UnsafeMutablePointer<Float>? {
-    guard let bias else { return nil }
-    let copy = UnsafeMutablePointer<Float>.allocate(capacity: count)
-    copy.initialize(from: bias, count: count)
-    return copy
+    /// Inputs are floats as they are.
+    public var inputType: GGMLType { .f32 }
+
+    /// The product with float input rows, the bias inside the kernel and the activation after it.
+    public func multiply(_ input: MatrixInput, rows range: Range<Int>, output: UnsafeMutablePointer<Float>, outputStride: Int,
+                         activation: MatrixActivation) {
+        let x = input.floats
+        multiply(x.pointer, inputStride: x.stride, count: input.count, rows: range, output: output, outputStride: outputStride)
+        finishProducts(output, outputStride: outputStride, count: input.count, rows: range, bias: nil, activation: activation)
+    }
 }

@@ -6,13 +6,13 @@ import HearthFormats
 /// each input row is rounded to Q8_0 as well, and each block's integer product is scaled and
 /// summed in float. A quarter of the bytes of float weights, and results close to the float
 /// product, not equal to it.
-public final class Q8Matrix: @unchecked Sendable {
+public final class Q8Matrix: Matrix, @unchecked Sendable {
     /// Output features.
-    public let rows: Int
+    public var rows: Int { blocks.rows }
     /// Input features, a multiple of 32.
-    public let columns: Int
-    private let kernel: RowKernel
-    private let rowBytes: Int
+    public var columns: Int { blocks.columns }
+    /// The rows as blocks, in `weights`.
+    private let blocks: BlockMatrix
     private let weights: UnsafeMutableRawPointer
     private let bias: UnsafeMutablePointer<Float>?
 
@@ -23,12 +23,10 @@ public final class Q8Matrix: @unchecked Sendable {
 
     private init(rows: Int, columns: Int, bias: UnsafePointer<Float>?) {
         precondition(rows > 0 && Self.supports(columns: columns), "Q8_0 rows need a multiple of 32 columns, not \(columns)")
-        self.rows = rows
-        self.columns = columns
         // A Q8_0 weight kernel exists on every path.
-        kernel = try! RowKernel(weightType: .q8_0)
-        rowBytes = kernel.weightBytes(count: columns)
-        weights = .allocate(byteCount: rows * rowBytes, alignment: 64)
+        let kernel = try! RowKernel(weightType: .q8_0)
+        weights = .allocate(byteCount: rows * kernel.weightBytes(count: columns), alignment: 64)
+        blocks = BlockMatrix(weights, rows: rows, columns: columns, kernel: kernel)
         self.bias = copiedBias(bias, count: rows)
     }
 
@@ -43,7 +41,7 @@ public final class Q8Matrix: @unchecked Sendable {
         for r in 0..<rows {
             let row = floats + r * (rowStride ?? columns)
             for b in 0..<columns / block {
-                let x = row + b * block, out = weights + r * rowBytes + b * blockBytes
+                let x = row + b * block, out = weights + r * blocks.rowBytes + b * blockBytes
                 var amax: Float = 0
                 for j in 0..<block { amax = max(amax, abs(x[j])) }
                 // d = max|x| / 127 and q = round(x / d), halves away from zero (C's roundf).
@@ -60,7 +58,7 @@ public final class Q8Matrix: @unchecked Sendable {
     /// alignment), with an optional `bias` of `rows` floats.
     public convenience init(rows: Int, columns: Int, blocks: UnsafeRawPointer, bias: UnsafePointer<Float>?) {
         self.init(rows: rows, columns: columns, bias: bias)
-        weights.copyMemory(from: blocks, byteCount: rows * rowBytes)
+        weights.copyMemory(from: blocks, byteCount: weightBytes)
     }
 
     deinit {
@@ -70,16 +68,16 @@ public final class Q8Matrix: @unchecked Sendable {
 
     /// Bytes of `count` input rows rounded by `quantize`.
     public func quantizedBytes(count: Int) -> Int {
-        count * kernel.activationBytes(count: columns)
+        count * blocks.kernel.activationBytes(count: columns)
     }
 
     /// Rounds input rows `range` (row `c` at `input + c * inputStride`) to Q8_0 into
     /// `quantized`, where row `c` starts at `c * quantizedBytes(count: 1)`.
     public func quantize(_ input: UnsafePointer<Float>, inputStride: Int, rows range: Range<Int>,
                          into quantized: UnsafeMutableRawPointer) {
-        let bytes = kernel.activationBytes(count: columns)
+        let bytes = blocks.kernel.activationBytes(count: columns)
         for c in range {
-            kernel.quantizeActivations(input + c * inputStride, into: quantized + c * bytes, count: columns)
+            blocks.kernel.quantizeActivations(input + c * inputStride, into: quantized + c * bytes, count: columns)
         }
     }
 
@@ -88,31 +86,27 @@ public final class Q8Matrix: @unchecked Sendable {
     /// depend on `range` or on the other rows.
     public func multiply(quantized: UnsafeRawPointer, count: Int, rows range: Range<Int>,
                          output: UnsafeMutablePointer<Float>, outputStride: Int,
-                         activation: DenseMatrix.Activation = .none) {
-        precondition(range.lowerBound >= 0 && range.upperBound <= rows)
-        guard !range.isEmpty, count > 0 else { return }
-        let bytes = kernel.activationBytes(count: columns)
-        if count == 1 {
-            kernel.matVec(weights: weights, rowBytes: rowBytes, rows: range, activations: quantized, count: columns,
-                          output: output + range.lowerBound)
-        } else {
-            kernel.matMul(weights: weights, rowBytes: rowBytes, rows: range, activations: quantized, activationStride: bytes,
-                          columns: count, count: columns, output: output, outputStride: outputStride)
-        }
-        for c in 0..<count {
-            let out = output + c * outputStride + range.lowerBound
-            if let bias {
-                for i in 0..<range.count { out[i] += bias[range.lowerBound + i] }
-            }
-            if activation == .gelu { EncoderKernels.gelu(out, count: range.count) }
-        }
+                         activation: MatrixActivation = .none) {
+        multiply(MatrixInput(base: quantized, stride: quantizedBytes(count: 1), count: count), rows: range, output: output,
+                 outputStride: outputStride, activation: activation)
+    }
+
+    /// Input rows are rounded to Q8_0.
+    public var inputType: GGMLType { .q8_0 }
+
+    /// The blocks' product, then the bias and the activation.
+    public func multiply(_ input: MatrixInput, rows range: Range<Int>, output: UnsafeMutablePointer<Float>, outputStride: Int,
+                         activation: MatrixActivation) {
+        blocks.multiply(input, rows: range, output: output, outputStride: outputStride)
+        guard !range.isEmpty, input.count > 0 else { return }
+        finishProducts(output, outputStride: outputStride, count: input.count, rows: range, bias: bias, activation: activation)
     }
 
     /// Row `r` of the weights as floats into `output` (`columns` floats).
     public func row(_ r: Int, into output: UnsafeMutablePointer<Float>) {
-        try! dequantizeRow(.q8_0, weights + r * rowBytes, into: output, count: columns)
+        blocks.row(r, into: output)
     }
 
     /// Bytes of the weights.
-    public var weightBytes: Int { rows * rowBytes }
+    public var weightBytes: Int { blocks.weightBytes }
 }

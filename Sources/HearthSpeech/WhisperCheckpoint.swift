@@ -149,10 +149,10 @@ extension WhisperCheckpoint {
 
     /// `weight` for the decoder, which multiplies one token's vector at a time: half precision
     /// when every piece is F16 (half the bytes a token reads), else floats.
-    func vector(_ weight: WhisperWeight, rows: Int, columns: Int, bias hasBias: Bool = true) throws -> WhisperModel.VectorMatrix {
+    func vector(_ weight: WhisperWeight, rows: Int, columns: Int, bias hasBias: Bool = true) throws -> any Matrix {
         let pieces = try stack(weight, shape: [rows, columns])
         guard pieces.allSatisfy({ $0.tensor.type == .f16 }) else {
-            return .float(try dense(weight, shape: [rows, columns], bias: hasBias))
+            return try dense(weight, shape: [rows, columns], bias: hasBias)
         }
         var halves = [UInt8](repeating: 0, count: rows * columns * 2)
         halves.withUnsafeMutableBytes { out in
@@ -163,7 +163,7 @@ extension WhisperCheckpoint {
             }
         }
         let b = hasBias ? try bias(pieces, rows: rows) : nil
-        return .half(halves.withUnsafeBytes { HalfMatrix(rows: rows, columns: columns, halfBits: $0.baseAddress!, bias: b) })
+        return halves.withUnsafeBytes { HalfMatrix(rows: rows, columns: columns, halfBits: $0.baseAddress!, bias: b) }
     }
 
     /// `weight` (of two dimensions) as Q8_0: a Q8_0 file's blocks as they are, other types

@@ -58,95 +58,26 @@ public final class WhisperModel: @unchecked Sendable {
 
     struct EncoderLayer {
         let attentionNorm: LayerNorm
-        let qkv: BatchMatrix            // (3 width, width)
-        let attentionOutput: BatchMatrix
+        let qkv: any Matrix             // (3 width, width)
+        let attentionOutput: any Matrix
         let feedForwardNorm: LayerNorm
-        let up: BatchMatrix             // (4 width, width), GELU
-        let down: BatchMatrix
+        let up: any Matrix              // (4 width, width), GELU
+        let down: any Matrix
     }
 
-    /// An encoder matrix, multiplied with all of a window's rows at once: packed floats, or
-    /// Q8_0 when the model is loaded with `WhisperWeights.q8_0`.
-    enum BatchMatrix {
-        case float(DenseMatrix)
-        case q8_0(Q8Matrix)
-
-        var rows: Int {
-            switch self {
-            case .float(let m): return m.rows
-            case .q8_0(let m): return m.rows
-            }
-        }
-
-        var weightBytes: Int {
-            switch self {
-            case .float(let m): return m.weightBytes
-            case .q8_0(let m): return m.weightBytes
-            }
-        }
-    }
-
-    /// A decoder matrix, multiplied with one token's vector at a time: half-precision weights
-    /// stay half (half the bytes a token reads), others are float, or all are Q8_0 when the
-    /// model is loaded with `WhisperWeights.q8_0`.
-    enum VectorMatrix {
-        case half(HalfMatrix)
-        case float(DenseMatrix)
-        case q8_0(Q8Matrix)
-
-        var rows: Int {
-            switch self {
-            case .half(let m): return m.rows
-            case .float(let m): return m.rows
-            case .q8_0(let m): return m.rows
-            }
-        }
-
-        var weightBytes: Int {
-            switch self {
-            case .half(let m): return m.weightBytes
-            case .float(let m): return m.weightBytes
-            case .q8_0(let m): return m.weightBytes
-            }
-        }
-
-        /// Row `r` as floats.
-        func row(_ r: Int, into output: UnsafeMutablePointer<Float>) {
-            switch self {
-            case .half(let m): m.row(r, into: output)
-            case .float(let m): m.row(r, into: output)
-            case .q8_0(let m): m.row(r, into: output)
-            }
-        }
-
-        /// `count` vectors of `columns` floats, one after another, into rows of `rows` results.
-        func multiply(_ x: UnsafePointer<Float>, count: Int, rows range: Range<Int>, output: UnsafeMutablePointer<Float>) {
-            switch self {
-            case .half(let m):
-                m.multiply(x, inputStride: m.columns, count: count, rows: range, output: output, outputStride: m.rows)
-            case .float(let m):
-                m.multiply(x, inputStride: m.columns, count: count, rows: range, output: output, outputStride: m.rows)
-            case .q8_0(let m):
-                // A few vectors: each thread rounds them itself rather than wait for a shared copy.
-                withUnsafeTemporaryAllocation(byteCount: m.quantizedBytes(count: count), alignment: 64) { q in
-                    m.quantize(x, inputStride: m.columns, rows: 0..<count, into: q.baseAddress!)
-                    m.multiply(quantized: q.baseAddress!, count: count, rows: range, output: output, outputStride: m.rows)
-                }
-            }
-        }
-    }
-
+    /// The decoder's matrices but `crossKV` are multiplied with a few tokens' vectors at a time:
+    /// half-precision weights stay half there (half the bytes a token reads).
     struct DecoderLayer {
         let selfNorm: LayerNorm
-        let selfQKV: VectorMatrix
-        let selfOutput: VectorMatrix
+        let selfQKV: any Matrix
+        let selfOutput: any Matrix
         let crossNorm: LayerNorm
-        let crossQuery: VectorMatrix
-        let crossKV: BatchMatrix        // (2 width, width) over the encoder's output
-        let crossOutput: VectorMatrix
+        let crossQuery: any Matrix
+        let crossKV: any Matrix         // (2 width, width) over the encoder's output
+        let crossOutput: any Matrix
         let feedForwardNorm: LayerNorm
-        let up: VectorMatrix
-        let down: VectorMatrix
+        let up: any Matrix
+        let down: any Matrix
     }
 
     let conv1: DenseMatrix              // (width, mels * 3)
@@ -156,7 +87,7 @@ public final class WhisperModel: @unchecked Sendable {
     let encoderPositions: [Float]
     let encoderLayers: [EncoderLayer]
     let encoderNorm: LayerNorm
-    let embedding: VectorMatrix         // (vocab, width), also the output projection
+    let embedding: any Matrix           // (vocab, width), also the output projection
     let decoderPositions: [Float]
     let decoderLayers: [DecoderLayer]
     let decoderNorm: LayerNorm
@@ -214,12 +145,13 @@ public final class WhisperModel: @unchecked Sendable {
         // With .q8_0, every matrix but the convolutions, as whisper.cpp quantizes them; one
         // whose rows are not whole blocks of 32 stays float.
         let quantize = { (columns: Int) in weights == .q8_0 && Q8Matrix.supports(columns: columns) }
-        func batch(_ weight: WhisperWeight, shape: [Int]) throws -> BatchMatrix {
-            quantize(shape[1]) ? .q8_0(try w.q8_0(weight, shape: shape)) : .float(try w.dense(weight, shape: shape))
+        func batch(_ weight: WhisperWeight, shape: [Int]) throws -> any Matrix {
+            if quantize(shape[1]) { return try w.q8_0(weight, shape: shape) }
+            return try w.dense(weight, shape: shape)
         }
-        func decoderMatrix(_ weight: WhisperWeight, rows: Int, columns: Int, bias: Bool = true) throws -> VectorMatrix {
-            quantize(columns) ? .q8_0(try w.q8_0(weight, shape: [rows, columns], bias: bias))
-                : try w.vector(weight, rows: rows, columns: columns, bias: bias)
+        func decoderMatrix(_ weight: WhisperWeight, rows: Int, columns: Int, bias: Bool = true) throws -> any Matrix {
+            if quantize(columns) { return try w.q8_0(weight, shape: [rows, columns], bias: bias) }
+            return try w.vector(weight, rows: rows, columns: columns, bias: bias)
         }
         encoderPositions = try w.floats(.encoderPositions, [d.audioContext, width])
         encoderLayers = try (0..<d.encoderLayers).map { i in
@@ -251,50 +183,6 @@ public final class WhisperModel: @unchecked Sendable {
         pool = WorkerPool(threadCount: max(1, threads))
     }
 
-    /// `output = matrix · input` over `count` rows, the output features split across the threads.
-    private func multiply(_ matrix: DenseMatrix, _ input: UnsafePointer<Float>, count: Int, output: UnsafeMutablePointer<Float>,
-                          outputStride: Int? = nil, activation: DenseMatrix.Activation = .none) {
-        let threads = pool.threadCount
-        pool.run { thread in
-            let part = WorkerPool.chunk(matrix.rows, part: thread, of: threads, granularity: 16)
-            if !part.isEmpty {
-                matrix.multiply(input, inputStride: matrix.columns, count: count, rows: part, output: output,
-                                outputStride: outputStride ?? matrix.rows, activation: activation)
-            }
-        }
-    }
-
-    /// `output = matrix · input` over `count` rows: a float matrix as above; a Q8_0 one with
-    /// the rows rounded to Q8_0 first, split across the threads, then the output features split.
-    private func multiply(_ matrix: BatchMatrix, _ input: UnsafePointer<Float>, count: Int, output: UnsafeMutablePointer<Float>,
-                          activation: DenseMatrix.Activation = .none) {
-        switch matrix {
-        case .float(let m):
-            multiply(m, input, count: count, output: output, activation: activation)
-        case .q8_0(let m):
-            let threads = pool.threadCount
-            let quantized = UnsafeMutableRawPointer.allocate(byteCount: m.quantizedBytes(count: count), alignment: 64)
-            defer { quantized.deallocate() }
-            pool.run { thread in
-                m.quantize(input, inputStride: m.columns, rows: WorkerPool.chunk(count, part: thread, of: threads), into: quantized)
-            }
-            pool.run { thread in
-                let part = WorkerPool.chunk(m.rows, part: thread, of: threads, granularity: 16)
-                m.multiply(quantized: quantized, count: count, rows: part, output: output, outputStride: m.rows, activation: activation)
-            }
-        }
-    }
-
-    /// `output = matrix · x` for `count` vectors (rows of `matrix.columns` floats, results rows of
-    /// `matrix.rows`), the matrix's rows split across the threads.
-    private func multiply(_ matrix: VectorMatrix, _ x: UnsafePointer<Float>, count: Int, output: UnsafeMutablePointer<Float>) {
-        let threads = pool.threadCount
-        pool.run { thread in
-            let part = WorkerPool.chunk(matrix.rows, part: thread, of: threads, granularity: 16)
-            if !part.isEmpty { matrix.multiply(x, count: count, rows: part, output: output) }
-        }
-    }
-
     /// The encoder's output, (audioContext, width), for one window of `windowFrames` mel frames
     /// (mel-major: band m of frame f at `mel[m * frameStride + f]`).
     public func encode(_ mel: UnsafePointer<Float>, frameStride: Int) -> [Float] {
@@ -310,7 +198,7 @@ public final class WhisperModel: @unchecked Sendable {
         }
         var first = [Float](repeating: 0, count: frames * width)
         columns.withUnsafeBufferPointer { x in
-            first.withUnsafeMutableBufferPointer { multiply(conv1, x.baseAddress!, count: frames, output: $0.baseAddress!, activation: .gelu) }
+            first.withUnsafeMutableBufferPointer { pool.multiply(conv1, x.baseAddress!, count: frames, output: $0.baseAddress!, activation: .gelu) }
         }
         // conv2 (kernel 3, stride 2, padding 1): row t holds first[2t + k - 1][c].
         columns = [Float](repeating: 0, count: positions * width * 3)
@@ -322,7 +210,7 @@ public final class WhisperModel: @unchecked Sendable {
         }
         var x = [Float](repeating: 0, count: positions * width)
         columns.withUnsafeBufferPointer { c in
-            x.withUnsafeMutableBufferPointer { multiply(conv2, c.baseAddress!, count: positions, output: $0.baseAddress!, activation: .gelu) }
+            x.withUnsafeMutableBufferPointer { pool.multiply(conv2, c.baseAddress!, count: positions, output: $0.baseAddress!, activation: .gelu) }
         }
         for i in x.indices { x[i] += encoderPositions[i] }
 
@@ -349,13 +237,13 @@ public final class WhisperModel: @unchecked Sendable {
                             }
                             for layer in encoderLayers {
                                 norm(layer.attentionNorm)
-                                multiply(layer.qkv, normed, count: positions, output: qkv)
+                                pool.multiply(layer.qkv, normed, count: positions, output: qkv)
                                 attendAll(qkv, count: positions, output: attended)
-                                multiply(layer.attentionOutput, attended, count: positions, output: normed)
+                                pool.multiply(layer.attentionOutput, attended, count: positions, output: normed)
                                 add(normed)
                                 norm(layer.feedForwardNorm)
-                                multiply(layer.up, normed, count: positions, output: hidden, activation: .gelu)
-                                multiply(layer.down, hidden, count: positions, output: attended)
+                                pool.multiply(layer.up, normed, count: positions, output: hidden, activation: .gelu)
+                                pool.multiply(layer.down, hidden, count: positions, output: attended)
                                 add(attended)
                             }
                             pool.run { thread in
@@ -560,7 +448,7 @@ public final class WhisperModel: @unchecked Sendable {
         var kv = [Float](repeating: 0, count: positions * 2 * width)
         let cross = decoderLayers.map { layer -> [Float] in
             encoded.withUnsafeBufferPointer { x in
-                kv.withUnsafeMutableBufferPointer { multiply(layer.crossKV, x.baseAddress!, count: positions, output: $0.baseAddress!) }
+                kv.withUnsafeMutableBufferPointer { pool.multiply(layer.crossKV, x.baseAddress!, count: positions, output: $0.baseAddress!) }
             }
             var transposed = [Float](repeating: 0, count: positions * 2 * width)
             kv.withUnsafeBufferPointer { kv in
@@ -640,7 +528,7 @@ public final class WhisperModel: @unchecked Sendable {
             for (l, layer) in decoderLayers.enumerated() {
                 // Self-attention: each token over itself and the tokens before it in its sequence.
                 norm(layer.selfNorm)
-                multiply(layer.selfQKV, normed, count: n, output: qkv)
+                pool.multiply(layer.selfQKV, normed, count: n, output: qkv)
                 for (j, r) in rows.enumerated() {
                     let cache = state.caches[sequences[r]]
                     (cache.keys[l] + positions[r] * width).update(from: qkv + j * 3 * width + width, count: width)
@@ -650,22 +538,22 @@ public final class WhisperModel: @unchecked Sendable {
                     let r = rows.lowerBound + j, cache = state.caches[sequences[r]]
                     return (UnsafePointer(cache.keys[l]), UnsafePointer(cache.values[l]), width, positions[r] + 1)
                 }
-                multiply(layer.selfOutput, attended, count: n, output: projected)
+                pool.multiply(layer.selfOutput, attended, count: n, output: projected)
                 addProjected()
                 // Cross-attention over the encoder's output.
                 norm(layer.crossNorm)
-                multiply(layer.crossQuery, normed, count: n, output: qkv)
+                pool.multiply(layer.crossQuery, normed, count: n, output: qkv)
                 state.cross[l].withUnsafeBufferPointer { kv in
                     attendAudio(rows: n, queries: qkv, cross: kv.baseAddress!, output: attended,
                                 capture: capture.map { (capture: $0, layer: l, firstRow: captureStart + rows.lowerBound) })
                 }
-                multiply(layer.crossOutput, attended, count: n, output: projected)
+                pool.multiply(layer.crossOutput, attended, count: n, output: projected)
                 addProjected()
                 // Feed-forward.
                 norm(layer.feedForwardNorm)
-                multiply(layer.up, normed, count: n, output: hidden)
+                pool.multiply(layer.up, normed, count: n, output: hidden)
                 EncoderKernels.gelu(hidden, count: n * 4 * width)
-                multiply(layer.down, hidden, count: n, output: projected)
+                pool.multiply(layer.down, hidden, count: n, output: projected)
                 addProjected()
             }
             for (j, r) in rows.enumerated() {
@@ -677,7 +565,7 @@ public final class WhisperModel: @unchecked Sendable {
         for s in state.caches.indices { state.caches[s].length = lengths[s] }
         guard !wanted.isEmpty else { return [] }
         var logits = [Float](repeating: 0, count: wanted.count * d.vocabularySize)
-        logits.withUnsafeMutableBufferPointer { multiply(embedding, finals, count: wanted.count, output: $0.baseAddress!) }
+        logits.withUnsafeMutableBufferPointer { pool.multiply(embedding, finals, count: wanted.count, output: $0.baseAddress!) }
         return (0..<wanted.count).map { Array(logits[($0 * d.vocabularySize)..<(($0 + 1) * d.vocabularySize)]) }
     }
 

@@ -1,0 +1,55 @@
+import HearthFormats
+
+/// A matrix of GGML blocks where they lie — inside a mapped model file, or in memory another
+/// matrix owns: `rows` rows of `columns` weights of any type `RowKernel` multiplies (the quant
+/// blocks, F32, F16, BF16), `rowBytes` apart. Products convert the input to the kernel's
+/// activation type and sum as llama.cpp's CPU backend does.
+public struct BlockMatrix: Matrix, @unchecked Sendable {
+    /// The first row.
+    public let base: UnsafeRawPointer
+    /// Output features.
+    public let rows: Int
+    /// Input features, a whole number of the type's blocks.
+    public let columns: Int
+    /// Bytes of one row.
+    public let rowBytes: Int
+    /// The products of the rows' type.
+    public let kernel: RowKernel
+
+    /// The `rows × columns` weights at `base`, rows one after another, multiplied by `kernel`.
+    public init(_ base: UnsafeRawPointer, rows: Int, columns: Int, kernel: RowKernel) {
+        self.base = base
+        self.rows = rows
+        self.columns = columns
+        self.rowBytes = kernel.weightBytes(count: columns)
+        self.kernel = kernel
+    }
+
+    /// A pointer to row `r`, in the matrix's own type.
+    public func row(_ r: Int) -> UnsafeRawPointer { base + r * rowBytes }
+
+    public var weightBytes: Int { rows * rowBytes }
+
+    public var inputType: GGMLType { kernel.activationType }
+
+    public func row(_ r: Int, into output: UnsafeMutablePointer<Float>) {
+        // Every type a row kernel multiplies can be dequantized, and the columns are whole blocks.
+        try! dequantizeRow(kernel.weightType, row(r), into: output, count: columns)
+    }
+
+    /// One input row through the matrix-vector kernel, several through the matrix-matrix one
+    /// (summing each of the input's runs as llama.cpp sums a batch of its size).
+    public func multiply(_ input: MatrixInput, rows range: Range<Int>, output: UnsafeMutablePointer<Float>, outputStride: Int,
+                         activation: MatrixActivation = .none) {
+        precondition(range.lowerBound >= 0 && range.upperBound <= rows)
+        guard !range.isEmpty, input.count > 0 else { return }
+        if input.count == 1 {
+            kernel.matVec(weights: base, rowBytes: rowBytes, rows: range, activations: input.base, count: columns,
+                          output: output + range.lowerBound)
+        } else {
+            kernel.matMul(weights: base, rowBytes: rowBytes, rows: range, activations: input.base, activationStride: input.stride,
+                          columns: input.count, count: columns, runs: input.runs, output: output, outputStride: outputStride)
+        }
+        finishProducts(output, outputStride: outputStride, count: input.count, rows: range, bias: nil, activation: activation)
+    }
+}
