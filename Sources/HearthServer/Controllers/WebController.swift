@@ -3,7 +3,8 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-extension HearthService {
+/// The web UI: its page at / and its files under /ui/.
+struct WebController: Sendable {
     /// The folder of the web UI's files: the package resources beside the executable (or the
     /// test runner), nil when they are missing.
     static let webDirectory: URL? = {
@@ -22,7 +23,7 @@ extension HearthService {
     static let webTypes = ["html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8",
                            "css": "text/css; charset=utf-8", "svg": "image/svg+xml", "png": "image/png", "ico": "image/x-icon"]
 
-    func addWebRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: some RouterMethods<BasicRequestContext>) {
         router.get("/") { _, _ in try Self.webFile("index.html") }
         router.get("ui/{file}") { _, context in try Self.webFile(try context.parameters.require("file")) }
     }

@@ -129,33 +129,9 @@ enum OneOrMany<Element: Decodable & Sendable>: Decodable, Sendable {
     }
 }
 
-/// Writes a streamed response one event at a time: SSE `data:` lines or NDJSON lines.
-struct EventWriter {
-    enum Framing { case serverSentEvents, ndjson }
-    let framing: Framing
-
-    func frame<T: Encodable>(_ value: T) throws -> ByteBuffer {
-        var data = try JSONBody.encoder().encode(value)
-        switch framing {
-        case .serverSentEvents:
-            data = Data("data: ".utf8) + data + Data("\n\n".utf8)
-        case .ndjson:
-            data.append(UInt8(ascii: "\n"))
-        }
-        return ByteBuffer(data: data)
-    }
-
-    var contentType: String {
-        switch framing {
-        case .serverSentEvents: "text/event-stream"
-        case .ndjson: "application/x-ndjson"
-        }
-    }
-
-    var headers: HTTPFields {
-        var fields = HTTPFields()
-        fields[.contentType] = contentType
-        fields[.cacheControl] = "no-cache"
-        return fields
+/// Identifiers of answers (`chatcmpl-…`, `cmpl-…`, a rerank's id): 24 random hex digits.
+enum ResponseID {
+    static func random() -> String {
+        String(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(24))
     }
 }

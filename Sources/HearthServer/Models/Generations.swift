@@ -3,6 +3,19 @@ import Hearth
 import Synchronization
 import Tracing
 
+/// Where the routes start generations: the models they run on and the metrics they count in.
+struct Generations: Sendable {
+    let models: ModelManager
+    let metrics: ServerMetrics
+
+    /// A generation for `prompt` on the model called `model` (see `RunningGeneration.start`).
+    func start(model: String?, sampling: RequestSampling? = nil, prompt: Prompt, options: GenerationOptions,
+               keepAlive: KeepAlive? = nil, check: @Sendable (LocalModel) throws -> Void = { _ in }) async throws -> RunningGeneration {
+        try await RunningGeneration.start(manager: models, metrics: metrics, model: model, sampling: sampling, prompt: prompt,
+                                          options: options, keepAlive: keepAlive, check: check)
+    }
+}
+
 /// One request's generation: a model in use, a slot, and the chunks the engine streams,
 /// forwarded through a task the request can cancel. The slot and the model are given back
 /// when the engine's stream ends, however it ends.
@@ -35,7 +48,7 @@ final class RunningGeneration: @unchecked Sendable {
     /// loading it), "queue wait" (for a slot), "prompt" (to the first token) and "generation"
     /// (to the last).
     static func start(manager: ModelManager, metrics: ServerMetrics, model name: String?,
-                      sampling requested: (@Sendable (inout SamplingOptions) -> Void)? = nil, prompt: Prompt,
+                      sampling requested: RequestSampling? = nil, prompt: Prompt,
                       options: GenerationOptions, keepAlive: KeepAlive?,
                       check: @Sendable (LocalModel) throws -> Void = { _ in }) async throws -> RunningGeneration {
         let clock = ContinuousClock()
@@ -80,7 +93,7 @@ final class RunningGeneration: @unchecked Sendable {
         var options = options
         if let requested, let recommended = model.recommendedSampling {
             var chain = recommended.sampling
-            requested(&chain)
+            requested.apply(to: &chain)
             options.sampling = chain
         }
         let source = slot.context.stream(prompt, options: options, overflow: .error)
@@ -93,6 +106,7 @@ final class RunningGeneration: @unchecked Sendable {
             // give it its token counts.
             var firstToken: DefaultTracerClock.Instant?
             var generating: (any Span)?
+            var failure: (any Error)?
             do {
                 for try await chunk in source {
                     if firstToken == nil {
@@ -111,18 +125,18 @@ final class RunningGeneration: @unchecked Sendable {
                     if let reason = chunk.finishReason { generating?.attributes["hearth.finish_reason"] = "\(reason)" }
                     continuation.yield(chunk)
                 }
-                // The spans end before the stream does, so inside the request's.
-                reading.end(at: firstToken ?? DefaultTracerClock.now)
-                generating?.end()
-                continuation.finish()
             } catch {
                 (generating ?? reading).recordError(error)
-                reading.end(at: firstToken ?? DefaultTracerClock.now)
-                generating?.end()
-                continuation.finish(throwing: error)
+                failure = error
             }
+            // The spans end before the stream does, so inside the request's.
+            reading.end(at: firstToken ?? DefaultTracerClock.now)
+            generating?.end()
+            // The slot and the model are given back before the stream ends: a client's next turn,
+            // sent as soon as this answer is complete, finds the slot free with its conversation.
             await slots.release(slot.index)
             await manager.release(loaded, keepAlive: keepAlive)
+            continuation.finish(throwing: failure)
         }
         continuation.onTermination = { _ in task.cancel() }
         let generation = RunningGeneration(iterator: stream.makeAsyncIterator(), task: task, model: model, started: started,

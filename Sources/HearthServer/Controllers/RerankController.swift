@@ -2,44 +2,16 @@ import Foundation
 import Hearth
 import Hummingbird
 
-/// A rerank request as Jina's and llama.cpp's APIs take it (Cohere's clients send the same
-/// fields): a query, the documents, and how many results to return.
-struct RerankRequest: Decodable, Sendable {
-    var model: String?
-    var query: String
-    var documents: [RerankDocument]
-    var top_n: Int?
-    /// Whether each result carries its document's text (Jina's default: yes).
-    var return_documents: Bool?
-    /// Ollama's keep-alive, for /api/rerank.
-    var keep_alive: JSONValue?
-}
+/// `POST /v1/rerank` and Ollama's missing `POST /api/rerank`: one body, one answer; errors
+/// come in each API's own shape.
+struct RerankController: Sendable {
+    let models: ModelManager
+    /// Largest request body accepted.
+    let bodyLimit: Int
 
-/// A document to rerank: a string, or an object whose `text` is the document.
-struct RerankDocument: Decodable, Sendable {
-    var text: String
-
-    private enum Keys: String, CodingKey { case text }
-
-    init(from decoder: any Decoder) throws {
-        if let text = try? decoder.singleValueContainer().decode(String.self) {
-            self.text = text
-            return
-        }
-        guard let object = try? decoder.container(keyedBy: Keys.self), let text = try? object.decode(String.self, forKey: .text) else {
-            let index = decoder.codingPath.last?.intValue.map { "[\($0)]" } ?? ""
-            throw ServerError.badRequest("documents\(index) must be a string or an object with a \"text\" string.", param: "documents")
-        }
-        self.text = text
-    }
-}
-
-extension HearthService {
-    /// `POST /v1/rerank` and Ollama's missing `POST /api/rerank`: one body, one answer; errors
-    /// come in each API's own shape.
-    func addRerankRoutes(to router: Router<BasicRequestContext>) {
-        router.post("v1/rerank") { request, _ in try await self.rerank(request) }
-        router.post("api/rerank") { request, _ in try await self.rerank(request) }
+    func addRoutes(to router: some RouterMethods<BasicRequestContext>) {
+        router.post("v1/rerank") { request, _ in try await rerank(request) }
+        router.post("api/rerank") { request, _ in try await rerank(request) }
     }
 
     private func rerank(_ request: Request) async throws -> Response {
@@ -60,7 +32,7 @@ extension HearthService {
             await models.release(loaded, keepAlive: keepAlive)
             let returnDocuments = body.return_documents ?? true
             return try JSONBody.response(RerankResponse(
-                id: Self.randomID(), model: loaded.name,
+                id: ResponseID.random(), model: loaded.name,
                 results: ranked.map { .init(index: $0.index, relevance_score: $0.score, document: returnDocuments ? .init(text: $0.document) : nil) },
                 usage: .init(prompt_tokens: tokens, total_tokens: tokens)))
         } catch {
@@ -73,7 +45,7 @@ extension HearthService {
     private func decodeRerankRequest(_ request: Request) async throws -> RerankRequest {
         // A document that is neither a string nor {"text": …} throws its own 400 from inside
         // the decoder.
-        let body = try await request.decodeJSON(RerankRequest.self, limit: configuration.maxBodyBytes)
+        let body = try await request.decodeJSON(RerankRequest.self, limit: bodyLimit)
         guard !body.query.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             throw ServerError.badRequest("query must not be empty: send the text the documents should answer.", param: "query")
         }
@@ -86,28 +58,4 @@ extension HearthService {
         }
         return body
     }
-}
-
-/// The answer: the documents best first, each with its index in the request.
-struct RerankResponse: Encodable, Sendable {
-    struct Result: Encodable, Sendable {
-        struct Document: Encodable, Sendable {
-            var text: String
-        }
-
-        var index: Int
-        var relevance_score: Float
-        var document: Document?
-    }
-
-    struct Usage: Encodable, Sendable {
-        var prompt_tokens: Int
-        var total_tokens: Int
-    }
-
-    var id: String
-    var object = "list"
-    var model: String
-    var results: [Result]
-    var usage: Usage
 }
