@@ -1,6 +1,5 @@
 import CZlib
 import Foundation
-import HearthFormats
 import HearthKernels
 
 /// Whisper's rules for the next token of a hypothesis: suppressed tokens never, a blank or

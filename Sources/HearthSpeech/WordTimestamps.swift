@@ -1,5 +1,4 @@
 import Foundation
-import HearthFormats
 
 /// Word times from the decoder's cross-attention, as faster-whisper's `add_word_timestamps`
 /// and CTranslate2's `align` find them: the window's text is decoded once more after the

@@ -1,6 +1,5 @@
 import Foundation
 import HearthEngine
-import HearthFormats
 import HearthTestSupport
 import Testing
 

@@ -1,5 +1,4 @@
 import Foundation
-import HearthFormats
 import HearthKernels
 import HearthTestSupport
 import Testing

@@ -1,5 +1,4 @@
 import Foundation
-import HearthFormats
 import HearthSpeech
 import HearthTestSupport
 import Testing

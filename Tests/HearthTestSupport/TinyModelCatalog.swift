@@ -1,5 +1,3 @@
-import HearthFormats
-
 extension TinyModel {
     /// The tiny models the architecture tests run, two or more per family: a small one in the
     /// 32-element formats, and one with 256-wide rows in F16 and the K-quant formats.

@@ -1,5 +1,4 @@
 import Foundation
-import HearthFormats
 
 /// Why generation ended.
 public enum FinishReason: String, Sendable, Codable {

@@ -1,5 +1,3 @@
-import HearthFormats
-
 /// Keys and values of sequences that moved on to other prompts, kept in RAM so that a later
 /// prompt beginning the same way starts from them instead of evaluating its beginning again
 /// (as llama-server's `--cache-ram`). An entry holds a sequence's reproducible positions (whole
