@@ -21,20 +21,6 @@ public struct WhisperDimensions: Sendable, Equatable {
     public var windowFrames: Int { 2 * audioContext }
 }
 
-/// A layer norm's weight and bias.
-struct LayerNorm {
-    let weight: [Float]
-    let bias: [Float]
-
-    func callAsFunction(_ row: UnsafeMutablePointer<Float>) {
-        weight.withUnsafeBufferPointer { w in
-            bias.withUnsafeBufferPointer { b in
-                EncoderKernels.layerNorm(row, adding: nil, weight: w.baseAddress!, bias: b.baseAddress!, count: w.count, epsilon: 1e-5)
-            }
-        }
-    }
-}
-
 /// How a Whisper model holds its matrices and multiplies with them.
 public enum WhisperWeights: String, Sendable, CaseIterable {
     /// Float products: the encoder's matrices as floats, the decoder's as the file stores them
@@ -214,230 +200,39 @@ public final class WhisperModel: @unchecked Sendable {
         }
         for i in x.indices { x[i] += encoderPositions[i] }
 
-        var normed = [Float](repeating: 0, count: positions * width)
-        var qkv = [Float](repeating: 0, count: positions * 3 * width)
-        var attended = [Float](repeating: 0, count: positions * width)
-        var hidden = [Float](repeating: 0, count: positions * 4 * width)
+        // (positions, width), (positions, 3 width), (positions, width), (positions, 4 width)
+        let normed = UnsafeMutablePointer<Float>.allocate(capacity: positions * width)
+        let qkv = UnsafeMutablePointer<Float>.allocate(capacity: positions * 3 * width)
+        let attended = UnsafeMutablePointer<Float>.allocate(capacity: positions * width)
+        let hidden = UnsafeMutablePointer<Float>.allocate(capacity: positions * 4 * width)
+        defer { [normed, qkv, attended, hidden].forEach { $0.deallocate() } }
         let threads = pool.threadCount
         x.withUnsafeMutableBufferPointer { x in
-            normed.withUnsafeMutableBufferPointer { normed in
-                qkv.withUnsafeMutableBufferPointer { qkv in
-                    attended.withUnsafeMutableBufferPointer { attended in
-                        hidden.withUnsafeMutableBufferPointer { hidden in
-                            let (x, normed, qkv, attended, hidden) = (x.baseAddress!, normed.baseAddress!, qkv.baseAddress!,
-                                                                      attended.baseAddress!, hidden.baseAddress!)
-                            func norm(_ n: LayerNorm) {
-                                normed.update(from: x, count: positions * width)
-                                pool.run { thread in
-                                    for t in WorkerPool.chunk(positions, part: thread, of: threads) { n(normed + t * width) }
-                                }
-                            }
-                            func add(_ y: UnsafePointer<Float>) {
-                                for i in 0..<positions * width { x[i] += y[i] }
-                            }
-                            for layer in encoderLayers {
-                                norm(layer.attentionNorm)
-                                pool.multiply(layer.qkv, normed, count: positions, output: qkv)
-                                attendAll(qkv, count: positions, output: attended)
-                                pool.multiply(layer.attentionOutput, attended, count: positions, output: normed)
-                                add(normed)
-                                norm(layer.feedForwardNorm)
-                                pool.multiply(layer.up, normed, count: positions, output: hidden, activation: .gelu)
-                                pool.multiply(layer.down, hidden, count: positions, output: attended)
-                                add(attended)
-                            }
-                            pool.run { thread in
-                                for t in WorkerPool.chunk(positions, part: thread, of: threads) { self.encoderNorm(x + t * width) }
-                            }
-                        }
-                    }
+            let x = x.baseAddress!
+            func norm(_ n: LayerNorm, _ input: UnsafeMutablePointer<Float>) {
+                pool.run { thread in
+                    for t in WorkerPool.chunk(positions, part: thread, of: threads) { n(input + t * width) }
                 }
             }
+            func add(_ y: UnsafePointer<Float>) {
+                for i in 0..<positions * width { x[i] += y[i] }
+            }
+            for layer in encoderLayers {
+                normed.update(from: x, count: positions * width)
+                norm(layer.attentionNorm, normed)
+                pool.multiply(layer.qkv, normed, count: positions, output: qkv)
+                attendAll(qkv, count: positions, output: attended)
+                pool.multiply(layer.attentionOutput, attended, count: positions, output: normed)
+                add(normed)
+                normed.update(from: x, count: positions * width)
+                norm(layer.feedForwardNorm, normed)
+                pool.multiply(layer.up, normed, count: positions, output: hidden, activation: .gelu)
+                pool.multiply(layer.down, hidden, count: positions, output: attended)
+                add(attended)
+            }
+            norm(encoderNorm, x)
         }
         return x
-    }
-
-    /// Self-attention of every position over all positions, one head per task, as three
-    /// products: scores = (scale · Q) Kᵀ, a softmax per row, then scores · V.
-    /// Query rows a block in the encoder's self-attention: 96 rows of 1,500 scores are 563 KiB.
-    static let attentionBlock = 96
-
-    private func attendAll(_ qkv: UnsafeMutablePointer<Float>, count: Int, output: UnsafeMutablePointer<Float>) {
-        let d = dimensions, width = d.width, hd = d.headDimension, threads = pool.threadCount
-        let scale = 1 / Float(hd).squareRoot()
-        pool.run { thread in
-            let heads = WorkerPool.chunk(d.heads, part: thread, of: threads)
-            guard !heads.isEmpty else { return }
-            // Queries go through in blocks whose scores stay in the core's L2 cache between the
-            // product with the keys, the softmax and the product with the values.
-            let block = min(count, Self.attentionBlock)
-            let scores = UnsafeMutablePointer<Float>.allocate(capacity: block * count)
-            let queries = UnsafeMutablePointer<Float>.allocate(capacity: count * hd)
-            let transposed = UnsafeMutablePointer<Float>.allocate(capacity: hd * count)
-            defer { scores.deallocate(); queries.deallocate(); transposed.deallocate() }
-            for head in heads {
-                let q = qkv + head * hd, k = qkv + width + head * hd, v = qkv + 2 * width + head * hd
-                for t in 0..<count {
-                    for i in 0..<hd {
-                        queries[t * hd + i] = q[t * 3 * width + i] * scale
-                        transposed[i * count + t] = v[t * 3 * width + i]
-                    }
-                }
-                let keys = DenseMatrix(rows: count, columns: hd, weights: k, rowStride: 3 * width, bias: nil)
-                let values = DenseMatrix(rows: hd, columns: count, weights: transposed, bias: nil)
-                for t0 in stride(from: 0, to: count, by: block) {
-                    let rows = min(block, count - t0)
-                    keys.multiply(queries + t0 * hd, inputStride: hd, count: rows, rows: 0..<count, output: scores, outputStride: count)
-                    for t in 0..<rows { Activations.softmaxRow(scores + t * count, count: count) }
-                    values.multiply(scores, inputStride: count, count: rows, rows: 0..<hd,
-                                    output: output + t0 * width + head * hd, outputStride: width)
-                }
-            }
-        }
-    }
-
-    /// The state of decoding over one window: the encoder's keys and values for each layer's
-    /// cross-attention, which every sequence shares, and each sequence's self-attention cache.
-    /// Beam search and best-of sampling run several sequences over one window; `reorder`
-    /// follows the beams.
-    public final class Decoding: @unchecked Sendable {
-        /// Per layer, (2 width, audioContext): the keys' features, then the values', each a row
-        /// over the audio positions.
-        let cross: [[Float]]
-        let layers: Int, positions: Int, width: Int
-        private(set) var caches: [SequenceCache]
-
-        init(cross: [[Float]], layers: Int, positions: Int, width: Int) {
-            self.cross = cross
-            self.layers = layers
-            self.positions = positions
-            self.width = width
-            caches = [SequenceCache(layers: layers, positions: positions, width: width)]
-        }
-
-        /// Sequences over the window.
-        public var sequenceCount: Int { caches.count }
-
-        /// Tokens sequence `sequence` has evaluated.
-        public func length(of sequence: Int = 0) -> Int { caches[sequence].length }
-
-        /// Forgets the tokens of `sequence` after its first `count` (they will be evaluated again).
-        public func truncate(_ sequence: Int = 0, to count: Int) {
-            caches[sequence].length = min(caches[sequence].length, count)
-        }
-
-        /// Adds an empty sequence and returns its index.
-        public func appendSequence() -> Int {
-            caches.append(SequenceCache(layers: layers, positions: positions, width: width))
-            return caches.count - 1
-        }
-
-        /// `count` sequences, each a copy of what sequence `source` holds now.
-        public func replicate(_ source: Int, count: Int) {
-            reorder(Array(repeating: source, count: count))
-        }
-
-        /// Sequence `i` becomes what sequence `origins[i]` holds now. A sequence that stays
-        /// where it is, or is the first to take an origin, is not copied.
-        public func reorder(_ origins: [Int]) {
-            precondition(origins.allSatisfy { caches.indices.contains($0) })
-            var result = [SequenceCache?](repeating: nil, count: origins.count)
-            var taken = [Bool](repeating: false, count: caches.count)
-            for (i, origin) in origins.enumerated() where i == origin {
-                result[i] = caches[origin]
-                taken[origin] = true
-            }
-            for (i, origin) in origins.enumerated() where result[i] == nil && !taken[origin] {
-                result[i] = caches[origin]
-                taken[origin] = true
-            }
-            var spare = caches.indices.filter { !taken[$0] }.map { caches[$0] }
-            for (i, origin) in origins.enumerated() where result[i] == nil {
-                let copy = spare.popLast() ?? SequenceCache(layers: layers, positions: positions, width: width)
-                copy.copy(from: caches[origin])
-                result[i] = copy
-            }
-            caches = result.map { $0! }
-        }
-    }
-
-    /// One sequence's keys and values for each decoder layer, (textContext, width) each.
-    final class SequenceCache {
-        let keys: [UnsafeMutablePointer<Float>]
-        let values: [UnsafeMutablePointer<Float>]
-        let width: Int
-        var length = 0
-
-        init(layers: Int, positions: Int, width: Int) {
-            self.width = width
-            keys = (0..<layers).map { _ in .allocate(capacity: positions * width) }
-            values = (0..<layers).map { _ in .allocate(capacity: positions * width) }
-        }
-
-        deinit {
-            keys.forEach { $0.deallocate() }
-            values.forEach { $0.deallocate() }
-        }
-
-        func copy(from other: SequenceCache) {
-            for l in keys.indices {
-                keys[l].update(from: other.keys[l], count: other.length * width)
-                values[l].update(from: other.values[l], count: other.length * width)
-            }
-            length = other.length
-        }
-    }
-
-    /// The cross-attention weights of chosen heads, kept while tokens are decoded: for each
-    /// decoded row and head, `exp(score − max)` over the encoder's positions (a softmax before
-    /// its normalization, so that any leading span of positions can be normalized on its own).
-    public final class CrossAttentionCapture: @unchecked Sendable {
-        /// (decoder layer, head) pairs.
-        public let heads: [(layer: Int, head: Int)]
-        let positions: Int
-        /// (rows, heads, positions).
-        private var storage: UnsafeMutablePointer<Float>
-        private var capacity: Int
-        public private(set) var rows = 0
-
-        public init(heads: [(layer: Int, head: Int)], positions: Int) {
-            self.heads = heads
-            self.positions = positions
-            capacity = 64
-            storage = .allocate(capacity: capacity * max(1, heads.count) * positions)
-        }
-
-        deinit { storage.deallocate() }
-
-        /// The weights of `row` for the head at `headIndex` in `heads`.
-        public func weights(row: Int, headIndex: Int) -> UnsafeBufferPointer<Float> {
-            precondition(row < rows && headIndex < heads.count)
-            return UnsafeBufferPointer(start: storage + (row * heads.count + headIndex) * positions, count: positions)
-        }
-
-        /// Room for `count` more rows (zeros); returns the first new row.
-        func append(rows count: Int) -> Int {
-            let first = rows, size = max(1, heads.count) * positions
-            if rows + count > capacity {
-                let larger = max(2 * capacity, rows + count)
-                let grown = UnsafeMutablePointer<Float>.allocate(capacity: larger * size)
-                grown.update(from: storage, count: rows * size)
-                storage.deallocate()
-                storage = grown
-                capacity = larger
-            }
-            (storage + rows * size).initialize(repeating: 0, count: count * size)
-            rows += count
-            return first
-        }
-
-        func slot(row: Int, headIndex: Int) -> UnsafeMutablePointer<Float> {
-            storage + (row * heads.count + headIndex) * positions
-        }
-
-        func index(layer: Int, head: Int) -> Int? {
-            heads.firstIndex { $0.layer == layer && $0.head == head }
-        }
     }
 
     /// A decoding over `encoded` (the encoder's output for a window), with one empty sequence.
@@ -569,53 +364,4 @@ public final class WhisperModel: @unchecked Sendable {
         return (0..<wanted.count).map { Array(logits[($0 * d.vocabularySize)..<(($0 + 1) * d.vocabularySize)]) }
     }
 
-    /// Where one row's query looks: keys and values (position `p` at `p * stride`) and how many
-    /// positions.
-    typealias AttentionSource = (keys: UnsafePointer<Float>, values: UnsafePointer<Float>, stride: Int, count: Int)
-
-    /// Self-attention of `rows` queries (all heads each) over their sources: softmax(scale · q·k) v
-    /// per head, the rows' heads split across the threads.
-    private func attend(rows: Int, queries: UnsafePointer<Float>, queryStride: Int, output: UnsafeMutablePointer<Float>,
-                        source: (Int) -> AttentionSource) {
-        let d = dimensions, hd = d.headDimension, heads = d.heads, threads = pool.threadCount, width = d.width
-        let scale = 1 / Float(hd).squareRoot()
-        let sources = (0..<rows).map(source)
-        let longest = sources.map(\.count).max() ?? 0
-        let scores = UnsafeMutablePointer<Float>.allocate(capacity: threads * longest)
-        defer { scores.deallocate() }
-        pool.run { thread in
-            let scores = scores + thread * longest
-            for item in WorkerPool.chunk(rows * heads, part: thread, of: threads) {
-                let j = item / heads, head = item % heads, s = sources[j]
-                VectorMath.attend(query: queries + j * queryStride + head * hd, keys: s.keys + head * hd, values: s.values + head * hd,
-                                  stride: s.stride, count: s.count, headDimension: hd, scale: scale, scores: scores,
-                                  output: output + j * width + head * hd)
-            }
-        }
-    }
-
-    /// Cross-attention of `rows` queries (rows of `width`) over the audio positions of one
-    /// layer's transposed keys and values (`cross`, see `Decoding.cross`). The work goes head by
-    /// head, so a thread reads one head's keys and values for all the rows together. With
-    /// `capture`, the weights of its heads are kept for rows `firstRow...`.
-    private func attendAudio(rows: Int, queries: UnsafePointer<Float>, cross: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>,
-                             capture: (capture: CrossAttentionCapture, layer: Int, firstRow: Int)?) {
-        let d = dimensions, hd = d.headDimension, heads = d.heads, threads = pool.threadCount, width = d.width
-        let positions = d.audioContext, scale = 1 / Float(hd).squareRoot()
-        let scores = UnsafeMutablePointer<Float>.allocate(capacity: threads * positions)
-        defer { scores.deallocate() }
-        let values = cross + width * positions
-        pool.run { thread in
-            let scores = scores + thread * positions
-            for item in WorkerPool.chunk(rows * heads, part: thread, of: threads) {
-                let head = item / rows, j = item % rows
-                VectorMath.attendTransposed(query: queries + j * width + head * hd, keys: cross + head * hd * positions,
-                                            values: values + head * hd * positions, count: positions, headDimension: hd,
-                                            scale: scale, scores: scores, output: output + j * width + head * hd)
-                if let c = capture, let h = c.capture.index(layer: c.layer, head: head) {
-                    c.capture.slot(row: c.firstRow + j, headIndex: h).update(from: scores, count: positions)
-                }
-            }
-        }
-    }
 }
