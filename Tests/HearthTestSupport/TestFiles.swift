@@ -1,7 +1,8 @@
 import Foundation
 
 /// Locates the test models (fetched by scripts/fetch-models) and the reference outputs in
-/// ../shared/references, relative to the package root.
+/// Tests/Fixtures/references (written by scripts/make-reference-fixtures.py), relative to the
+/// package root.
 public enum TestFiles {
     /// The package root.
     public static let packageRoot = URL(fileURLWithPath: #filePath)
@@ -32,16 +33,14 @@ public enum TestFiles {
         return path
     }
 
-    /// The JSON reference file `name` (e.g. `smollm2.json`) from ../shared/references.
+    /// The JSON reference file `name` (e.g. `smollm2.json`) from Tests/Fixtures/references.
     public static func reference(_ name: String) throws -> Data {
-        let candidates = [
-            packageRoot.appendingPathComponent("../shared/references").appendingPathComponent(name),
-            packageRoot.appendingPathComponent("shared/references").appendingPathComponent(name),
-        ]
-        for url in candidates where FileManager.default.fileExists(atPath: url.path) {
-            return try Data(contentsOf: url)
+        let url = packageRoot.appendingPathComponent("Tests/Fixtures/references").appendingPathComponent(name)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw Missing(description: "Reference file \(name) is missing from Tests/Fixtures/references: "
+                + "scripts/make-reference-fixtures.py writes it.")
         }
-        throw Missing(description: "Reference file \(name) is missing: expected it in ../shared/references beside the package.")
+        return try Data(contentsOf: url)
     }
 }
 

@@ -4,7 +4,7 @@ import HearthTokenizers
 import HearthTestSupport
 import Testing
 
-/// Paths to the shared reference data and the test models, and tokenizers loaded once.
+/// Paths to the reference fixtures and the test models, and tokenizers loaded once.
 enum Fixtures {
     static let packageRoot = TestFiles.packageRoot
     static let smolLM2File = TestFiles.smolLM2
@@ -25,7 +25,7 @@ enum Fixtures {
         let tokens: [Entry]
     }
 
-    /// The `tokens` cases of a reference JSON file in `shared/references`.
+    /// The `tokens` cases of a reference JSON file in Tests/Fixtures/references.
     static func cases(_ file: String) throws -> [Case] {
         let data = try TestFiles.reference(file)
         return try JSONDecoder().decode(ReferenceFile.self, from: data).tokens.map { Case(text: $0.text, ids: $0.ids) }

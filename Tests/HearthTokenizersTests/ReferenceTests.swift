@@ -4,7 +4,7 @@ import HearthFormats
 import Testing
 import HearthTokenizers
 
-/// Ids and round trips on the real models against `shared/references` (made with llama.cpp).
+/// Ids and round trips on the real models against Tests/Fixtures/references (made with llama.cpp).
 @Suite struct SmolLM2ReferenceTests {
     @Test(arguments: try Fixtures.cases("smollm2.json"))
     func encodesLikeLlamaCpp(_ reference: Fixtures.Case) throws {
