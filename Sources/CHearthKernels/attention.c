@@ -273,7 +273,12 @@ HK_AVX2 static inline void exp_approx_avx(float *x, int64_t n, float shift) {
     const __m256 s = _mm256_set1_ps(shift);
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, hk_exp_approx8(_mm256_sub_ps(_mm256_loadu_ps(x + j), s)));
-    for (; j < n; j++) x[j] = hk_exp_approx(x[j] - shift);
+    if (j == n) return;
+    // The last few through the vector form as well (it gives hk_exp_approx's bits lane for lane).
+    float rest[8] = {0};
+    memcpy(rest, x + j, (size_t)(n - j) * sizeof(float));
+    _mm256_storeu_ps(rest, hk_exp_approx8(_mm256_sub_ps(_mm256_loadu_ps(rest), s)));
+    memcpy(x + j, rest, (size_t)(n - j) * sizeof(float));
 }
 
 HK_AVX2 static inline float lanes_total_avx(const float *x, int64_t n) {
