@@ -130,7 +130,7 @@ public final class LocalModel: LanguageModel {
                 let text = try chatFormat.render(kept, enableThinking: options.thinking, tools: options.tools,
                                                  toolChoice: options.toolChoice)
                 let tokens = tokenizer.encode(text, addSpecial: true, parseSpecial: true)
-                if tokens.count + max(room, 1) <= contextLength { return (tokens, Self.splitter(chatFormat, prompt: text, options: options)) }
+                if tokens.count + max(room, 1) <= contextLength { return (tokens, chatFormat.reasoningSplitter(prompt: text, options: options)) }
                 guard overflow == .dropOldestTurns, let oldest = kept.firstIndex(where: { $0.role != .system }),
                       let next = kept[(oldest + 1)...].firstIndex(where: { $0.role == .user }) else {
                     throw HearthError.contextOverflow(needed: tokens.count + max(room, 1), limit: contextLength)
@@ -138,16 +138,6 @@ public final class LocalModel: LanguageModel {
                 kept.removeSubrange(oldest..<next)
             }
         }
-    }
-
-    /// How to read a reasoning model's answer to `prompt`: inside the thoughts from the start
-    /// when the prompt opened them, else watching for a `<think>` at the start, unless thinking
-    /// was turned off. Nil for other models, whose output stays as it is, and for JSON answers,
-    /// which are held to one object from their first token.
-    static func splitter(_ format: ChatFormat, prompt: String, options: GenerationOptions) -> ReasoningSplitter? {
-        guard format.thinks, options.format != .json else { return nil }
-        if ChatFormat.opensThoughts(prompt) { return ReasoningSplitter(startsInThoughts: true) }
-        return options.thinking == false ? nil : ReasoningSplitter(startsInThoughts: false)
     }
 
     /// `options` with the grammar of `tools`' calls, and the separation that keeps the calls
@@ -219,11 +209,10 @@ final class LocalContext: GenerationContext, @unchecked Sendable {
         }
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: GenerationChunk.self)
         model.began()
-        let thoughts = splitter.map { Mutex(ThoughtSeparation(splitter: $0)) }
-        let toolCalls = calls.map { Mutex($0) }
+        let output = ChatOutput(splitter: splitter, toolCalls: calls)
+        let pipeline = output.isEmpty ? nil : Mutex(output)
         let ticket = model.generator.submit(prompt: tokens, options: options, sequence: sequence, onChunk: { chunk in
-            var chunk = thoughts?.withLock { $0.separate(chunk) } ?? chunk
-            chunk = toolCalls?.withLock { $0.separate(chunk) } ?? chunk
+            let chunk = pipeline?.withLock { $0.process(chunk) } ?? chunk
             if chunk.token != nil { model.recordToken() }
             if let stats = chunk.statistics, chunk.finishReason != .error { model.record(finished: stats) }
             if case .terminated = continuation.yield(chunk) { return false }
@@ -234,30 +223,5 @@ final class LocalContext: GenerationContext, @unchecked Sendable {
         })
         continuation.onTermination = { _ in ticket.cancel() }
         return stream
-    }
-}
-
-/// One generation's thoughts kept apart from its answer, chunk by chunk, with the tokens spent
-/// on them counted.
-struct ThoughtSeparation: Sendable {
-    var splitter: ReasoningSplitter
-    var tokens = 0
-
-    /// `chunk` with its text divided between `reasoning` and `text`; the last chunk also
-    /// gives out what the splitter held back, and its statistics count the reasoning tokens.
-    mutating func separate(_ chunk: GenerationChunk) -> GenerationChunk {
-        var chunk = chunk
-        let wasInThoughts = splitter.isInThoughts
-        var part = splitter.append(chunk.text)
-        if chunk.token != nil, wasInThoughts || splitter.isInThoughts { tokens += 1 }
-        if chunk.finishReason != nil {
-            let rest = splitter.finish()
-            part.reasoning += rest.reasoning
-            part.answer += rest.answer
-            chunk.statistics?.reasoningTokens = tokens
-        }
-        chunk.text = part.answer
-        chunk.reasoning += part.reasoning
-        return chunk
     }
 }

@@ -47,7 +47,7 @@ struct OpenAIController: Sendable {
                 OpenAITokenLogprob(token: $0.token, logprob: $0.logprob, top: $0.top, tokenizer: tokenizer)
             }) : nil
             let calls = response.toolCalls
-            let finish = !calls.isEmpty && response.finishReason == .stop ? "tool_calls" : response.finishReason.apiName
+            let finish = response.finishReason.endsInToolCalls(calls) ? "tool_calls" : response.finishReason.apiName
             return try JSONBody.response(ChatCompletion(
                 id: id, created: created, model: name,
                 choices: [.init(message: .init(content: calls.isEmpty || !response.text.isEmpty ? response.text : nil,

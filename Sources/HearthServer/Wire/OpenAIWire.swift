@@ -365,7 +365,7 @@ extension GenerationChunk {
     /// OpenAI's finish_reason for the last chunk: `tool_calls` when it carries calls.
     var openAIFinishReason: String? {
         guard let reason = finishReason else { return nil }
-        return (toolCalls?.isEmpty == false) && reason == .stop ? "tool_calls" : reason.apiName
+        return reason.endsInToolCalls(toolCalls) ? "tool_calls" : reason.apiName
     }
 }
 
