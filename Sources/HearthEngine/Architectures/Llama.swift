@@ -16,12 +16,8 @@ final class Llama: StackedDecoder {
             throw HearthError.unsupportedModel(reason: "mixture-of-experts llama models (\(experts) experts)")
         }
         let rope = try RotaryEmbedding.read(gguf, configuration: c, pairing: .adjacent)
-        let scale = Attention.Scale.scores(1 / Float(c.headDimension).squareRoot())
         embedding = try TokenEmbedding(gguf, configuration: c)
-        blocks = try PreNormBlock.stack(gguf, configuration: c) { i in
-            (try Attention(gguf, layer: i, configuration: c, rope: rope, scale: scale),
-             try FeedForward(gguf, layer: i, configuration: c, activation: .silu))
-        }
+        blocks = try PreNormBlock.llama(gguf, configuration: c, rope: rope, scale: .standard(c))
         head = try OutputHead(gguf, configuration: c, embedding: embedding)
     }
 }

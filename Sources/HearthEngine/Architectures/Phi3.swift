@@ -17,12 +17,9 @@ final class Phi3: StackedDecoder {
             let original = gguf.int("\(c.architecture).rope.scaling.original_context_length") ?? c.contextLength
             long = (try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves, factors: "rope_factors_long.weight"), original)
         }
-        let scale = Attention.Scale.queries(1 / Float(c.headDimension).squareRoot())
         embedding = try TokenEmbedding(gguf, configuration: c)
-        blocks = try PreNormBlock.stack(gguf, configuration: c) { i in
-            (try Attention(gguf, layer: i, configuration: c, rope: short, longContextRope: long, scale: scale),
-             try FeedForward(gguf, layer: i, configuration: c, activation: .silu))
-        }
+        blocks = try PreNormBlock.llama(gguf, configuration: c, rope: short, longContextRope: long,
+                                        scale: .queries(Attention.Scale.factor(c)))
         head = try OutputHead(gguf, configuration: c, embedding: embedding)
     }
 }

@@ -9,12 +9,8 @@ final class Qwen2: StackedDecoder {
 
     init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
         let rope = try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves, factors: nil)
-        let scale = Attention.Scale.scores(1 / Float(c.headDimension).squareRoot())
         embedding = try TokenEmbedding(gguf, configuration: c)
-        blocks = try PreNormBlock.stack(gguf, configuration: c) { i in
-            (try Attention(gguf, layer: i, configuration: c, rope: rope, scale: scale),
-             try FeedForward(gguf, layer: i, configuration: c, activation: .silu))
-        }
+        blocks = try PreNormBlock.llama(gguf, configuration: c, rope: rope, scale: .standard(c))
         head = try OutputHead(gguf, configuration: c, embedding: embedding)
     }
 }

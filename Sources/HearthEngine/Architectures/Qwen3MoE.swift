@@ -18,10 +18,9 @@ final class Qwen3MoE: StackedDecoder {
         let width = gguf.int("\(a).expert_feed_forward_length") ?? c.feedForwardLength / used
         let weightScale = gguf.float("\(a).expert_weights_scale") ?? 0
         let rope = try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves, factors: nil)
-        let scale = Attention.Scale.scores(1 / Float(c.headDimension).squareRoot())
         embedding = try TokenEmbedding(gguf, configuration: c)
         blocks = try PreNormBlock.stack(gguf, configuration: c) { i in
-            (try Attention(gguf, layer: i, configuration: c, rope: rope, headNorms: true, scale: scale),
+            (try Attention(gguf, layer: i, configuration: c, rope: rope, headNorms: true, scale: .standard(c)),
              try MixtureOfExperts(gguf, layer: i, configuration: c, experts: experts, used: used, width: width,
                                   normalize: true, scale: weightScale, activation: .silu))
         }

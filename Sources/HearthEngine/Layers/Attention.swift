@@ -31,6 +31,12 @@ struct Attention {
         case scores(Float)
         /// Multiplies the queries after RoPE; the kernel then applies none.
         case queries(Float)
+
+        /// 1/√(head dimension), the factor of every family but Gemma's.
+        static func factor(_ c: ModelConfiguration) -> Float { 1 / Float(c.headDimension).squareRoot() }
+
+        /// 1/√(head dimension) on the scores, where most families apply it.
+        static func standard(_ c: ModelConfiguration) -> Scale { .scores(factor(c)) }
     }
 
     /// Index of this layer's keys and values in each sequence's cache.

@@ -47,6 +47,19 @@ struct PreNormBlock: DecoderBlock {
             return try PreNormBlock(gguf, layer: i, configuration: c, attention: attention, feedForward: feedForward)
         }
     }
+
+    /// Llama's stack: each block's attention over `rope` (over `longContextRope` for contexts
+    /// longer than its `beyond`), with per-head query and key norms when `headNorms`, and a
+    /// SwiGLU feed-forward network.
+    static func llama(_ gguf: GGUFFile, configuration c: ModelConfiguration, rope: RotaryEmbedding,
+                      longContextRope: (rope: RotaryEmbedding, beyond: Int)? = nil, headNorms: Bool = false,
+                      scale: Attention.Scale) throws -> [PreNormBlock] {
+        try stack(gguf, configuration: c) { i in
+            (try Attention(gguf, layer: i, configuration: c, rope: rope, longContextRope: longContextRope,
+                           headNorms: headNorms, scale: scale),
+             try FeedForward(gguf, layer: i, configuration: c, activation: .silu))
+        }
+    }
 }
 
 /// A family made of the token embedding, a stack of blocks and the output head, in that order;
