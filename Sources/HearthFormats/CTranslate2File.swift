@@ -53,7 +53,7 @@ public struct CTranslate2Variable: Sendable, Equatable {
 /// Every count and length is checked against the bytes that remain, and every variable's byte
 /// count against its type and shape; anything else is a `HearthError.invalidModelFile`
 /// naming the problem.
-public final class CTranslate2File: Sendable {
+public final class CTranslate2File: MappedModelFile, Sendable {
     /// The format's version; versions 1 through `newestVersion` are read.
     public let binaryVersion: Int
     /// The model spec, such as `WhisperSpec` (empty before binary version 2).
@@ -69,16 +69,6 @@ public final class CTranslate2File: Sendable {
 
     /// The newest binary version this reader knows.
     public static let newestVersion = 6
-
-    /// Opens and maps the model at `path`.
-    public convenience init(path: String) throws {
-        try self.init(mapping: MappedFile(path: path))
-    }
-
-    /// Reads a model held in memory; `path` names it in errors.
-    public convenience init(bytes: [UInt8], path: String = "<memory>") throws {
-        try self.init(mapping: MappedFile(bytes: bytes, path: path))
-    }
 
     public init(mapping: MappedFile) throws {
         self.mapping = mapping

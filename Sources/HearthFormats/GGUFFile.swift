@@ -29,7 +29,7 @@ public struct GGUFTensorInfo: Sendable, Equatable {
 ///
 /// Every count, size and offset in the header is checked against the file before it is used,
 /// so a damaged or hostile file is a `HearthError`, never a crash or a huge allocation.
-public final class GGUFFile: Sendable {
+public final class GGUFFile: MappedModelFile, Sendable {
     /// The file's format version.
     public let version: UInt32
     /// Metadata in file order.
@@ -60,22 +60,6 @@ public final class GGUFFile: Sendable {
     static let maximumReservation = 1 << 16
     /// Most dimensions a tensor may have, as in GGML.
     static let maximumDimensions = 4
-
-    /// Opens and maps the GGUF file at `url`.
-    public convenience init(contentsOf url: URL) throws {
-        try self.init(path: url.path)
-    }
-
-    /// Opens and maps the GGUF file at `path`.
-    public convenience init(path: String) throws {
-        try self.init(mapping: MappedFile(path: path))
-    }
-
-    /// Reads a GGUF file held in memory, such as one `GGUFWriter.data()` built; `path` names it
-    /// in errors.
-    public convenience init(bytes: [UInt8], path: String = "<memory>") throws {
-        try self.init(mapping: MappedFile(bytes: bytes, path: path))
-    }
 
     /// Reads the GGUF header of an already mapped file.
     public init(mapping: MappedFile) throws {

@@ -88,7 +88,7 @@ extension UInt8: SafetensorsElement {
 /// The header is checked the way the reference implementation checks it: the data ranges
 /// must match dtype × shape and tile the data section exactly, with no overlap, gap or
 /// trailing bytes. Anything else is a `HearthError.invalidModelFile` naming the problem.
-public final class SafetensorsFile: Sendable {
+public final class SafetensorsFile: MappedModelFile, Sendable {
     /// `__metadata__`: free-form strings such as `"format": "pt"`; empty when absent.
     public let metadata: [String: String]
     /// Tensors in the order their data lies in the file.
@@ -102,21 +102,6 @@ public final class SafetensorsFile: Sendable {
 
     /// Longest header accepted, as in the reference implementation.
     public static let maximumHeaderLength = 100_000_000
-
-    /// Opens and maps the safetensors file at `url`.
-    public convenience init(contentsOf url: URL) throws {
-        try self.init(path: url.path)
-    }
-
-    /// Opens and maps the safetensors file at `path`.
-    public convenience init(path: String) throws {
-        try self.init(mapping: MappedFile(path: path))
-    }
-
-    /// Reads a safetensors file held in memory; `path` names it in errors.
-    public convenience init(bytes: [UInt8], path: String = "<memory>") throws {
-        try self.init(mapping: MappedFile(bytes: bytes, path: path))
-    }
 
     /// Reads the header of an already mapped file.
     public init(mapping: MappedFile) throws {

@@ -56,7 +56,7 @@ public struct WhisperGGMLTensor: Sendable, Equatable {
 /// Every count and length is checked against the bytes that remain, and every tensor's byte
 /// count against its type and shape; anything else is a `HearthError.invalidModelFile` that
 /// names the problem. All integers are little-endian.
-public final class WhisperGGMLFile: Sendable {
+public final class WhisperGGMLFile: MappedModelFile, Sendable {
     /// The first four bytes of every whisper.cpp file: "ggml" as a little-endian int32, so
     /// the file starts with the bytes `lmgg`.
     public static let magic: UInt32 = 0x6767_6D6C
@@ -77,16 +77,6 @@ public final class WhisperGGMLFile: Sendable {
     public let mapping: MappedFile
 
     private let index: [String: Int]
-
-    /// Opens and maps the file at `path`.
-    public convenience init(path: String) throws {
-        try self.init(mapping: MappedFile(path: path))
-    }
-
-    /// Reads a file held in memory; `path` names it in errors.
-    public convenience init(bytes: [UInt8], path: String = "<memory>") throws {
-        try self.init(mapping: MappedFile(bytes: bytes, path: path))
-    }
 
     /// Whether the file at `url` starts with whisper.cpp's magic (false when it cannot be read).
     public static func hasMagic(_ url: URL) -> Bool {
