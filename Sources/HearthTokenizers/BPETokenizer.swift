@@ -84,10 +84,7 @@ public struct BPETokenizer: VocabularyBackedTokenizer {
     }
 
     public func encode(_ text: String, addSpecial: Bool, parseSpecial: Bool) -> [Int32] {
-        var output: [Int32] = []
-        output.reserveCapacity(text.utf8.count / 3 + 2)
-        if addSpecial && vocabulary.special.addBOS, let bos = vocabulary.special.bos { output.append(bos) }
-        text.withUTF8Bytes { bytes in
+        vocabulary.encode(text, addSpecial: addSpecial) { bytes, output in
             var words: [Range<Int>] = []
             var state = MergeState()
             for fragment in vocabulary.fragments(of: bytes, parseSpecial: parseSpecial) {
@@ -108,8 +105,6 @@ public struct BPETokenizer: VocabularyBackedTokenizer {
                 }
             }
         }
-        if addSpecial && vocabulary.special.addEOS, let eos = vocabulary.special.eos { output.append(eos) }
-        return output
     }
 
     private struct Symbol {

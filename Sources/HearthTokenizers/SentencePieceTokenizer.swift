@@ -43,10 +43,7 @@ public struct SentencePieceTokenizer: VocabularyBackedTokenizer {
     }
 
     public func encode(_ text: String, addSpecial: Bool, parseSpecial: Bool) -> [Int32] {
-        var output: [Int32] = []
-        output.reserveCapacity(text.utf8.count / 3 + 2)
-        if addSpecial && vocabulary.special.addBOS, let bos = vocabulary.special.bos { output.append(bos) }
-        text.withUTF8Bytes { bytes in
+        vocabulary.encode(text, addSpecial: addSpecial) { bytes, output in
             var state = MergeState()
             // The start of the input counts as following a special token, with or without BOS.
             var afterSpecial = true
@@ -66,8 +63,6 @@ public struct SentencePieceTokenizer: VocabularyBackedTokenizer {
                 }
             }
         }
-        if addSpecial && vocabulary.special.addEOS, let eos = vocabulary.special.eos { output.append(eos) }
-        return output
     }
 
     private struct Symbol {

@@ -220,6 +220,18 @@ struct Vocabulary: Sendable {
         texts.bytes(of: Int(id))
     }
 
+    /// The tokens of `text`: BOS before and EOS after when `addSpecial` and the vocabulary adds
+    /// them, and between them what `body` appends for the text's UTF-8 bytes.
+    func encode(_ text: String, addSpecial: Bool,
+                _ body: (UnsafeBufferPointer<UInt8>, inout [Int32]) -> Void) -> [Int32] {
+        var output: [Int32] = []
+        output.reserveCapacity(text.utf8.count / 3 + 2)
+        if addSpecial && special.addBOS, let bos = special.bos { output.append(bos) }
+        text.withUTF8Bytes { body($0, &output) }
+        if addSpecial && special.addEOS, let eos = special.eos { output.append(eos) }
+        return output
+    }
+
     /// `bytes` cut at the special tokens in it. User-defined tokens are always cut out; control
     /// and unknown tokens only when `parseSpecial` is set, as llama.cpp's `tokenizer_st_partition`.
     func fragments(of bytes: UnsafeBufferPointer<UInt8>, parseSpecial: Bool) -> [Fragment] {
