@@ -84,13 +84,11 @@ public final class SQLiteChatStore: ChatStore {
     /// `appendMessage` checks them.
     public func importThread(name: String?, model: String? = nil, preset: String? = nil, systemPrompt: String? = nil,
                              messages: [NewMessage]) async throws -> ChatThread {
-        let name = try name.map(StoreValidation.threadName)
-        let model = StoreValidation.settingName(model)
-        let preset = StoreValidation.settingName(preset)
-        let checked = try messages.map(StoreValidation.message)
+        let checked = try StoreValidation.importedThread(name: name, model: model, preset: preset, messages: messages)
         return try await write { [checked] db in
-            let thread = try self.insertThread(db, name: name, model: model, preset: preset, systemPrompt: systemPrompt)
-            for message in checked {
+            let thread = try self.insertThread(db, name: checked.name, model: checked.model, preset: checked.preset,
+                                              systemPrompt: systemPrompt)
+            for message in checked.messages {
                 _ = try Self.insertMessage(db, threadID: thread.id, message, at: thread.createdAt)
             }
             return thread

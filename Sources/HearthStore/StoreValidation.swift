@@ -50,4 +50,11 @@ package enum StoreValidation {
         try statistics(completionTokens: message.completionTokens, tokensPerSecond: message.tokensPerSecond)
         return checked
     }
+
+    /// A thread brought in from elsewhere: its name checked as `threadName` checks it (nil
+    /// stays nil), its model and preset as `settingName`, and each message as `message`.
+    package static func importedThread(name: String?, model: String?, preset: String?, messages: [NewMessage]) throws
+        -> (name: String?, model: String?, preset: String?, messages: [NewMessage]) {
+        (try name.map(threadName), settingName(model), settingName(preset), try messages.map(message))
+    }
 }

@@ -93,14 +93,12 @@ public final class PostgresChatStore: ChatStore {
     /// `appendMessage` checks them. The messages take the thread's creation time.
     public func importThread(name: String?, model: String? = nil, preset: String? = nil, systemPrompt: String? = nil,
                              messages: [NewMessage]) async throws -> ChatThread {
-        let name = try name.map(StoreValidation.threadName)
-        let model = StoreValidation.settingName(model)
-        let preset = StoreValidation.settingName(preset)
-        let checked = try messages.map(StoreValidation.message)
+        let checked = try StoreValidation.importedThread(name: name, model: model, preset: preset, messages: messages)
         return try await write { [checked] connection in
-            let thread = try await self.insertThread(connection, name: name, model: model, preset: preset, systemPrompt: systemPrompt)
+            let thread = try await self.insertThread(connection, name: checked.name, model: checked.model, preset: checked.preset,
+                                                     systemPrompt: systemPrompt)
             // One at a time, so that ids grow in the messages' order.
-            for message in checked {
+            for message in checked.messages {
                 _ = try await connection.query("""
                     INSERT INTO message (thread_id, role, content, created_at, completion_tokens, tokens_per_second, reasoning)
                     SELECT id, \(message.role), \(PostgresText.encode(message.content)), created_at, \(message.completionTokens),
