@@ -43,11 +43,7 @@ public struct TemplateObject: Sendable, Equatable, ExpressibleByDictionaryLitera
     public subscript(key: String) -> TemplateValue? {
         get { storage[key] }
         set {
-            if let newValue {
-                if storage.updateValue(newValue, forKey: key) == nil { keys.append(key) }
-            } else if storage.removeValue(forKey: key) != nil {
-                keys.removeAll { $0 == key }
-            }
+            setOrdered(newValue, forKey: key, in: &storage, keys: &keys)
         }
     }
 

@@ -183,11 +183,7 @@ struct Dict {
     subscript(key: DictKey) -> Value? {
         get { storage[key] }
         set {
-            if let newValue {
-                if storage.updateValue(newValue, forKey: key) == nil { keys.append(key) }
-            } else if storage.removeValue(forKey: key) != nil {
-                keys.removeAll { $0 == key }
-            }
+            setOrdered(newValue, forKey: key, in: &storage, keys: &keys)
         }
     }
 
