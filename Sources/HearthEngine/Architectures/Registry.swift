@@ -18,8 +18,8 @@ protocol DecoderArchitecture: AnyObject, Sendable {
 enum ArchitectureRegistry {
     static let families: [(name: String, type: any DecoderArchitecture.Type, title: String)] = [
         ("llama", Llama.self, "Llama (Llama 2 and 3, SmolLM, Mistral)"),
-        ("qwen2", Qwen2.self, "Qwen2 (Qwen2.5, DeepSeek-R1-Distill-Qwen)"),
-        ("qwen3", Qwen3.self, "Qwen3"),
+        ("qwen2", Qwen.self, "Qwen2 (Qwen2.5, DeepSeek-R1-Distill-Qwen)"),
+        ("qwen3", Qwen.self, "Qwen3"),
         ("qwen3moe", Qwen3MoE.self, "Qwen3 mixture of experts"),
         ("phi3", Phi3.self, "Phi-3 (Phi-3.5, Phi-4-mini)"),
         ("gemma2", Gemma2.self, "Gemma 2"),
