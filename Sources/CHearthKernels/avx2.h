@@ -29,6 +29,18 @@ HK_INLINE HK_AVX2 float hk_fma(float a, float b, float c) {
 
 HK_INLINE HK_AVX2 __m256i hk_load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
+// Q6_K's 6-bit values (0 to 63) of one half-block: the low four bits from the 64 bytes at `ql`,
+// the top two from the 32 at `qh`, as four vectors of 32 in the block's order.
+HK_INLINE HK_AVX2 void hk_q6k_unpack(const uint8_t *ql, const uint8_t *qh, __m256i q[4]) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+    const __m256i l0 = hk_load256(ql), l1 = hk_load256(ql + 32), h = hk_load256(qh);
+    q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(h, 4), bits45));
+    q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(h, 2), bits45));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(h, bits45));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                           _mm256_and_si256(_mm256_srli_epi16(h, 2), bits45));
+}
+
 // 16 bytes of packed nibbles to 32 bytes: low nibbles first, then high nibbles (the order of
 // elements in GGML's 32-element blocks).
 HK_INLINE HK_AVX2 __m256i hk_nibbles(const uint8_t *p) {

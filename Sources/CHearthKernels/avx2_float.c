@@ -144,19 +144,14 @@ static HK_AVX2 void deq_q4_K(const hk_q4_K *x, float *y, int64_t nb, int five) {
 }
 
 static HK_AVX2 void deq_q6_K(const hk_q6_K *x, float *y, int64_t nb) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30), off = _mm256_set1_epi8(32);
+    const __m256i off = _mm256_set1_epi8(32);
     for (int64_t i = 0; i < nb; i++) {
         const float d = hk_half(&x[i].d);
         for (int half = 0; half < 2; half++, y += 128) {
             const uint8_t *ql = x[i].ql + 64 * half, *qh = x[i].qh + 32 * half;
             const int8_t *sc = x[i].scales + 8 * half;
-            const __m256i l0 = hk_load256(ql), l1 = hk_load256(ql + 32), h = hk_load256(qh);
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(h, 4), bits45));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(h, 2), bits45));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(h, bits45));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                                   _mm256_and_si256(_mm256_srli_epi16(h, 2), bits45));
+            hk_q6k_unpack(ql, qh, q);
             for (int k = 0; k < 4; k++) {
                 const __m256i v = _mm256_sub_epi8(q[k], off);
                 const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);

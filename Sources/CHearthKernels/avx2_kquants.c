@@ -168,7 +168,6 @@ HK_INLINE HK_AVX2 void q45k_cols(const int five, const int order, const uint8_t 
 // Q6_K row against NC columns (1..4). Orders: K_LANES, K_TILED.
 HK_INLINE HK_AVX2 void q6k_cols(const int order, const uint8_t *w, const uint8_t *const *a, const int NC,
                                 int64_t nb, float *out, size_t out_stride) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
     // Spread int16 scale pair k of a 128-bit lane: scale 2k over the low lane, 2k+1 the high.
     const __m256i pick[4] = {
         _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3),
@@ -192,13 +191,8 @@ HK_INLINE HK_AVX2 void q6k_cols(const int order, const uint8_t *w, const uint8_t
             const uint8_t *ql = x->ql + 64 * half, *qh = x->qh + 32 * half;
             const __m128i sc8 = _mm_loadl_epi64((const __m128i *)(x->scales + 8 * half));
             const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sc8));
-            const __m256i l0 = hk_load256(ql), l1 = hk_load256(ql + 32), h = hk_load256(qh);
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(h, 4), bits45));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(h, 2), bits45));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(h, bits45));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                                   _mm256_and_si256(_mm256_srli_epi16(h, 2), bits45));
+            hk_q6k_unpack(ql, qh, q);
             for (int k = 0; k < 4; k++) {
                 const __m256i scale = _mm256_shuffle_epi8(sc16, pick[k]);
                 for (int c = 0; c < NC; c++) {
