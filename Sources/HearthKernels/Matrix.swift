@@ -79,3 +79,21 @@ func copiedBias(_ bias: UnsafePointer<Float>?, count: Int) -> UnsafeMutablePoint
     copy.initialize(from: bias, count: count)
     return copy
 }
+
+/// Matrices of several kinds as one kind, for products that take them side by side
+/// (`WorkerPool.multiply(_:by:…)` reads a group of one kind).
+public struct AnyMatrix: Matrix {
+    public let base: any Matrix
+
+    public init(_ base: any Matrix) { self.base = base }
+
+    public var rows: Int { base.rows }
+    public var columns: Int { base.columns }
+    public var weightBytes: Int { base.weightBytes }
+    public var inputType: GGMLType { base.inputType }
+    public func row(_ r: Int, into output: UnsafeMutablePointer<Float>) { base.row(r, into: output) }
+    public func multiply(_ input: MatrixInput, rows range: Range<Int>, output: UnsafeMutablePointer<Float>, outputStride: Int,
+                         activation: MatrixActivation) {
+        base.multiply(input, rows: range, output: output, outputStride: outputStride, activation: activation)
+    }
+}

@@ -24,7 +24,7 @@ public final class QuantizedActivations: @unchecked Sendable {
 
     /// Converts `count` float rows (row `c` at `x + c * columns`) for every matrix in `matrices`.
     /// `x` must stay as it is until their products are done.
-    public func quantize(_ x: UnsafePointer<Float>, rows count: Int, for matrices: [any Matrix], pool: WorkerPool) {
+    public func quantize<M: Matrix>(_ x: UnsafePointer<Float>, rows count: Int, for matrices: [M], pool: WorkerPool) {
         precondition(count <= capacity, "\(count) input rows, room for \(capacity)")
         floats = x
         for (index, matrix) in matrices.enumerated() {
@@ -69,32 +69,48 @@ extension WorkerPool {
     /// gate and up) cost one hand-over instead of three. `runs` are the input rows of each
     /// sequence (see `RowKernel.matMul`); `ahead` is what the threads read first in the product
     /// expected next (see `run(ahead:_:)`).
-    public func multiply(_ matrices: [any Matrix], by x: QuantizedActivations, columns: Int, runs: [Int]? = nil,
-                         output: UnsafeMutablePointer<Float>, outputStride: Int, activation: MatrixActivation = .none,
-                         ahead: Lookahead? = nil) {
+    @inlinable
+    public func multiply<M: Matrix>(_ matrices: [M], by x: QuantizedActivations, columns: Int, runs: [Int]? = nil,
+                                    output: UnsafeMutablePointer<Float>, outputStride: Int, activation: MatrixActivation = .none,
+                                    ahead: Lookahead? = nil) {
+        if let runs {
+            runs.withUnsafeBufferPointer {
+                multiply(matrices, by: x, columns: columns, runBuffer: $0, output: output, outputStride: outputStride,
+                         activation: activation, ahead: ahead)
+            }
+        } else {
+            multiply(matrices, by: x, columns: columns, runBuffer: nil, output: output, outputStride: outputStride,
+                     activation: activation, ahead: ahead)
+        }
+    }
+
+    @inlinable
+    func multiply<M: Matrix>(_ matrices: [M], by x: QuantizedActivations, columns: Int, runBuffer runs: UnsafeBufferPointer<Int>?,
+                             output: UnsafeMutablePointer<Float>, outputStride: Int, activation: MatrixActivation,
+                             ahead: Lookahead?) {
+        // One matrix (or several of one input type, the usual case) reads one input.
+        guard let first = matrices.first else { return }
+        let input = x.input(first.inputType, count: columns, runs: runs)
+        let sameInput = matrices.allSatisfy { $0.inputType == first.inputType }
         let total = matrices.reduce(0) { $0 + $1.rows }
-        func split(_ runs: UnsafeBufferPointer<Int>?) {
-            let inputs = matrices.map { x.input($0.inputType, count: columns, runs: runs) }
-            parallelFor(total, granularity: Self.rowGranularity, ahead: ahead) { range in
-                var offset = 0
-                for (m, matrix) in matrices.enumerated() {
-                    let lower = max(range.lowerBound, offset) - offset
-                    let upper = min(range.upperBound, offset + matrix.rows) - offset
-                    if lower < upper {
-                        matrix.multiply(inputs[m], rows: lower..<upper, output: output + offset, outputStride: outputStride,
-                                        activation: activation)
-                    }
-                    offset += matrix.rows
+        parallelFor(total, granularity: Self.rowGranularity, ahead: ahead) { range in
+            var offset = 0
+            for matrix in matrices {
+                let lower = max(range.lowerBound, offset) - offset
+                let upper = min(range.upperBound, offset + matrix.rows) - offset
+                if lower < upper {
+                    matrix.multiply(sameInput ? input : x.input(matrix.inputType, count: columns, runs: runs), rows: lower..<upper,
+                                    output: output + offset, outputStride: outputStride, activation: activation)
                 }
+                offset += matrix.rows
             }
         }
-        if let runs { runs.withUnsafeBufferPointer { split($0) } } else { split(nil) }
     }
 
     /// `output = activation(matrix · x)` for `count` rows of `matrix.columns` floats, into rows
     /// of `matrix.rows` results: the rows converted to the matrix's input type, then the
     /// matrix's rows split across the threads.
-    public func multiply(_ matrix: any Matrix, _ x: UnsafePointer<Float>, count: Int, output: UnsafeMutablePointer<Float>,
+    public func multiply<M: Matrix>(_ matrix: M, _ x: UnsafePointer<Float>, count: Int, output: UnsafeMutablePointer<Float>,
                          activation: MatrixActivation = .none) {
         let converted = QuantizedActivations(columns: matrix.columns, capacity: count)
         converted.quantize(x, rows: count, for: [matrix], pool: self)

@@ -69,7 +69,7 @@ import Testing
         let q8 = Q8Matrix(rows: 40, columns: columns, floats: q8Weights, bias: q8Bias)
         try blocks.withUnsafeBytes { b in
             let block = BlockMatrix(b.baseAddress!, rows: 33, columns: columns, kernel: try RowKernel(weightType: .q4_1))
-            let group: [any Matrix] = [dense, half, q8, block]
+            let group = [dense, half, q8, block].map(AnyMatrix.init)
             let total = group.reduce(0) { $0 + $1.rows }
             for activation in [MatrixActivation.none, .gelu] {
                 var together = [Float](repeating: .nan, count: count * total)
