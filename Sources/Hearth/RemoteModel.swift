@@ -205,13 +205,18 @@ final class RemoteContext: GenerationContext {
 
     /// The endpoint and JSON body for `prompt`.
     static func request(model: String, prompt: Prompt, options: GenerationOptions) throws -> (String, Data) {
-        var body: [String: Any] = ["model": model, "stream": true, "stream_options": ["include_usage": true],
-                                   "temperature": options.temperature]
-        let sampling = options.sampling
-        if let value = sampling.topP { body["top_p"] = value }
-        if let value = sampling.seed { body["seed"] = Int64(bitPattern: value) }
-        if let value = sampling.presencePenalty { body["presence_penalty"] = value }
-        if let value = sampling.frequencyPenalty { body["frequency_penalty"] = value }
+        var body: [String: Any] = ["model": model, "stream": true, "stream_options": ["include_usage": true]]
+        // Named changes go alone, so the endpoint sets them over its own model's chain.
+        let fields: [(String, Any?)]
+        if let c = options.samplingChanges {
+            fields = [("temperature", c.temperature), ("top_p", c.topP), ("seed", c.seed.map { Int64(bitPattern: $0) }),
+                      ("presence_penalty", c.presencePenalty), ("frequency_penalty", c.frequencyPenalty)]
+        } else {
+            let c = options.sampling
+            fields = [("temperature", c.temperature), ("top_p", c.topP), ("seed", c.seed.map { Int64(bitPattern: $0) }),
+                      ("presence_penalty", c.presencePenalty), ("frequency_penalty", c.frequencyPenalty)]
+        }
+        for case let (key, value?) in fields { body[key] = value }
         if let value = options.maxTokens { body["max_tokens"] = value }
         if !options.stop.isEmpty { body["stop"] = options.stop }
         let path: String

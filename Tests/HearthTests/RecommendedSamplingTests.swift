@@ -58,6 +58,32 @@ struct RecommendedSamplingTests {
         #expect(GenerationOptions.balanced.applying(nil) == .balanced)
     }
 
+    @Test("named changes go over the recommended chain, or the balanced one, even where they make it balanced")
+    func changes() throws {
+        let recommended = RecommendedSampling(sampling: SamplingOptions(temperature: 0.6, topK: 20, topP: 0.95, minP: 0), source: "test")
+        var options = GenerationOptions.greedy
+        var changes = SamplingChanges()
+        changes.temperature = 0.3
+        changes.seed = 4
+        options.samplingChanges = changes
+        let applied = options.applying(recommended)
+        #expect(applied.sampling == SamplingOptions(temperature: 0.3, topK: 20, topP: 0.95, minP: 0, seed: 4))
+        #expect(applied.samplingChanges == nil)
+        #expect(options.applying(nil).sampling == SamplingOptions(temperature: 0.3, topK: 40, topP: 0.95, minP: 0.05, seed: 4))
+        // Changes that spell out the balanced chain are still the caller's.
+        var balanced = SamplingChanges()
+        balanced.temperature = 0.8
+        balanced.topK = 40
+        balanced.topP = 0.95
+        balanced.minP = 0.05
+        options.samplingChanges = balanced
+        #expect(options.applying(recommended).sampling == GenerationOptions.balancedSampling)
+        options.samplingChanges = SamplingChanges()
+        #expect(options.applying(recommended).sampling == recommended.sampling)
+        let decoded = try JSONDecoder().decode(GenerationOptions.self, from: JSONEncoder().encode(options))
+        #expect(decoded == options)
+    }
+
     @Test("a model's balanced answer is its recommended chain's answer")
     func localModelUsesIt() async throws {
         let directory = try TemporaryDirectory()

@@ -60,6 +60,9 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
     /// false asks for an answer without thoughts. A model whose prompt opens the thoughts
     /// regardless still has them separated from the answer.
     public var thinking: Bool?
+    /// Fields to set over the model's recommended sampling chain, in place of `sampling` (see
+    /// `applying(_:)`); nil: `sampling` as it is.
+    public var samplingChanges: SamplingChanges?
 
     /// Options with the given parts; by default the `.balanced` sampling chain.
     public init(sampling: SamplingOptions = GenerationOptions.balancedSampling, maxTokens: Int? = nil,
@@ -76,7 +79,7 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case sampling, maxTokens, stop, logprobs, topLogprobs, format, thinking, grammar, grammarTriggers, tools, toolChoice,
-             parallelToolCalls, jsonSchema
+             parallelToolCalls, jsonSchema, samplingChanges
     }
 
     /// Decodes options; a missing `format` is `.text` and a missing `thinking` nil, as options
@@ -96,6 +99,7 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
         tools = try c.decodeIfPresent([ToolDefinition].self, forKey: .tools) ?? []
         toolChoice = try c.decodeIfPresent(ToolChoice.self, forKey: .toolChoice) ?? .auto
         parallelToolCalls = try c.decodeIfPresent(Bool.self, forKey: .parallelToolCalls) ?? true
+        samplingChanges = try c.decodeIfPresent(SamplingChanges.self, forKey: .samplingChanges)
     }
 
     /// The sampling temperature (0: always the most likely token).

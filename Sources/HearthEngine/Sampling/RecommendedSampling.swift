@@ -66,6 +66,40 @@ public struct RecommendedSampling: Sendable, Equatable {
     }
 }
 
+/// Sampling fields a caller names, each to be set over the chain the model's authors recommend
+/// (or the balanced preset's, for a model that recommends none): what an API request that sets
+/// some fields and leaves the others means, as llama-server takes a file's `general.sampling`
+/// keys for the fields a request leaves out.
+public struct SamplingChanges: Sendable, Equatable, Codable {
+    public var temperature: Float?
+    public var topK: Int?
+    public var topP: Float?
+    public var minP: Float?
+    public var repetitionPenalty: Float?
+    public var frequencyPenalty: Float?
+    public var presencePenalty: Float?
+    public var penaltyWindow: Int?
+    public var seed: UInt64?
+
+    /// No field named: the recommended chain as it is.
+    public init() {}
+
+    /// `chain` with each named field set.
+    public func applied(to chain: SamplingOptions) -> SamplingOptions {
+        var chain = chain
+        if let temperature { chain.temperature = temperature }
+        if let topK { chain.topK = topK }
+        if let topP { chain.topP = topP }
+        if let minP { chain.minP = minP }
+        if let repetitionPenalty { chain.repetitionPenalty = repetitionPenalty }
+        if let frequencyPenalty { chain.frequencyPenalty = frequencyPenalty }
+        if let presencePenalty { chain.presencePenalty = presencePenalty }
+        if let penaltyWindow { chain.penaltyWindow = penaltyWindow }
+        if let seed { chain.seed = seed }
+        return chain
+    }
+}
+
 extension GenerationOptions {
     /// Whether the sampling chain is the balanced preset's, untouched but for its seed: the
     /// options a model may replace with what its authors recommend.
@@ -75,14 +109,19 @@ extension GenerationOptions {
         return chain == GenerationOptions.balancedSampling
     }
 
-    /// These options with `recommended`'s chain in place of an untouched balanced one (the
-    /// seed kept); anything else is the caller's choice and stays.
+    /// The sampling a model with `recommended` runs these options with, decided here only:
+    /// with `samplingChanges`, the recommended chain (or the balanced one) with those fields
+    /// set; otherwise `recommended`'s chain in place of an untouched balanced one (the seed
+    /// kept), and any other chain as the caller chose it.
     public func applying(_ recommended: RecommendedSampling?) -> GenerationOptions {
-        guard let recommended, usesBalancedSampling else { return self }
         var options = self
-        let seed = sampling.seed
-        options.sampling = recommended.sampling
-        options.sampling.seed = seed
+        if let changes = samplingChanges {
+            options.sampling = changes.applied(to: recommended?.sampling ?? GenerationOptions.balancedSampling)
+            options.samplingChanges = nil
+        } else if let recommended, usesBalancedSampling {
+            options.sampling = recommended.sampling
+            options.sampling.seed = sampling.seed
+        }
         return options
     }
 }

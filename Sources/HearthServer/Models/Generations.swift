@@ -9,9 +9,9 @@ struct Generations: Sendable {
     let metrics: ServerMetrics
 
     /// A generation for `prompt` on the model called `model` (see `RunningGeneration.start`).
-    func start(model: String?, sampling: RequestSampling? = nil, prompt: Prompt, options: GenerationOptions,
+    func start(model: String?, prompt: Prompt, options: GenerationOptions,
                keepAlive: KeepAlive? = nil, check: @Sendable (LocalModel) throws -> Void = { _ in }) async throws -> RunningGeneration {
-        try await RunningGeneration.start(manager: models, metrics: metrics, model: model, sampling: sampling, prompt: prompt,
+        try await RunningGeneration.start(manager: models, metrics: metrics, model: model, prompt: prompt,
                                           options: options, keepAlive: keepAlive, check: check)
     }
 }
@@ -47,8 +47,7 @@ final class RunningGeneration: @unchecked Sendable {
     /// Traced as spans under the request's: "load model" (finding the model in memory, or
     /// loading it), "queue wait" (for a slot), "prompt" (to the first token) and "generation"
     /// (to the last).
-    static func start(manager: ModelManager, metrics: ServerMetrics, model name: String?,
-                      sampling requested: RequestSampling? = nil, prompt: Prompt,
+    static func start(manager: ModelManager, metrics: ServerMetrics, model name: String?, prompt: Prompt,
                       options: GenerationOptions, keepAlive: KeepAlive?,
                       check: @Sendable (LocalModel) throws -> Void = { _ in }) async throws -> RunningGeneration {
         let clock = ContinuousClock()
@@ -87,14 +86,6 @@ final class RunningGeneration: @unchecked Sendable {
             waiting.end()
             await manager.release(loaded, keepAlive: keepAlive)
             throw error
-        }
-        // The request's sampling fields go over the chain the model's authors recommend, as
-        // llama-server takes a file's general.sampling keys for the fields a request leaves out.
-        var options = options
-        if let requested, let recommended = model.recommendedSampling {
-            var chain = recommended.sampling
-            requested.apply(to: &chain)
-            options.sampling = chain
         }
         let source = slot.context.stream(prompt, options: options, overflow: .error)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: GenerationChunk.self)

@@ -19,25 +19,26 @@ struct RequestSampling: Decodable, Sendable {
         case temperature, top_p, top_k, min_p, seed, stop, frequency_penalty, presence_penalty, repeat_penalty
     }
 
-    /// Each sampling field the request set, over `chain` (the model's recommended chain, or the
-    /// balanced preset's).
-    func apply(to chain: inout SamplingOptions) {
-        if let temperature { chain.temperature = temperature }
-        if let top_p { chain.topP = top_p }
-        if let top_k { chain.topK = top_k > 0 ? top_k : nil }
-        if let min_p { chain.minP = min_p }
-        if let seed { chain.seed = UInt64(bitPattern: seed) }
-        if let repeat_penalty { chain.repetitionPenalty = repeat_penalty }
-        if let penaltyWindow, penaltyWindow > 0 { chain.penaltyWindow = penaltyWindow }
-        if let frequency_penalty { chain.frequencyPenalty = frequency_penalty }
-        if let presence_penalty { chain.presencePenalty = presence_penalty }
+    /// The sampling fields the request set, to go over the model's recommended chain.
+    var changes: SamplingChanges {
+        var changes = SamplingChanges()
+        changes.temperature = temperature
+        changes.topP = top_p
+        changes.topK = top_k.map { $0 > 0 ? $0 : 0 }
+        changes.minP = min_p
+        changes.seed = seed.map { UInt64(bitPattern: $0) }
+        changes.repetitionPenalty = repeat_penalty
+        changes.penaltyWindow = penaltyWindow.flatMap { $0 > 0 ? $0 : nil }
+        changes.frequencyPenalty = frequency_penalty
+        changes.presencePenalty = presence_penalty
+        return changes
     }
 
-    /// Options from the balanced preset with each field the request set; the length is each
-    /// API's own field.
+    /// Options whose sampling is the model's recommended chain (the balanced preset's, where
+    /// it recommends none) with each field the request set; the length is each API's own field.
     func options() -> GenerationOptions {
         var options = GenerationOptions.balanced
-        apply(to: &options.sampling)
+        options.samplingChanges = changes
         options.stop = stop?.all ?? []
         return options
     }
