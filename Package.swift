@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "HearthTokenizers", dependencies: ["HearthCore", "HearthFormats"]),
         .target(name: "HearthTemplates", dependencies: ["HearthCore"]),
         .target(name: "HearthConstraints", dependencies: ["HearthCore", "HearthTokenizers"]),
-        .target(name: "HearthSpeech", dependencies: ["HearthCore", "HearthFormats", "HearthKernels", "CHearthKernels", "HearthTokenizers", "CZlib"]),
+        .target(name: "HearthSpeech", dependencies: ["HearthCore", "HearthFormats", "HearthKernels", "CHearthKernels", "HearthTokenizers", "HearthEngine", "CZlib"]),
         .target(name: "HearthEngine", dependencies: ["HearthCore", "HearthFormats", "HearthKernels", "HearthTokenizers", "HearthTemplates", "HearthConstraints"]),
         .target(
             name: "HearthHub",

@@ -1,5 +1,6 @@
 import Foundation
 import HearthCore
+import HearthEngine
 import HearthFormats
 import HearthKernels
 
@@ -189,7 +190,7 @@ extension WhisperCheckpoint {
     func norm(_ weight: WhisperWeight, width: Int) throws -> LayerNorm {
         let pieces = pieces(of: weight)
         guard pieces.count == 1, let shift = pieces[0].bias else { preconditionFailure("a layer norm is one scale and one shift") }
-        return LayerNorm(weight: try floats(pieces[0].weight, [width]), bias: try floats(shift, [width]))
+        return LayerNorm(weight: try floats(pieces[0].weight, [width]), bias: try floats(shift, [width]), epsilon: 1e-5)
     }
 
     /// The plain tensor `weight` (positions) as floats of `shape`.

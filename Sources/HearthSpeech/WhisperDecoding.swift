@@ -136,12 +136,10 @@ extension WhisperModel {
             return first
         }
 
-        func slot(row: Int, headIndex: Int) -> UnsafeMutablePointer<Float> {
-            storage + (row * heads.count + headIndex) * positions
-        }
-
-        func index(layer: Int, head: Int) -> Int? {
-            heads.firstIndex { $0.layer == layer && $0.head == head }
+        /// Keeps `weights` (`positions` floats) for `row` when (`layer`, `head`) is one of `heads`.
+        func keep(_ weights: UnsafePointer<Float>, layer: Int, head: Int, row: Int) {
+            guard let index = heads.firstIndex(where: { $0.layer == layer && $0.head == head }) else { return }
+            (storage + (row * heads.count + index) * positions).update(from: weights, count: positions)
         }
     }
 }

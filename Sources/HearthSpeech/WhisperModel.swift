@@ -1,5 +1,6 @@
 import Foundation
 import HearthCore
+import HearthEngine
 import HearthFormats
 import HearthKernels
 
@@ -77,6 +78,12 @@ public final class WhisperModel: @unchecked Sendable {
     let decoderPositions: [Float]
     let decoderLayers: [DecoderLayer]
     let decoderNorm: LayerNorm
+    /// The encoder's self-attention, every position over the window's 1,500 in blocks of 96
+    /// queries (96 rows of 1,500 scores are 563 KiB, within a core's L2 cache).
+    let encoderAttention: BidirectionalAttention
+    /// The decoder's attention over its own tokens (cached), and over the encoder's output.
+    let selfAttention: CachedAttention
+    let crossAttention: CrossAttention
 
     /// Bytes of the model's matrices as held in memory (the weights that `weights` decides).
     public var matrixBytes: Int {
@@ -166,6 +173,9 @@ public final class WhisperModel: @unchecked Sendable {
                 down: try decoderMatrix(.decoderDown(i), rows: width, columns: 4 * width))
         }
         decoderNorm = try w.norm(.decoderNorm, width: width)
+        encoderAttention = BidirectionalAttention(heads: d.heads, width: width, order: .products(queryBlock: 96))
+        selfAttention = CachedAttention(heads: d.heads, headDimension: d.headDimension)
+        crossAttention = CrossAttention(heads: d.heads, headDimension: d.headDimension, positions: d.audioContext)
         pool = WorkerPool(threadCount: max(1, threads))
     }
 
@@ -206,31 +216,25 @@ public final class WhisperModel: @unchecked Sendable {
         let attended = UnsafeMutablePointer<Float>.allocate(capacity: positions * width)
         let hidden = UnsafeMutablePointer<Float>.allocate(capacity: positions * 4 * width)
         defer { [normed, qkv, attended, hidden].forEach { $0.deallocate() } }
-        let threads = pool.threadCount
         x.withUnsafeMutableBufferPointer { x in
             let x = x.baseAddress!
-            func norm(_ n: LayerNorm, _ input: UnsafeMutablePointer<Float>) {
-                pool.run { thread in
-                    for t in WorkerPool.chunk(positions, part: thread, of: threads) { n(input + t * width) }
-                }
-            }
             func add(_ y: UnsafePointer<Float>) {
                 for i in 0..<positions * width { x[i] += y[i] }
             }
             for layer in encoderLayers {
                 normed.update(from: x, count: positions * width)
-                norm(layer.attentionNorm, normed)
+                layer.attentionNorm(rows: positions, normed, pool: pool)
                 pool.multiply(layer.qkv, normed, count: positions, output: qkv)
-                attendAll(qkv, count: positions, output: attended)
+                encoderAttention(qkv, sequences: [(0, positions)], into: attended, pool: pool)
                 pool.multiply(layer.attentionOutput, attended, count: positions, output: normed)
                 add(normed)
                 normed.update(from: x, count: positions * width)
-                norm(layer.feedForwardNorm, normed)
+                layer.feedForwardNorm(rows: positions, normed, pool: pool)
                 pool.multiply(layer.up, normed, count: positions, output: hidden, activation: .gelu)
                 pool.multiply(layer.down, hidden, count: positions, output: attended)
                 add(attended)
             }
-            norm(encoderNorm, x)
+            encoderNorm(rows: positions, x, pool: pool)
         }
         return x
     }
@@ -239,28 +243,10 @@ public final class WhisperModel: @unchecked Sendable {
     /// Each layer's cross-attention keys and values are kept transposed per head
     /// (dimension-major), so that a query's products run along the audio positions.
     public func startDecoding(_ encoded: [Float]) -> Decoding {
-        let d = dimensions, positions = d.audioContext, width = d.width
-        var kv = [Float](repeating: 0, count: positions * 2 * width)
-        let cross = decoderLayers.map { layer -> [Float] in
-            encoded.withUnsafeBufferPointer { x in
-                kv.withUnsafeMutableBufferPointer { pool.multiply(layer.crossKV, x.baseAddress!, count: positions, output: $0.baseAddress!) }
-            }
-            var transposed = [Float](repeating: 0, count: positions * 2 * width)
-            kv.withUnsafeBufferPointer { kv in
-                transposed.withUnsafeMutableBufferPointer { t in
-                    let (kv, t) = (kv.baseAddress!, t.baseAddress!)
-                    let threads = pool.threadCount
-                    pool.run { thread in
-                        for feature in WorkerPool.chunk(2 * width, part: thread, of: threads) {
-                            let row = t + feature * positions
-                            for p in 0..<positions { row[p] = kv[p * 2 * width + feature] }
-                        }
-                    }
-                }
-            }
-            return transposed
+        let cross = encoded.withUnsafeBufferPointer {
+            crossAttention.keysAndValues(of: $0.baseAddress!, through: decoderLayers.map(\.crossKV), pool: pool)
         }
-        return Decoding(cross: cross, layers: d.decoderLayers, positions: d.textContext, width: d.width)
+        return Decoding(cross: cross, layers: dimensions.decoderLayers, positions: dimensions.textContext, width: dimensions.width)
     }
 
     /// Evaluates `tokens` after the current tokens of `sequence` and returns the logits after
@@ -315,7 +301,7 @@ public final class WhisperModel: @unchecked Sendable {
             }
             func norm(_ layerNorm: LayerNorm) {
                 normed.update(from: x, count: n * width)
-                for j in 0..<n { layerNorm(normed + j * width) }
+                layerNorm(rows: n, normed)
             }
             func addProjected() {
                 for i in 0..<n * width { x[i] += projected[i] }
@@ -329,9 +315,9 @@ public final class WhisperModel: @unchecked Sendable {
                     (cache.keys[l] + positions[r] * width).update(from: qkv + j * 3 * width + width, count: width)
                     (cache.values[l] + positions[r] * width).update(from: qkv + j * 3 * width + 2 * width, count: width)
                 }
-                attend(rows: n, queries: qkv, queryStride: 3 * width, output: attended) { j in
+                selfAttention(rows: n, queries: qkv, queryStride: 3 * width, into: attended, pool: pool) { j in
                     let r = rows.lowerBound + j, cache = state.caches[sequences[r]]
-                    return (UnsafePointer(cache.keys[l]), UnsafePointer(cache.values[l]), width, positions[r] + 1)
+                    return CachedAttention.Span(keys: cache.keys[l], values: cache.values[l], stride: width, count: positions[r] + 1)
                 }
                 pool.multiply(layer.selfOutput, attended, count: n, output: projected)
                 addProjected()
@@ -339,8 +325,10 @@ public final class WhisperModel: @unchecked Sendable {
                 norm(layer.crossNorm)
                 pool.multiply(layer.crossQuery, normed, count: n, output: qkv)
                 state.cross[l].withUnsafeBufferPointer { kv in
-                    attendAudio(rows: n, queries: qkv, cross: kv.baseAddress!, output: attended,
-                                capture: capture.map { (capture: $0, layer: l, firstRow: captureStart + rows.lowerBound) })
+                    crossAttention(rows: n, queries: qkv, over: kv.baseAddress!, into: attended, pool: pool,
+                                   observe: capture.map { capture in { j, head, weights in
+                                       capture.keep(weights, layer: l, head: head, row: captureStart + rows.lowerBound + j)
+                                   } })
                 }
                 pool.multiply(layer.crossOutput, attended, count: n, output: projected)
                 addProjected()

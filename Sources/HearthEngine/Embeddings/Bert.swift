@@ -79,7 +79,9 @@ final class Bert: EncoderArchitecture {
                                              try weights.dense(p + "attention.self.key", h, h),
                                              try weights.dense(p + "attention.self.value", h, h)])
             return PostNormEncoderBlock(
-                attention: BidirectionalAttention(qkv: qkv, output: try weights.dense(p + "attention.output.dense", h, h), heads: c.headCount),
+                qkv: qkv,
+                attention: BidirectionalAttention(heads: c.headCount, width: h, order: .perQuery),
+                attentionOutput: try weights.dense(p + "attention.output.dense", h, h),
                 attentionNorm: try norm(p + "attention.output.LayerNorm"),
                 feedForward: DenseFeedForward(up: try weights.dense(p + "intermediate.dense", c.intermediateSize, h),
                                               down: try weights.dense(p + "output.dense", h, c.intermediateSize)),
@@ -105,15 +107,19 @@ final class Bert: EncoderArchitecture {
 
 /// BERT's block: `x = norm(x + attention(x))`, then `x = norm(x + ffn(x))`.
 struct PostNormEncoderBlock: Sendable {
+    /// (3 × width, width): Q, K and V stacked.
+    let qkv: DenseMatrix
     let attention: BidirectionalAttention
+    /// (width, width).
+    let attentionOutput: DenseMatrix
     let attentionNorm: LayerNorm
     let feedForward: DenseFeedForward
     let outputNorm: LayerNorm
 
     func callAsFunction(_ pass: EncoderPass) {
-        pass.project(.stream, through: attention.qkv, into: .qkv)
+        pass.project(.stream, through: qkv, into: .qkv)
         pass.attend(attention)
-        pass.project(.attended, through: attention.output, into: .projected)
+        pass.project(.attended, through: attentionOutput, into: .projected)
         pass.addAndNorm(.projected, attentionNorm)
         pass.project(.stream, through: feedForward.up, into: .wide, activation: .gelu)
         pass.project(.wide, through: feedForward.down, into: .projected)
