@@ -165,6 +165,30 @@ struct ConcurrencyTests {
         #expect(evaluated > 0 && evaluated < 200, "prompt_eval_count \(evaluated)")
     }
 
+    @Test("a conversation resumed in another slot than its own starts from its cached beginning")
+    func resumedInAnotherSlot() async throws {
+        let server = try await ServerFixture(parallel: 2)
+        defer { Task { await server.stop() } }
+        func ask(_ topic: String, _ question: String) async throws -> [String: Any] {
+            let system = String(repeating: "You are the keeper of the \(topic). Answer questions about it briefly and kindly. ", count: 20)
+            let response = try await server.post("/v1/chat/completions", [
+                "temperature": 0, "max_tokens": 4,
+                "messages": [["role": "system", "content": system], ["role": "user", "content": question]],
+            ])
+            #expect(response.status == 200)
+            return try #require(try response.json()["usage"] as? [String: Any])
+        }
+        // Three conversations on two slots: the third takes the first one's slot.
+        _ = try await ask("lighthouse", "How tall is it?")
+        _ = try await ask("orchard", "Which apples grow here?")
+        _ = try await ask("bakery", "When does the bread come out?")
+        let usage = try await ask("lighthouse", "Who built it?")
+        let prompt = try #require(usage["prompt_tokens"] as? Int)
+        let cached = try #require((usage["prompt_tokens_details"] as? [String: Any])?["cached_tokens"] as? Int)
+        #expect(prompt > 256)
+        #expect(cached >= 256 && cached < prompt, "\(usage)")
+    }
+
     /// Starts a long streamed answer that reads `lines` lines and then hangs up.
     static func longStream(_ server: ServerFixture, lines: Int, started: Count) -> Task<Int, any Error> {
         Task {

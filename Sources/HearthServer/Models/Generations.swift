@@ -77,7 +77,7 @@ final class RunningGeneration: @unchecked Sendable {
         do {
             try check(model)
             let queued = clock.now
-            slot = try await slots.acquire(key: Self.key(prompt))
+            slot = try await slots.acquire()
             metrics.waited(seconds: (clock.now - queued) / .seconds(1))
             waiting.attributes["hearth.slot"] = slot.index
             waiting.end()
@@ -157,16 +157,6 @@ final class RunningGeneration: @unchecked Sendable {
         var response = Answer()
         while let chunk = try await next() { response.append(chunk) }
         return response
-    }
-
-    /// The text a slot is chosen by: the prompt as the template would see it, in order.
-    static func key(_ prompt: Prompt) -> String {
-        switch prompt {
-        case .text(let text):
-            return text
-        case .chat(let messages):
-            return messages.map { "\u{1}\($0.role.rawValue)\u{2}\($0.content)" }.joined()
-        }
     }
 
     /// Seconds since the request began.

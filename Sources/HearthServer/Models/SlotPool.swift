@@ -1,20 +1,24 @@
 import Foundation
 import Hearth
 
-/// The contexts one loaded model serves requests in. A request takes a free slot, preferring
-/// the one whose last conversation shares the longest beginning with its own, so a follow-up
-/// turn finds its tokens cached. Requests beyond the slots wait in a bounded queue, first come
-/// first served; beyond that they are refused.
+/// The contexts one loaded model serves requests in: how many generations run at once. A
+/// request takes the free slot given back longest ago; which tokens it reuses is the engine's
+/// to decide (a prompt starts from the longest matching beginning among the model's sequences
+/// and its prompt cache, whichever slot it runs in), so slots leave the conversations they
+/// held in place as long as they can. Requests beyond the slots wait in a bounded queue, first
+/// come first served; beyond that they are refused.
 actor SlotPool {
     private struct Slot {
         let context: any GenerationContext
-        var lastKey: String = ""
+        /// When the slot was last given back (a count of releases), 0 for never.
+        var released: UInt64 = 0
         var busy = false
     }
 
     private var slots: [Slot]
     private var waiters: [(id: Int, continuation: CheckedContinuation<Int, any Error>)] = []
     private var nextWaiter = 0
+    private var releases: UInt64 = 0
     let modelName: String
     let queueLimit: Int
 
@@ -28,13 +32,12 @@ actor SlotPool {
     var busyCount: Int { slots.filter(\.busy).count }
     var waitingCount: Int { waiters.count }
 
-    /// A free slot for a request whose prompt begins with `key`, waiting for one when all are
-    /// busy. Throws a 503 when the queue is full, and CancellationError when the waiting task is
-    /// cancelled.
-    func acquire(key: String) async throws -> (index: Int, context: any GenerationContext) {
-        if let index = bestFree(for: key) {
+    /// A free slot, waiting for one when all are busy. Throws a 503 when the queue is full,
+    /// and CancellationError when the waiting task is cancelled.
+    func acquire() async throws -> (index: Int, context: any GenerationContext) {
+        let free = slots.indices.filter { !slots[$0].busy }
+        if let index = free.min(by: { slots[$0].released < slots[$1].released }) {
             slots[index].busy = true
-            slots[index].lastKey = key
             return (index, slots[index].context)
         }
         guard waiters.count < queueLimit else {
@@ -49,12 +52,13 @@ actor SlotPool {
         } onCancel: {
             Task { await self.cancelWaiter(id) }
         }
-        slots[index].lastKey = key
         return (index, slots[index].context)
     }
 
     /// Gives slot `index` back, straight to the longest-waiting request if there is one.
     func release(_ index: Int) {
+        releases += 1
+        slots[index].released = releases
         if waiters.isEmpty {
             slots[index].busy = false
         } else {
@@ -65,25 +69,5 @@ actor SlotPool {
     private func cancelWaiter(_ id: Int) {
         guard let position = waiters.firstIndex(where: { $0.id == id }) else { return }
         waiters.remove(at: position).continuation.resume(throwing: CancellationError())
-    }
-
-    private func bestFree(for key: String) -> Int? {
-        var best: (index: Int, shared: Int)?
-        for (index, slot) in slots.enumerated() where !slot.busy {
-            let shared = key.utf8.commonPrefixCount(with: slot.lastKey.utf8)
-            if best == nil || shared > best!.shared { best = (index, shared) }
-        }
-        return best?.index
-    }
-}
-
-extension Sequence where Element: Equatable {
-    func commonPrefixCount<Other: Sequence>(with other: Other) -> Int where Other.Element == Element {
-        var count = 0
-        for (a, b) in zip(self, other) {
-            guard a == b else { break }
-            count += 1
-        }
-        return count
     }
 }
