@@ -8,12 +8,7 @@ import NIOCore
 /// OpenAI's speech to text: /v1/audio/transcriptions and /v1/audio/translations, multipart
 /// forms in, the formats of OpenAI's `response_format` out.
 struct AudioController: Sendable {
-    let speech: SpeechModelManager
-    let metrics: ServerMetrics
-    /// Where an uploaded file waits while it is transcribed.
-    let uploadDirectory: URL
-    /// Largest audio file accepted.
-    let maxAudioBytes: Int
+    let service: HearthService
 
     func addRoutes(to v1: some RouterMethods<BasicRequestContext>) {
         v1.post("audio/transcriptions") { request, _ in try await audio(request, translate: false) }
@@ -22,8 +17,10 @@ struct AudioController: Sendable {
 
     private func audio(_ request: Request, translate: Bool) async throws -> Response {
         // Said before the upload is read: a server without a speech model cannot use it.
+        let speech = service.speech
         guard speech.configured != nil else { throw SpeechModelManager.noSpeechModel }
-        let upload = try await AudioUpload.read(request, into: uploadDirectory, fileLimit: maxAudioBytes)
+        let upload = try await AudioUpload.read(request, into: service.configuration.uploadDirectory,
+                                                fileLimit: service.configuration.maxAudioBytes)
         // The upload's file goes when this request ends, answered or not.
         defer { upload.removeFile() }
         guard let file = upload.file else {
@@ -36,6 +33,7 @@ struct AudioController: Sendable {
             throw ServerError.badRequest("The file '\(filename)' is empty; send a recording with sound in it.", param: "file")
         }
         let model = try await speech.model()
+        let metrics = service.metrics
         metrics.transcriptionStarted()
         var seconds: Double?
         defer { metrics.transcriptionEnded(seconds: seconds) }

@@ -5,15 +5,12 @@ import NIOCore
 /// /health for load balancers, /metrics for Prometheus, and the root that Ollama's clients
 /// probe.
 struct HealthController: Sendable {
-    let drain: DrainState
-    /// This server's name among replicas.
-    let replica: String
-    let models: ModelManager
-    let metrics: ServerMetrics
+    let service: HearthService
 
     func addRoutes(to router: some RouterMethods<BasicRequestContext>) {
         router.get("health") { _, _ in
-            if drain.isDraining {
+            let replica = service.configuration.replica
+            if service.drain.isDraining {
                 return try JSONBody.response(["status": "draining", "replica": replica], status: .serviceUnavailable)
             }
             return try JSONBody.response(["status": "ok", "replica": replica])
@@ -22,22 +19,22 @@ struct HealthController: Sendable {
             await updateGauges()
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4"
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.text())))
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: service.metrics.text())))
         }
         router.head("/") { _, _ in Response(status: .ok) }
     }
 
     private func updateGauges() async {
-        let running = await models.running()
+        let running = await service.models.running()
         var busy = 0
         var waiting = 0
         for (model, _) in running {
             if case .language(let language, let slots) = model.kind {
-                metrics.passes(model: model.name, language.passes)
+                service.metrics.passes(model: model.name, language.passes)
                 busy += await slots.busyCount
                 waiting += await slots.waitingCount
             }
         }
-        metrics.gauges(loaded: running.count, busy: busy, waiting: waiting)
+        service.metrics.gauges(loaded: running.count, busy: busy, waiting: waiting)
     }
 }

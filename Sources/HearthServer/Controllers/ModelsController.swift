@@ -5,11 +5,7 @@ import Hummingbird
 /// The models the server offers, as OpenAI's /v1/models lists them, and /v1/storage: what
 /// the models take on disk, which are loaded, and which may be deleted.
 struct ModelsController: Sendable {
-    let hearth: Hearth
-    let models: ModelManager
-    let speech: SpeechModelManager
-    /// Models named on the command line, which are not the cache's to delete.
-    let registered: [String: URL]
+    let service: HearthService
 
     func addRoutes(to v1: some RouterMethods<BasicRequestContext>) {
         v1.get("models") { _, _ in try await listModels() }
@@ -29,19 +25,19 @@ struct ModelsController: Sendable {
             var object = "list"
             var data: [OpenAIModel]
         }
-        var data = await models.catalog().map(OpenAIModel.init)
-        if let speech = speech.configured, !data.contains(where: { $0.id == speech.name }) {
+        var data = await service.models.catalog().map(OpenAIModel.init)
+        if let speech = service.speech.configured, !data.contains(where: { $0.id == speech.name }) {
             data.append(OpenAIModel(speech: speech.name, url: speech.url))
         }
         return try JSONBody.response(Body(data: data))
     }
 
     private func model(_ id: String) async throws -> Response {
-        if let speech = speech.configured, id == speech.name {
+        if let speech = service.speech.configured, id == speech.name {
             return try JSONBody.response(OpenAIModel(speech: speech.name, url: speech.url))
         }
-        let name = try await models.canonicalName(id)
-        guard let entry = await models.catalog().first(where: { $0.name == name }) else { throw ServerError.modelNotFound(id) }
+        let name = try await service.models.canonicalName(id)
+        guard let entry = await service.models.catalog().first(where: { $0.name == name }) else { throw ServerError.modelNotFound(id) }
         return try JSONBody.response(OpenAIModel(entry))
     }
 
@@ -61,19 +57,20 @@ struct ModelsController: Sendable {
             /// The model /v1/audio transcribes with; null without one, so the web UI can say so.
             @NullWhenAbsent var speech_model: String?
         }
-        let usage = CacheUsage(cache: hearth.cache).entries()
-        let served = await models.lastUsed
-        let loaded = Set(await models.running().map(\.model.name))
-        let entries = await models.catalog()
+        let usage = CacheUsage(cache: service.hearth.cache).entries()
+        let served = await service.models.lastUsed
+        let loaded = Set(await service.models.running().map(\.model.name))
+        let entries = await service.models.catalog()
         var list = entries.map { entry in
-            let isHub = registered[entry.name] == nil
+            // Models named on the command line are not the cache's to delete.
+            let isHub = service.configuration.models[entry.name] == nil
             return Model(name: entry.name, kind: entry.isEmbedding ? "embedding" : "language", size: entry.size,
                          last_used: (served[entry.name] ?? usage[entry.name]?.lastUsed).map { Int($0.timeIntervalSince1970) },
                          loaded: loaded.contains(entry.name),
                          deletable: isHub)
         }
-        if let speech = speech.configured {
-            let loaded = await self.speech.isLoaded
+        if let speech = service.speech.configured {
+            let loaded = await service.speech.isLoaded
             // A speech model from the Hub cache is already listed (as a folder or file); it is marked, not repeated.
             if let index = list.firstIndex(where: { $0.name == speech.name }) {
                 list[index].kind = "speech"
@@ -83,8 +80,8 @@ struct ModelsController: Sendable {
                 list.append(Model(name: speech.name, kind: "speech", size: size, last_used: nil, loaded: loaded, deletable: false))
             }
         }
-        let cached = hearth.cache.scan().reduce(0) { $0 + $1.size }
-        return try JSONBody.response(Body(cache_directory: hearth.cache.root.path, total_bytes: cached, models: list,
-                                          speech_model: speech.configured?.name))
+        let cached = service.hearth.cache.scan().reduce(0) { $0 + $1.size }
+        return try JSONBody.response(Body(cache_directory: service.hearth.cache.root.path, total_bytes: cached, models: list,
+                                          speech_model: service.speech.configured?.name))
     }
 }

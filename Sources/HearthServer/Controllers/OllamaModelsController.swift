@@ -5,10 +5,7 @@ import Hummingbird
 /// Ollama's model routes under /api: the models it has (tags), those loaded (ps), one
 /// model's details (show), pulling from the Hub and deleting from the cache.
 struct OllamaModelsController: Sendable {
-    let hearth: Hearth
-    let models: ModelManager
-    /// Largest request body accepted.
-    let bodyLimit: Int
+    let service: HearthService
 
     func addRoutes(to api: some RouterMethods<BasicRequestContext>) {
         api.get("tags") { _, _ in try await tags() }
@@ -19,12 +16,12 @@ struct OllamaModelsController: Sendable {
     }
 
     private func tags() async throws -> Response {
-        let entries = await models.catalog()
+        let entries = await service.models.catalog()
         return try JSONBody.response(["models": entries.map { ollamaModel($0) }])
     }
 
     private func running() async throws -> Response {
-        let running = await models.running()
+        let running = await service.models.running()
         let list = running.map { model, expiresAt in
             var entry = ollamaModel(ModelEntry(name: model.name, url: model.url, size: model.size, modified: model.loadedAt,
                                                isEmbedding: { if case .language = model.kind { false } else { true } }()))
@@ -37,8 +34,8 @@ struct OllamaModelsController: Sendable {
     }
 
     private func show(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let name = try await models.canonicalName(try await request.decodeJSON(OllamaModelRequest.self, limit: bodyLimit).required())
-        let url = try await models.locate(name)
+        let name = try await service.models.canonicalName(try await request.decodeJSON(OllamaModelRequest.self, limit: service.bodyLimit).required())
+        let url = try await service.models.locate(name)
         struct Body: Encodable {
             var modelfile: String
             var parameters: String
@@ -82,12 +79,12 @@ struct OllamaModelsController: Sendable {
     }
 
     private func pull(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let body = try await request.decodeJSON(OllamaModelRequest.self, limit: bodyLimit)
+        let body = try await request.decodeJSON(OllamaModelRequest.self, limit: service.bodyLimit)
         let name = try body.required()
         if case .path = try ModelReference.parse(name) {
             throw ServerError.badRequest("Pull takes a Hub name (org/repo[:QUANT]) or an alias, not a path.", param: "model")
         }
-        let progress = hearth.pull(name)
+        let progress = service.hearth.pull(name)
         guard body.stream ?? true else {
             var last: DownloadProgress?
             for try await event in progress { last = event }
@@ -97,13 +94,13 @@ struct OllamaModelsController: Sendable {
     }
 
     private func delete(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let name = try await models.canonicalName(try await request.decodeJSON(OllamaModelRequest.self, limit: bodyLimit).required())
-        guard case .hub(let repo, _, _) = try? ModelReference.parse(name), hearth.cache.cachedRepo(repo) != nil else {
+        let name = try await service.models.canonicalName(try await request.decodeJSON(OllamaModelRequest.self, limit: service.bodyLimit).required())
+        guard case .hub(let repo, _, _) = try? ModelReference.parse(name), service.hearth.cache.cachedRepo(repo) != nil else {
             throw ServerError.notFound("model '\(name)' not found in the cache; only pulled Hub models can be deleted.")
         }
-        await models.unload(name)
-        try hearth.cache.remove(repo)
-        CacheUsage(cache: hearth.cache).forget(repo)
+        await service.models.unload(name)
+        try service.hearth.cache.remove(repo)
+        CacheUsage(cache: service.hearth.cache).forget(repo)
         return Response(status: .ok)
     }
 

@@ -2,23 +2,17 @@ import Foundation
 import Hearth
 import Hummingbird
 
-/// OpenAI's generation routes under /v1: chat completions, completions and embeddings.
+/// OpenAI's generation routes under /v1: chat completions and completions.
 struct OpenAIController: Sendable {
-    let generations: Generations
-    let models: ModelManager
-    /// Largest request body accepted.
-    let bodyLimit: Int
+    let service: HearthService
 
     func addRoutes(to v1: some RouterMethods<BasicRequestContext>) {
         v1.post("chat/completions", use: chatCompletion)
         v1.post("completions", use: completion)
-        v1.post("embeddings", use: embeddings)
     }
 
     private func chatCompletion(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        guard let (body, raw) = try await request.decodeJSONWithValue(ChatCompletionRequest.self, limit: bodyLimit) else {
-            throw ServerError.badRequest("The request body is empty; send a JSON object.")
-        }
+        let (body, raw) = try await request.decodeJSONWithValue(ChatCompletionRequest.self, limit: service.bodyLimit)
         guard !body.messages.isEmpty else { throw ServerError.badRequest("messages must not be empty.", param: "messages") }
         var options = try body.sampling.options(maxTokens: body.max_completion_tokens ?? body.max_tokens)
         options.thinking = try body.enableThinking()
@@ -35,11 +29,9 @@ struct OpenAIController: Sendable {
         }
         try ChatTooling(raw, parallel: body.parallel_tool_calls).apply(to: &options, parallel: body.parallel_tool_calls)
         let messages = try body.messages.map { try $0.message() }
-        let generation = try await generations.start(model: body.model, sampling: body.sampling.fields, prompt: .chat(messages),
-                                                     options: options)
-        let id = "chatcmpl-" + ResponseID.random()
-        let created = Int(Date().timeIntervalSince1970)
-        let name = generation.model.name
+        let generation = try await service.generations.start(model: body.model, prompt: .chat(messages),
+                                                             options: options)
+        let head = OpenAIAnswerHead(prefix: "chatcmpl-", model: generation.model.name)
         let tokenizer = generation.model.engine.tokenizer
         guard body.stream == true else {
             let response = try await generation.collect()
@@ -48,22 +40,19 @@ struct OpenAIController: Sendable {
             }) : nil
             let calls = response.toolCalls
             let finish = response.finishReason.endsInToolCalls(calls) ? "tool_calls" : response.finishReason.apiName
-            return try JSONBody.response(ChatCompletion(
-                id: id, created: created, model: name,
-                choices: [.init(message: .init(content: calls.isEmpty || !response.text.isEmpty ? response.text : nil,
-                                               reasoning_content: response.reasoning.isEmpty ? nil : response.reasoning,
-                                               tool_calls: calls.isEmpty ? nil : calls.map { OpenAIToolCall($0) }),
-                                logprobs: logprobs, finish_reason: finish)],
-                usage: OpenAIUsage(response.statistics)))
+            let message = ChatCompletion.Message(content: calls.isEmpty || !response.text.isEmpty ? response.text : nil,
+                                                 reasoning_content: response.reasoning.isEmpty ? nil : response.reasoning,
+                                                 tool_calls: calls.isEmpty ? nil : calls.map { OpenAIToolCall($0) })
+            return try JSONBody.response(OpenAIAnswer("chat.completion", head: head,
+                                                      choices: [ChatCompletion.Choice(message: message, logprobs: logprobs, finish_reason: finish)],
+                                                      usage: OpenAIUsage(response.statistics)))
         }
         return AnswerStream.response(generation, encoder: ChatCompletionEncoder(
-            id: id, created: created, model: name, tokenizer: tokenizer, includeUsage: body.stream_options?.include_usage ?? false))
+            head: head, tokenizer: tokenizer, includeUsage: body.stream_options?.include_usage ?? false))
     }
 
     private func completion(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        guard let (body, raw) = try await request.decodeJSONWithValue(CompletionRequest.self, limit: bodyLimit) else {
-            throw ServerError.badRequest("The request body is empty; send a JSON object.")
-        }
+        let (body, raw) = try await request.decodeJSONWithValue(CompletionRequest.self, limit: service.bodyLimit)
         let prompts = body.prompt.all
         guard prompts.count == 1, let prompt = prompts.first else {
             throw ServerError.badRequest("prompt must be one string; send one request per prompt.", param: "prompt")
@@ -91,11 +80,9 @@ struct OpenAIController: Sendable {
             options.logprobs = true
             options.topLogprobs = logprobs
         }
-        let generation = try await generations.start(model: body.model, sampling: body.sampling.fields, prompt: .text(prompt),
-                                                     options: options)
-        let id = "cmpl-" + ResponseID.random()
-        let created = Int(Date().timeIntervalSince1970)
-        let name = generation.model.name
+        let generation = try await service.generations.start(model: body.model, prompt: .text(prompt),
+                                                             options: options)
+        let head = OpenAIAnswerHead(prefix: "cmpl-", model: generation.model.name)
         let tokenizer = generation.model.engine.tokenizer
         let echo = body.echo == true ? prompt : ""
         guard body.stream == true else {
@@ -110,36 +97,10 @@ struct OpenAIController: Sendable {
                 }
                 logprobs = table
             }
-            return try JSONBody.response(TextCompletion(
-                id: id, created: created, model: name,
-                choices: [.init(text: echo + response.text, logprobs: logprobs, finish_reason: response.finishReason.apiName)],
-                usage: OpenAIUsage(response.statistics)))
+            let choice = TextCompletion.Choice(text: echo + response.text, logprobs: logprobs, finish_reason: response.finishReason.apiName)
+            return try JSONBody.response(OpenAIAnswer("text_completion", head: head, choices: [choice], usage: OpenAIUsage(response.statistics)))
         }
         return AnswerStream.response(generation, encoder: TextCompletionEncoder(
-            id: id, created: created, model: name, echo: echo, includeUsage: body.stream_options?.include_usage ?? false))
-    }
-
-    private func embeddings(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let body = try await request.decodeJSON(EmbeddingRequest.self, limit: bodyLimit)
-        let texts = body.input.all
-        guard !texts.isEmpty else { throw ServerError.badRequest("input must not be empty.", param: "input") }
-        let format = body.encoding_format ?? "float"
-        guard format == "float" || format == "base64" else {
-            throw ServerError.badRequest("encoding_format must be float or base64.", param: "encoding_format")
-        }
-        let result = try await models.embed(model: body.model, texts: texts, keepAlive: nil)
-        if let dimensions = body.dimensions, dimensions != result.dimensions {
-            throw ServerError.badRequest("\(result.model) makes vectors of \(result.dimensions) dimensions; it cannot shorten them to \(dimensions).",
-                                         param: "dimensions")
-        }
-        let items = result.vectors.enumerated().map { index, vector in
-            if format == "base64" {
-                let data = vector.withUnsafeBufferPointer { Data(buffer: $0) }
-                return EmbeddingList.Item(index: index, embedding: .string(data.base64EncodedString()))
-            }
-            return EmbeddingList.Item(index: index, embedding: .array(vector.map { .number(Double($0)) }))
-        }
-        return try JSONBody.response(EmbeddingList(data: items, model: result.model,
-                                                   usage: .init(prompt_tokens: result.tokens, total_tokens: result.tokens)))
+            head: head, echo: echo, includeUsage: body.stream_options?.include_usage ?? false))
     }
 }

@@ -5,9 +5,7 @@ import Hummingbird
 /// `POST /v1/rerank` and Ollama's missing `POST /api/rerank`: one body, one answer; errors
 /// come in each API's own shape.
 struct RerankController: Sendable {
-    let models: ModelManager
-    /// Largest request body accepted.
-    let bodyLimit: Int
+    let service: HearthService
 
     func addRoutes(to router: some RouterMethods<BasicRequestContext>) {
         router.post("v1/rerank") { request, _ in try await rerank(request) }
@@ -17,7 +15,7 @@ struct RerankController: Sendable {
     private func rerank(_ request: Request) async throws -> Response {
         let body = try await decodeRerankRequest(request)
         let keepAlive = try body.keep_alive.map(KeepAlive.init(json:))
-        let loaded = try await models.acquire(try await models.canonicalName(body.model))
+        let loaded = try await service.models.acquire(try await service.models.canonicalName(body.model))
         do {
             guard case .reranker(let reranker) = loaded.kind else {
                 let what = if case .embedding = loaded.kind { "an embedding model" } else { "a language model" }
@@ -29,14 +27,14 @@ struct RerankController: Sendable {
             let ranked = try await reranker.rerank(query: body.query, documents: documents,
                                                    topN: body.top_n.map { min($0, documents.count) })
             let tokens = reranker.tokenCount(query: body.query, documents: documents)
-            await models.release(loaded, keepAlive: keepAlive)
+            await service.models.release(loaded, keepAlive: keepAlive)
             let returnDocuments = body.return_documents ?? true
             return try JSONBody.response(RerankResponse(
                 id: ResponseID.random(), model: loaded.name,
                 results: ranked.map { .init(index: $0.index, relevance_score: $0.score, document: returnDocuments ? .init(text: $0.document) : nil) },
-                usage: .init(prompt_tokens: tokens, total_tokens: tokens)))
+                usage: PromptUsage(tokens: tokens)))
         } catch {
-            await models.release(loaded, keepAlive: keepAlive)
+            await service.models.release(loaded, keepAlive: keepAlive)
             throw error
         }
     }
@@ -45,7 +43,7 @@ struct RerankController: Sendable {
     private func decodeRerankRequest(_ request: Request) async throws -> RerankRequest {
         // A document that is neither a string nor {"text": …} throws its own 400 from inside
         // the decoder.
-        let body = try await request.decodeJSON(RerankRequest.self, limit: bodyLimit)
+        let body = try await request.decodeJSON(RerankRequest.self, limit: service.bodyLimit)
         guard !body.query.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             throw ServerError.badRequest("query must not be empty: send the text the documents should answer.", param: "query")
         }

@@ -8,20 +8,20 @@ extension Request {
     /// The body decoded as `T`, read up to `limit` bytes. An empty body, malformed JSON and
     /// values of the wrong type become 400s that name the problem; a larger body becomes a 413.
     func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
-        guard let value = try await decodeJSONIfPresent(type, limit: limit) else {
+        try await decodeJSONWithValue(type, limit: limit).decoded
+    }
+
+    /// As `decodeJSON`, and the body as a `JSONValue` too, which keeps its objects' key order
+    /// (a schema's properties are generated in the order written, which `Decodable` loses).
+    func decodeJSONWithValue<T: Decodable>(_ type: T.Type, limit: Int) async throws -> (decoded: T, value: JSONValue) {
+        guard let body = try await decodeJSONIfPresent(type, limit: limit) else {
             throw ServerError.badRequest("The request body is empty; send a JSON object.")
         }
-        return value
+        return body
     }
 
-    /// As `decodeJSON`, but nil for an empty body.
-    func decodeJSONIfPresent<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T? {
-        try await decodeJSONWithValue(type, limit: limit)?.decoded
-    }
-
-    /// The body decoded as `T`, and as a `JSONValue` that keeps its objects' key order (a
-    /// schema's properties are generated in the order written, which `Decodable` loses).
-    func decodeJSONWithValue<T: Decodable>(_ type: T.Type, limit: Int) async throws -> (decoded: T, value: JSONValue)? {
+    /// As `decodeJSONWithValue`, but nil for an empty body.
+    func decodeJSONIfPresent<T: Decodable>(_ type: T.Type, limit: Int) async throws -> (decoded: T, value: JSONValue)? {
         var request = self
         let buffer: ByteBuffer
         do {

@@ -5,7 +5,8 @@ import HearthStorePostgres
 import Hummingbird
 import Logging
 
-/// The server's shared parts, and the router that hands each controller the ones it needs.
+/// The server's shared parts, which every controller is given and takes what its routes need
+/// from, and the router that registers the controllers.
 final class HearthService: Sendable {
     static let version = "0.1.0"
 
@@ -15,7 +16,11 @@ final class HearthService: Sendable {
     let speech: SpeechModelManager
     let store: any ChatStore
     let metrics: ServerMetrics
+    let generations: Generations
     let drain = DrainState()
+
+    /// Largest request body accepted.
+    var bodyLimit: Int { configuration.maxBodyBytes }
 
     init(configuration: ServerConfiguration, hearth: Hearth, logger: Logger) async throws {
         self.configuration = configuration
@@ -27,6 +32,7 @@ final class HearthService: Sendable {
                               defaultKeepAlive: configuration.keepAliveSeconds.map { .seconds($0) } ?? .forever)
         speech = SpeechModelManager(configured: configuration.speechModel, threads: hearth.configuration.threads,
                                     weights: configuration.speechWeights)
+        generations = Generations(models: models, metrics: metrics)
     }
 
     /// The one place that knows which engines there are; the routes see only `ChatStore`.
@@ -46,17 +52,15 @@ final class HearthService: Sendable {
         router.add(middleware: ErrorMiddleware(metrics: metrics, replica: configuration.replica))
         router.add(middleware: DrainMiddleware(state: drain, replica: configuration.replica))
         router.add(middleware: APIKeyMiddleware(key: configuration.apiKey))
-        let generations = Generations(models: models, metrics: metrics)
-        let bodyLimit = configuration.maxBodyBytes
-        HealthController(drain: drain, replica: configuration.replica, models: models, metrics: metrics).addRoutes(to: router)
-        OpenAIController(generations: generations, models: models, bodyLimit: bodyLimit).addRoutes(to: router.group("v1"))
-        ModelsController(hearth: hearth, models: models, speech: speech, registered: configuration.models).addRoutes(to: router.group("v1"))
-        AudioController(speech: speech, metrics: metrics, uploadDirectory: configuration.uploadDirectory,
-                        maxAudioBytes: configuration.maxAudioBytes).addRoutes(to: router.group("v1"))
-        OllamaController(generations: generations, models: models, bodyLimit: bodyLimit).addRoutes(to: router.group("api"))
-        OllamaModelsController(hearth: hearth, models: models, bodyLimit: bodyLimit).addRoutes(to: router.group("api"))
-        RerankController(models: models, bodyLimit: bodyLimit).addRoutes(to: router)
-        ThreadController(store: store, generations: generations, models: models, bodyLimit: bodyLimit).addRoutes(to: router)
+        HealthController(service: self).addRoutes(to: router)
+        OpenAIController(service: self).addRoutes(to: router.group("v1"))
+        ModelsController(service: self).addRoutes(to: router.group("v1"))
+        AudioController(service: self).addRoutes(to: router.group("v1"))
+        OllamaController(service: self).addRoutes(to: router.group("api"))
+        OllamaModelsController(service: self).addRoutes(to: router.group("api"))
+        EmbeddingsController(service: self).addRoutes(to: router)
+        RerankController(service: self).addRoutes(to: router)
+        ThreadController(service: self).addRoutes(to: router)
         PresetController().addRoutes(to: router)
         WebController().addRoutes(to: router)
         return router

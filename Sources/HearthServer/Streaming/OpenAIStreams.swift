@@ -17,14 +17,12 @@ extension OpenAIStreamEncoder {
 /// log-probabilities), the tool calls one delta each, the finish reason, and the usage when
 /// the request asked for it.
 struct ChatCompletionEncoder: OpenAIStreamEncoder {
-    let id: String
-    let created: Int
-    let model: String
+    let head: OpenAIAnswerHead
     let tokenizer: any Tokenizer
     let includeUsage: Bool
 
     private func event(_ choice: ChatCompletionChunk.Choice?, usage: OpenAIUsage? = nil) throws -> ByteBuffer {
-        try framing.frame(ChatCompletionChunk(id: id, created: created, model: model, choices: choice.map { [$0] } ?? [], usage: usage))
+        try framing.frame(OpenAIAnswer("chat.completion.chunk", head: head, choices: choice.map { [$0] } ?? [], usage: usage))
     }
 
     func start() throws -> [ByteBuffer] {
@@ -56,15 +54,13 @@ struct ChatCompletionEncoder: OpenAIStreamEncoder {
 /// /v1/completions streamed: the echoed prompt when asked for, the text as it comes, and the
 /// finish reason (with the usage when asked for) on the last piece.
 struct TextCompletionEncoder: OpenAIStreamEncoder {
-    let id: String
-    let created: Int
-    let model: String
+    let head: OpenAIAnswerHead
     let echo: String
     let includeUsage: Bool
 
     private func event(_ text: String, reason: String? = nil, usage: OpenAIUsage? = nil) throws -> ByteBuffer {
-        try framing.frame(TextCompletion(id: id, created: created, model: model, choices: [.init(text: text, finish_reason: reason)],
-                                         usage: usage))
+        try framing.frame(OpenAIAnswer("text_completion", head: head, choices: [TextCompletion.Choice(text: text, finish_reason: reason)],
+                                       usage: usage))
     }
 
     func start() throws -> [ByteBuffer] {

@@ -115,9 +115,9 @@ func ollamaThink(_ value: JSONValue?) throws -> Bool? {
     }
 }
 
-struct OllamaChatRequest: Decodable, Sendable {
+/// What /api/chat and /api/generate both take beside the prompt.
+struct OllamaGeneration: Decodable, Sendable {
     var model: String?
-    var messages: [OllamaMessage]?
     var stream: Bool?
     var format: JSONValue?
     var options: OllamaOptions?
@@ -125,16 +125,35 @@ struct OllamaChatRequest: Decodable, Sendable {
     var think: JSONValue?
 }
 
+/// /api/chat's body: the conversation.
+struct OllamaChatRequest: Decodable, Sendable {
+    var generation: OllamaGeneration
+    var messages: [OllamaMessage]?
+
+    private enum CodingKeys: String, CodingKey { case messages }
+
+    init(from decoder: any Decoder) throws {
+        generation = try OllamaGeneration(from: decoder)
+        messages = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent([OllamaMessage].self, forKey: .messages)
+    }
+}
+
+/// /api/generate's body: a prompt, under a system prompt, or raw (without the chat template).
 struct OllamaGenerateRequest: Decodable, Sendable {
-    var model: String?
+    var generation: OllamaGeneration
     var prompt: String?
     var system: String?
     var raw: Bool?
-    var stream: Bool?
-    var format: JSONValue?
-    var options: OllamaOptions?
-    var keep_alive: JSONValue?
-    var think: JSONValue?
+
+    private enum CodingKeys: String, CodingKey { case prompt, system, raw }
+
+    init(from decoder: any Decoder) throws {
+        generation = try OllamaGeneration(from: decoder)
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        prompt = try container.decodeIfPresent(String.self, forKey: .prompt)
+        system = try container.decodeIfPresent(String.self, forKey: .system)
+        raw = try container.decodeIfPresent(Bool.self, forKey: .raw)
+    }
 }
 
 struct OllamaModelRequest: Decodable, Sendable {
@@ -147,13 +166,6 @@ struct OllamaModelRequest: Decodable, Sendable {
         guard let value = model ?? name, !value.isEmpty else { throw ServerError.badRequest("Name the model in \"model\".", param: "model") }
         return value
     }
-}
-
-struct OllamaEmbedRequest: Decodable, Sendable {
-    var model: String?
-    var input: OneOrMany<String>
-    var truncate: Bool?
-    var keep_alive: JSONValue?
 }
 
 /// The closing line's timings, in nanoseconds as Ollama reports them.

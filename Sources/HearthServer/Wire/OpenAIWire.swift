@@ -192,11 +192,19 @@ struct CompletionRequest: Decodable, Sendable {
     }
 }
 
+/// An embeddings request, as OpenAI's /v1/embeddings and Ollama's /api/embed take it: each
+/// route reads its own API's fields.
 struct EmbeddingRequest: Decodable, Sendable {
     var model: String?
     var input: OneOrMany<String>
+    /// OpenAI's: float or base64.
     var encoding_format: String?
+    /// OpenAI's: the vectors' length, which must be the model's.
     var dimensions: Int?
+    /// Ollama's: how long the model stays loaded.
+    var keep_alive: JSONValue?
+    /// Ollama's; Hearth never shortens an input.
+    var truncate: Bool?
 }
 
 struct OpenAIUsage: Encodable, Sendable {
@@ -246,15 +254,43 @@ struct OpenAITokenLogprob: Encodable, Sendable {
 
 struct ChatLogprobs: Encodable, Sendable { var content: [OpenAITokenLogprob] }
 
-struct ChatCompletion: Encodable, Sendable {
+/// Who wrote an OpenAI answer and when: its id (a prefix that says its kind, then random
+/// digits), its time in seconds since 1970, and its model.
+struct OpenAIAnswerHead: Sendable {
     var id: String
-    var object = "chat.completion"
+    var created: Int
+    var model: String
+
+    init(prefix: String, model: String) {
+        id = prefix + ResponseID.random()
+        created = Int(Date().timeIntervalSince1970)
+        self.model = model
+    }
+}
+
+/// An OpenAI answer as `object` names it (a chat completion, one of its chunks, a text
+/// completion) with its choices; `usage` is left out of the chunks that carry none.
+struct OpenAIAnswer<Choice: Encodable & Sendable>: Encodable, Sendable {
+    var id: String
+    var object: String
     var created: Int
     var model: String
     var choices: [Choice]
-    var usage: OpenAIUsage
+    var usage: OpenAIUsage?
     var system_fingerprint = "hearth"
 
+    init(_ object: String, head: OpenAIAnswerHead, choices: [Choice], usage: OpenAIUsage?) {
+        id = head.id
+        self.object = object
+        created = head.created
+        model = head.model
+        self.choices = choices
+        self.usage = usage
+    }
+}
+
+/// /v1/chat/completions' answer in one piece.
+enum ChatCompletion {
     struct Choice: Encodable, Sendable {
         var index = 0
         var message: Message
@@ -272,15 +308,8 @@ struct ChatCompletion: Encodable, Sendable {
     }
 }
 
-struct ChatCompletionChunk: Encodable, Sendable {
-    var id: String
-    var object = "chat.completion.chunk"
-    var created: Int
-    var model: String
-    var choices: [Choice]
-    var usage: OpenAIUsage?
-    var system_fingerprint = "hearth"
-
+/// /v1/chat/completions' answer streamed: the choices of one chunk.
+enum ChatCompletionChunk {
     struct Choice: Encodable, Sendable {
         var index = 0
         var delta: Delta
@@ -309,15 +338,8 @@ struct ChatCompletionChunk: Encodable, Sendable {
     }
 }
 
-struct TextCompletion: Encodable, Sendable {
-    var id: String
-    var object = "text_completion"
-    var created: Int
-    var model: String
-    var choices: [Choice]
-    var usage: OpenAIUsage?
-    var system_fingerprint = "hearth"
-
+/// /v1/completions' answer, whole or streamed.
+enum TextCompletion {
     struct Choice: Encodable, Sendable {
         var index = 0
         var text: String
@@ -407,13 +429,19 @@ struct EmbeddingList: Encodable, Sendable {
         var embedding: JSONValue
     }
 
-    struct Usage: Encodable, Sendable {
-        var prompt_tokens: Int
-        var total_tokens: Int
-    }
-
     var object = "list"
     var data: [Item]
     var model: String
-    var usage: Usage
+    var usage: PromptUsage
+}
+
+/// The usage of an answer that reads its input and generates nothing (embeddings, a ranking).
+struct PromptUsage: Encodable, Sendable {
+    var prompt_tokens: Int
+    var total_tokens: Int
+
+    init(tokens: Int) {
+        prompt_tokens = tokens
+        total_tokens = tokens
+    }
 }

@@ -44,14 +44,9 @@ struct RerankResponse: Encodable, Sendable {
         var document: Document?
     }
 
-    struct Usage: Encodable, Sendable {
-        var prompt_tokens: Int
-        var total_tokens: Int
-    }
-
     var id: String
     var object = "list"
     var model: String
     var results: [Result]
-    var usage: Usage
+    var usage: PromptUsage
 }
