@@ -7,14 +7,7 @@ import HearthTokenizers
 /// L2 normalization when the pipeline has a Normalize module.
 public final class SentenceEmbeddingModel: Sendable {
     /// How token states become one vector.
-    public enum Pooling: String, Sendable {
-        /// The mean of the token states.
-        case mean
-        /// The state of the first token ([CLS]).
-        case cls
-        /// The element-wise maximum of the token states.
-        case max
-    }
+    public typealias Pooling = TokenPooling
 
     /// The encoder.
     public let encoder: EncoderModel
@@ -106,32 +99,11 @@ public final class SentenceEmbeddingModel: Sendable {
             let states = try encoder.encode(batch)
             var row = 0
             for sequence in batch {
-                vectors.append(pool(states, from: row, count: sequence.count))
+                vectors.append(pooling(states, from: row, count: sequence.count, width: dimensions, normalized: normalizes))
                 row += sequence.count
             }
             start += Self.batchLimit
         }
         return vectors
-    }
-
-    private func pool(_ states: [Float], from row: Int, count: Int) -> [Float] {
-        let d = dimensions
-        var vector = [Float](repeating: 0, count: d)
-        switch pooling {
-        case .cls:
-            for j in 0..<d { vector[j] = states[row * d + j] }
-        case .mean:
-            for t in row..<row + count { for j in 0..<d { vector[j] += states[t * d + j] } }
-            for j in 0..<d { vector[j] /= Float(count) }
-        case .max:
-            for j in 0..<d { vector[j] = -.infinity }
-            for t in row..<row + count { for j in 0..<d { vector[j] = Swift.max(vector[j], states[t * d + j]) } }
-        }
-        if normalizes {
-            let length = vector.reduce(0) { $0 + $1 * $1 }.squareRoot()
-            let scale = 1 / Swift.max(length, 1e-12)
-            for j in 0..<d { vector[j] *= scale }
-        }
-        return vector
     }
 }
