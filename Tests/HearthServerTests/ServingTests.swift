@@ -8,7 +8,7 @@ import Testing
 struct ErrorTests {
     @Test("bad JSON, wrong types, unknown models, bad values and unknown routes get 4xx with a message")
     func badRequests() async throws {
-        let server = try await ServerFixture(maxBodyBytes: 4096)
+        let server = try await ServeProcess(maxBodyBytes: 4096)
         defer { Task { await server.stop() } }
         let notJSON = try await server.send(.POST, "/v1/chat/completions", body: "{not json")
         #expect(notJSON.status == 400)
@@ -49,7 +49,7 @@ struct ErrorTests {
 
     @Test("a prompt longer than the context gets 400 context_length_exceeded, streaming or not")
     func contextOverflow() async throws {
-        let server = try await ServerFixture(contextLength: 64)
+        let server = try await ServeProcess(contextLength: 64)
         defer { Task { await server.stop() } }
         let long = String(repeating: "This sentence is rather long. ", count: 20)
         for stream in [false, true] {
@@ -63,7 +63,7 @@ struct ErrorTests {
 
     @Test("with an API key, every route but /health needs the bearer key")
     func apiKey() async throws {
-        let server = try await ServerFixture(apiKey: "sesame")
+        let server = try await ServeProcess(apiKey: "sesame")
         defer { Task { await server.stop() } }
         #expect(try await server.get("/health").status == 200)
         let missing = try await server.get("/v1/models")
@@ -83,7 +83,7 @@ struct ConcurrencyTests {
 
     @Test("8 concurrent streaming clients on 8 slots share forward passes and each get their own greedy answer")
     func eightStreams() async throws {
-        let server = try await ServerFixture(parallel: 8)
+        let server = try await ServeProcess(parallel: 8)
         defer { Task { await server.stop() } }
         var expected: [String] = []
         for prompt in Self.prompts { expected.append(try await greedyAnswer(prompt, maxTokens: 20)) }
@@ -116,11 +116,9 @@ struct ConcurrencyTests {
         #expect(try metric("hearth_most_sequences_per_pass", in: metrics) >= 2)
     }
 
-    /// The value of the metric line that starts with `name`.
-
     @Test("a request sharing a long system prompt with a running one on another slot starts from its positions")
     func sharedSystemPrompt() async throws {
-        let server = try await ServerFixture(parallel: 2)
+        let server = try await ServeProcess(parallel: 2)
         defer { Task { await server.stop() } }
         let system = String(repeating: "You are the assistant of a mill by a river. Answer questions about flour, water wheels and grain briefly. ", count: 45)
         // The first request holds slot 0 while it streams a long answer.
@@ -167,7 +165,7 @@ struct ConcurrencyTests {
 
     @Test("a conversation resumed in another slot than its own starts from its cached beginning")
     func resumedInAnotherSlot() async throws {
-        let server = try await ServerFixture(parallel: 2)
+        let server = try await ServeProcess(parallel: 2)
         defer { Task { await server.stop() } }
         func ask(_ topic: String, _ question: String) async throws -> [String: Any] {
             let system = String(repeating: "You are the keeper of the \(topic). Answer questions about it briefly and kindly. ", count: 20)
@@ -190,7 +188,7 @@ struct ConcurrencyTests {
     }
 
     /// Starts a long streamed answer that reads `lines` lines and then hangs up.
-    static func longStream(_ server: ServerFixture, lines: Int, started: Count) -> Task<Int, any Error> {
+    static func longStream(_ server: ServeProcess, lines: Int, started: Count) -> Task<Int, any Error> {
         Task {
             var seen = 0
             return try await server.stream("/v1/chat/completions", [
@@ -206,17 +204,14 @@ struct ConcurrencyTests {
 
     @Test("a client that disconnects frees its slot at once")
     func disconnectFreesSlot() async throws {
-        let server = try await ServerFixture(parallel: 1, queueLimit: 0)
+        let server = try await ServeProcess(parallel: 1, queueLimit: 0)
         defer { Task { await server.stop() } }
         let started = Count()
         _ = try await Self.longStream(server, lines: 5, started: started).value
         // The next request finds the slot free (with no queue, a busy slot would answer 503).
-        var status = 0
-        for _ in 0..<600 where status != 200 {
-            status = try await server.post("/v1/chat/completions", ["max_tokens": 3, "messages": [["role": "user", "content": "Hi"]]]).status
-            if status != 200 { try await Task.sleep(for: .milliseconds(100)) }
+        try await waitUntil("a request to find the slot free", every: .milliseconds(100)) {
+            try await server.post("/v1/chat/completions", ["max_tokens": 3, "messages": [["role": "user", "content": "Hi"]]]).status == 200
         }
-        #expect(status == 200)
         // The abandoned generation stopped: far fewer tokens than its 1500 were generated.
         let metrics = try await server.get("/metrics").text
         let total = try metric("hearth_completion_tokens_total", in: metrics)
@@ -225,7 +220,7 @@ struct ConcurrencyTests {
 
     @Test("requests beyond the slots and the queue get 503 with Retry-After")
     func queueBound() async throws {
-        let server = try await ServerFixture(parallel: 1, queueLimit: 1)
+        let server = try await ServeProcess(parallel: 1, queueLimit: 1)
         defer { Task { await server.stop() } }
         let started = Count()
         let running = Self.longStream(server, lines: 100_000, started: started)
@@ -234,7 +229,9 @@ struct ConcurrencyTests {
         let waiting = Task {
             try await server.post("/v1/chat/completions", ["max_tokens": 2, "messages": [["role": "user", "content": "Hi"]]]).status
         }
-        try await Task.sleep(for: .milliseconds(300))
+        try await waitUntil("the second request to wait for the slot") {
+            try metric("hearth_requests_waiting", in: try await server.get("/metrics").text) == 1
+        }
         let refused = try await server.post("/v1/chat/completions", ["max_tokens": 2, "messages": [["role": "user", "content": "Hi"]]])
         #expect(refused.status == 503)
         #expect(refused.headers.first(name: "Retry-After") != nil)
