@@ -1,63 +1,12 @@
 import AsyncHTTPClient
 import Foundation
 import Hearth
-import HearthServer
-import HearthStore
 import HearthTestSupport
 import NIOCore
 import NIOHTTP1
 import Testing
 
-/// A server on loopback, in this process, serving the real SmolLM2 as "smollm2" (the default)
-/// and all-MiniLM-L6-v2 as "all-minilm" (with `speechModel`, Whisper base as "whisper-base"
-/// for /v1/audio), with its own hub cache and upload folder in a temporary directory and its own
-/// chat database: a SQLite file there, or a new database on the test PostgreSQL server.
-final class ServerFixture: @unchecked Sendable {
-    let server: HearthServer
-    let directory: TemporaryDirectory
-    let configuration: ServerConfiguration
-
-    init(engine: StoreEngine = .sqlite, parallel: Int = 4, queueLimit: Int = 32, apiKey: String? = nil, maxBodyBytes: Int = 1 << 20,
-         keepAliveSeconds: Double? = 300, hubEndpoint: URL? = nil, contextLength: Int? = nil, speechModel: Bool = false,
-         moreModels: (TemporaryDirectory) throws -> [String: URL] = { _ in [:] }) async throws {
-        directory = try TemporaryDirectory()
-        var configuration = ServerConfiguration(database: try ChatDatabase(try engine.newDatabase(in: directory)))
-        configuration.port = 0
-        configuration.replica = "fixture-replica"
-        configuration.parallel = parallel
-        configuration.queueLimit = queueLimit
-        configuration.apiKey = apiKey
-        configuration.maxBodyBytes = maxBodyBytes
-        configuration.keepAliveSeconds = keepAliveSeconds
-        configuration.models = [
-            "smollm2": try TestFiles.modelURL(TestFiles.smolLM2),
-            "all-minilm": try TestFiles.modelURL("all-MiniLM-L6-v2"),
-        ].merging(try moreModels(directory)) { first, _ in first }
-        configuration.defaultModel = "smollm2"
-        if speechModel { configuration.speechModel = ("whisper-base", try TestFiles.modelURL("whisper-base")) }
-        configuration.uploadDirectory = directory.file("uploads")
-        try FileManager.default.createDirectory(at: configuration.uploadDirectory, withIntermediateDirectories: true)
-        var hub = HubEnvironment(environment: [:])
-        hub.cacheDirectory = directory.file("hub")
-        if let hubEndpoint { hub.endpoint = hubEndpoint }
-        let hearth = Hearth(configuration: .init(threads: 2, contextLength: contextLength ?? 2048, hub: hub))
-        self.configuration = configuration
-        server = try await HearthServer(configuration: configuration, hearth: hearth)
-        try await server.start()
-    }
-
-    var base: String { "http://127.0.0.1:\(server.port)" }
-
-    func stop() async { await server.stop() }
-
-    /// Files left in the upload folder (there should be none once requests have ended).
-    func leftoverUploads() throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: configuration.uploadDirectory.path)
-    }
-}
-
-/// A server the tests talk to over HTTP: `ServeProcess`, a process of its own, or
-/// `ServerFixture`, in this process, for the tests that need the server object.
+/// A server the tests talk to over HTTP (`ServeProcess`, `hearth serve` in a process of its own).
 protocol TestServer: Sendable {
     var base: String { get }
     var directory: TemporaryDirectory { get }
@@ -65,7 +14,6 @@ protocol TestServer: Sendable {
     func leftoverUploads() throws -> [String]
 }
 
-extension ServerFixture: TestServer {}
 extension ServeProcess: TestServer {}
 
 extension TestServer {
