@@ -104,11 +104,10 @@ struct RemoteServer {
         try await send(.GET, path, headers: headers)
     }
 
-    /// Sends `json` and calls `onLine` with each line of the streamed answer (SSE `data:`
-    /// payloads or NDJSON lines) until it returns false or the stream ends. Returns the status.
+    /// Posts `json` and hands each line of the streamed answer (SSE `data:` payloads less their
+    /// "data: ", or NDJSON lines; a last line without its newline too) to `onLine` until it
+    /// returns false; `onHead` gets the answer's headers first. Returns the status.
     @discardableResult
-    /// Posts `json` and hands each line of the streamed answer (less any "data: ") to `onLine`
-    /// until it returns false; `onHead` gets the answer's headers first. Returns the status.
     func stream(_ path: String, _ json: [String: Any], headers: [String: String] = [:],
                 onHead: (HTTPHeaders) -> Void = { _ in }, onLine: (String) throws -> Bool) async throws -> Int {
         var request = HTTPClientRequest(url: base + path)
@@ -118,18 +117,23 @@ struct RemoteServer {
         request.body = .bytes(ByteBuffer(data: try JSONSerialization.data(withJSONObject: json)))
         let response = try await Self.http.execute(request, timeout: .seconds(900))
         onHead(response.headers)
+        let status = Int(response.status.code)
+        func hand(_ bytes: Data) throws -> Bool {
+            var line = String(decoding: bytes, as: UTF8.self)
+            if line.hasPrefix("data: ") { line.removeFirst(6) }
+            return try line.isEmpty || onLine(line)
+        }
         var pending = Data()
         for try await buffer in response.body {
             pending.append(contentsOf: buffer.readableBytesView)
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                var line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                let line = pending[pending.startIndex..<newline]
                 pending.removeSubrange(pending.startIndex...newline)
-                if line.hasPrefix("data: ") { line.removeFirst(6) }
-                if line.isEmpty { continue }
-                if try !onLine(line) { return Int(response.status.code) }
+                if try !hand(Data(line)) { return status }
             }
         }
-        return Int(response.status.code)
+        _ = try hand(pending)
+        return status
     }
 }
 
