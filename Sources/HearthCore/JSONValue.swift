@@ -109,31 +109,22 @@ public enum JSONValue: Sendable, Hashable, Codable {
     /// (`ensure_ascii`) every character outside space…`~` as `\uxxxx`, in surrogate pairs above
     /// U+FFFF.
     public static func quote(_ s: String, asciiOnly: Bool = false, into out: inout String) {
-        func hex(_ value: UInt32) {
-            let digits = String(value, radix: 16)
-            out += "\\u" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
-        }
         out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            case _ where scalar.value < 0x20: hex(scalar.value)
-            case _ where asciiOnly && scalar.value > 0xFFFF:
-                let v = scalar.value - 0x10000
-                hex(0xD800 + (v >> 10))
-                hex(0xDC00 + (v & 0x3FF))
-            case _ where asciiOnly && scalar.value > 0x7E: hex(scalar.value)
-            default: out.unicodeScalars.append(scalar)
+        escapes.escape(s, into: &out) { scalar, out in
+            let value = scalar.value
+            guard value < 0x20 || (asciiOnly && value > 0x7E) else { return out.unicodeScalars.append(scalar) }
+            if value > 0xFFFF {
+                out += "\\u" + EscapeTable.hex(0xD800 + ((value - 0x10000) >> 10), width: 4)
+                out += "\\u" + EscapeTable.hex(0xDC00 + ((value - 0x10000) & 0x3FF), width: 4)
+            } else {
+                out += "\\u" + EscapeTable.hex(value, width: 4)
             }
         }
         out += "\""
     }
+
+    private static let escapes = EscapeTable(["\"": "\\\"", "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+                                              "\u{08}": "\\b", "\u{0C}": "\\f"])
 
     // MARK: Codable
 

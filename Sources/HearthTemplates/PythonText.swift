@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 
 /// Python's string behaviour, which templates were written against: characters are Unicode
 /// scalars (not Swift's grapheme clusters), equality is scalar by scalar (no canonical
@@ -346,27 +347,23 @@ enum PythonText {
     static func stringRepr(_ s: String) -> String {
         let quote: Unicode.Scalar = s.unicodeScalars.contains("'") && !s.unicodeScalars.contains("\"") ? "\"" : "'"
         var result = String(quote)
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case quote: result += "\\" + String(quote)
-            default:
-                if isPrintable(scalar) {
-                    result.unicodeScalars.append(scalar)
-                } else if scalar.value <= 0xFF {
-                    result += "\\x" + hex(scalar.value, width: 2)
-                } else if scalar.value <= 0xFFFF {
-                    result += "\\u" + hex(scalar.value, width: 4)
-                } else {
-                    result += "\\U" + hex(scalar.value, width: 8)
-                }
+        reprEscapes.escape(s, into: &result) { scalar, result in
+            if scalar == quote {
+                result += "\\" + String(quote)
+            } else if isPrintable(scalar) {
+                result.unicodeScalars.append(scalar)
+            } else if scalar.value <= 0xFF {
+                result += "\\x" + EscapeTable.hex(scalar.value, width: 2)
+            } else if scalar.value <= 0xFFFF {
+                result += "\\u" + EscapeTable.hex(scalar.value, width: 4)
+            } else {
+                result += "\\U" + EscapeTable.hex(scalar.value, width: 8)
             }
         }
         return result + String(quote)
     }
+
+    private static let reprEscapes = EscapeTable(["\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"])
 
     /// Python's `str.isprintable` for one character, which `repr` writes as it is: everything but
     /// controls, format characters, surrogates, private use, unassigned code points and separators
@@ -379,10 +376,5 @@ enum PythonText {
         default:
             return true
         }
-    }
-
-    static func hex(_ value: UInt32, width: Int) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: max(0, width - digits.count)) + digits
     }
 }

@@ -1,3 +1,5 @@
+import HearthCore
+
 /// A value while a template renders: the data of ``TemplateValue`` plus what only exists inside
 /// a render (jinja2's `Undefined`, namespaces, the `loop` object, functions, lazy ranges).
 enum Value {
@@ -474,16 +476,9 @@ extension Value {
 
     static func htmlEscape(_ s: String) -> String {
         var result = ""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "&": result += "&amp;"
-            case "<": result += "&lt;"
-            case ">": result += "&gt;"
-            case "\"": result += "&#34;"
-            case "'": result += "&#39;"
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
+        htmlEscapes.escape(s, into: &result)
         return result
     }
+
+    private static let htmlEscapes = EscapeTable(["&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&#34;", "'": "&#39;"])
 }
