@@ -188,7 +188,7 @@ public struct ModelSummary: Sendable, Codable, Equatable {
         add("recommended sampling", recommendedSampling)
         add("name", name)
         add("file type", fileType)
-        lines.append(("parameters", "\(Self.formatCount(parameterCount)) (\(Self.groupDigits(parameterCount)))"))
+        lines.append(("parameters", "\(HumanReadable.count(parameterCount)) (\(Self.groupDigits(parameterCount)))"))
         lines.append(("tensors", "\(tensorCount)"))
         func rightAligned(_ column: [String]) -> [String] {
             let width = column.map(\.count).max() ?? 0
@@ -218,19 +218,6 @@ public struct ModelSummary: Sendable, Codable, Equatable {
         return lines.map { key, value in
             (key + ":").padding(toLength: width, withPad: " ", startingAt: 0) + value + "\n"
         }.joined()
-    }
-
-    /// A count in decimal units with one decimal: `134.5M`, `7.2B`; exact below 1,000.
-    public static func formatCount(_ count: Int) -> String {
-        let units = ["K", "M", "B", "T"]
-        guard count >= 1000 else { return "\(count)" }
-        var value = Double(count) / 1000
-        var unit = 0
-        while value >= 999.95, unit < units.count - 1 {
-            value /= 1000
-            unit += 1
-        }
-        return String(format: "%.1f", value) + units[unit]
     }
 
     /// `134515008` as `134,515,008`.

@@ -10,4 +10,12 @@ import Testing
     func bytes(value: Int, expected: String) {
         #expect(HumanReadable.bytes(value) == expected)
     }
+
+    @Test(arguments: [
+        (0, "0"), (999, "999"), (1000, "1.0K"), (134_515_008, "134.5M"), (268_098_176, "268.1M"),
+        (999_960, "1.0M"), (7_241_732_096, "7.2B"), (1_000_000_000_000, "1.0T"),
+    ])
+    func counts(value: Int, expected: String) {
+        #expect(HumanReadable.count(value) == expected)
+    }
 }

@@ -48,8 +48,7 @@ struct OllamaController: Sendable {
         var options = try OllamaOptions.options(body.options, format: raw["format"])
         options.thinking = try ollamaThink(body.think)
         if chat { try ChatTooling(raw, parallel: nil).apply(to: &options, parallel: nil) }
-        let generation = try await service.generations.start(model: body.model, 
-                                                             prompt: prompt, options: options, keepAlive: keepAlive,
+        let generation = try await service.generations.start(model: body.model, prompt: prompt, options: options, keepAlive: keepAlive,
                                                              check: Self.thinkingCheck(options))
         let encoder = OllamaAnswerEncoder(chat: chat, generation: generation)
         guard body.stream ?? true else {

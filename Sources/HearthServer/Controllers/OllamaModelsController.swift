@@ -119,7 +119,7 @@ struct OllamaModelsController: Sendable {
 
     private func details(_ summary: ModelSummary) -> OllamaModel.Details {
         let family = summary.architecture ?? ""
-        return .init(format: "gguf", family: family, families: [family], parameter_size: ModelSummary.formatCount(summary.parameterCount),
+        return .init(format: "gguf", family: family, families: [family], parameter_size: HumanReadable.count(summary.parameterCount),
                      quantization_level: summary.fileType ?? "")
     }
 }
