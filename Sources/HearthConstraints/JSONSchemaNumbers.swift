@@ -404,10 +404,7 @@ extension JSONSchemaCompiler {
     mutating func anyNumberRule() -> Int {
         if builder.has("number") { return builder.reference("number") }
         let cap = options.maximumNumberDigits
-        let integer = builder.define("number-integer", [
-            Self.literal("0"),
-            [Self.digits(1, 9)] + builder.repeated([Self.digits(0, 9)], minimum: 0, maximum: cap.map { $0 - 1 }, name: "number-digits"),
-        ])
+        let integer = integerPartRule("number-integer", digits: "number-digits", cap: cap)
         let fraction = builder.repeated(Self.literal(".") + builder.repeated([Self.digits(0, 9)], minimum: 1, maximum: cap, name: "number-fraction"),
                                         minimum: 0, maximum: 1, name: "number-fraction")
         let sign = Grammar.Element.characters(Grammar.CharacterClass(CodePointSet("+-").ranges))
@@ -422,10 +419,16 @@ extension JSONSchemaCompiler {
     mutating func anyIntegerRule() -> Int {
         if builder.has("integer") { return builder.reference("integer") }
         let cap = options.maximumNumberDigits
-        let magnitude = builder.define("integer-magnitude", [
-            Self.literal("0"),
-            [Self.digits(1, 9)] + builder.repeated([Self.digits(0, 9)], minimum: 0, maximum: cap.map { $0 - 1 }, name: "integer-digits"),
-        ])
+        let magnitude = integerPartRule("integer-magnitude", digits: "integer-digits", cap: cap)
         return builder.define("integer", [builder.repeated(Self.literal("-"), minimum: 0, maximum: 1, name: "integer-sign") + [.rule(magnitude)]])
+    }
+
+    /// The rule `name`: "0", or a digit 1–9 followed by up to `cap - 1` digits (the repetition
+    /// named `digits`), as JSON writes a number's integer part.
+    private mutating func integerPartRule(_ name: String, digits: String, cap: Int?) -> Int {
+        builder.define(name, [
+            Self.literal("0"),
+            [Self.digits(1, 9)] + builder.repeated([Self.digits(0, 9)], minimum: 0, maximum: cap.map { $0 - 1 }, name: digits),
+        ])
     }
 }
