@@ -107,14 +107,6 @@ public struct BPETokenizer: VocabularyBackedTokenizer {
         }
     }
 
-    private struct Symbol {
-        var start: Int32
-        var length: Int32
-        var id: Int32
-        var prev: Int32
-        var next: Int32
-    }
-
     private struct Bigram: HeapOrdered {
         var rank: Int32
         var left: Int32
@@ -130,7 +122,9 @@ public struct BPETokenizer: VocabularyBackedTokenizer {
     }
 
     private struct MergeState {
-        var symbols: [Symbol] = []
+        var symbols = MergeSymbols()
+        /// Each symbol's token (or merge-only string) id, -1 for none.
+        var ids: [Int32] = []
         var queue = BinaryHeap<Bigram>()
         var mapped: [UInt8] = []
         var escaped: [UInt8] = []
@@ -161,58 +155,51 @@ public struct BPETokenizer: VocabularyBackedTokenizer {
                 return
             }
         }
-        state.symbols.removeAll(keepingCapacity: true)
+        state.symbols.removeAll()
+        state.ids.removeAll(keepingCapacity: true)
         state.queue.removeAll()
         if spellsLikeSentencePiece {
             // One symbol per character, which may be a token, a string only merges use, or neither.
             var offset = 0
             while offset < word.count {
                 let length = min(UTF8Decoding.sequenceLength(word[offset]), word.count - offset)
-                let index = Int32(state.symbols.count)
-                let id = vocabulary.texts.find(word, offset..<offset + length) ?? -1
-                state.symbols.append(Symbol(start: Int32(offset), length: Int32(length), id: id, prev: index - 1,
-                                            next: offset + length < word.count ? index + 1 : -1))
+                state.symbols.append(start: offset, length: length, isLast: offset + length == word.count)
+                state.ids.append(vocabulary.texts.find(word, offset..<offset + length) ?? -1)
                 offset += length
             }
         } else {
-            let count = Int32(word.count)
-            for index in 0..<count {
-                state.symbols.append(Symbol(start: index, length: 1, id: byteSymbols[Int(word[Int(index)])],
-                                            prev: index - 1, next: index + 1 < count ? index + 1 : -1))
+            for index in 0..<word.count {
+                state.symbols.append(start: index, length: 1, isLast: index + 1 == word.count)
+                state.ids.append(byteSymbols[Int(word[index])])
             }
         }
         let count = Int32(state.symbols.count)
 
-        func addBigram(_ left: Int32, _ right: Int32, _ symbols: [Symbol], _ queue: inout BinaryHeap<Bigram>) {
+        func addBigram(_ left: Int32, _ right: Int32, _ ids: [Int32], _ queue: inout BinaryHeap<Bigram>) {
             guard left >= 0, right >= 0 else { return }
-            let leftID = symbols[Int(left)].id, rightID = symbols[Int(right)].id
+            let leftID = ids[Int(left)], rightID = ids[Int(right)]
             guard leftID >= 0, rightID >= 0, let merge = merges.find(left: leftID, right: rightID) else { return }
             queue.push(Bigram(rank: merge.rank, left: left, right: right, leftID: leftID, rightID: rightID,
                               merged: merge.merged))
         }
 
         for index in 1..<max(count, 1) {
-            addBigram(index - 1, index, state.symbols, &state.queue)
+            addBigram(index - 1, index, state.ids, &state.queue)
         }
         while let bigram = state.queue.pop() {
-            let left = Int(bigram.left), right = Int(bigram.right)
             // A pair is stale once either side has changed since it was queued.
-            guard state.symbols[left].length > 0, state.symbols[right].length > 0,
-                  state.symbols[left].id == bigram.leftID, state.symbols[right].id == bigram.rightID
+            guard state.symbols[bigram.left].length > 0, state.symbols[bigram.right].length > 0,
+                  state.ids[Int(bigram.left)] == bigram.leftID, state.ids[Int(bigram.right)] == bigram.rightID
             else { continue }
-            state.symbols[left].length += state.symbols[right].length
-            state.symbols[left].id = bigram.merged
-            state.symbols[right].length = 0
-            let after = state.symbols[right].next
-            state.symbols[left].next = after
-            if after >= 0 { state.symbols[Int(after)].prev = bigram.left }
-            addBigram(state.symbols[left].prev, bigram.left, state.symbols, &state.queue)
-            addBigram(bigram.left, after, state.symbols, &state.queue)
+            let after = state.symbols.merge(bigram.left, bigram.right)
+            state.ids[Int(bigram.left)] = bigram.merged
+            addBigram(state.symbols[bigram.left].prev, bigram.left, state.ids, &state.queue)
+            addBigram(bigram.left, after, state.ids, &state.queue)
         }
 
-        for symbol in state.symbols where symbol.length > 0 {
-            if symbol.id >= 0 && Int(symbol.id) < vocabulary.count {
-                output.append(symbol.id)
+        for (symbol, id) in zip(state.symbols.items, state.ids) where symbol.length > 0 {
+            if id >= 0 && Int(id) < vocabulary.count {
+                output.append(id)
                 continue
             }
             if spellsLikeSentencePiece {

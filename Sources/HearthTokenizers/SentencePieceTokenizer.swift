@@ -65,13 +65,6 @@ public struct SentencePieceTokenizer: VocabularyBackedTokenizer {
         }
     }
 
-    private struct Symbol {
-        var start: Int32
-        var length: Int32
-        var prev: Int32
-        var next: Int32
-    }
-
     private struct Bigram: HeapOrdered {
         var score: Float
         var left: Int32
@@ -86,28 +79,26 @@ public struct SentencePieceTokenizer: VocabularyBackedTokenizer {
 
     private struct MergeState {
         var escaped: [UInt8] = []
-        var symbols: [Symbol] = []
+        var symbols = MergeSymbols()
         var queue = BinaryHeap<Bigram>()
     }
 
     private func encodeEscaped(_ state: inout MergeState, into output: inout [Int32]) {
-        state.symbols.removeAll(keepingCapacity: true)
+        state.symbols.removeAll()
         state.queue.removeAll()
         let escaped = state.escaped
         escaped.withUnsafeBufferPointer { text in
             var offset = 0
             while offset < text.count {
                 let length = min(UTF8Decoding.sequenceLength(text[offset]), text.count - offset)
-                let index = Int32(state.symbols.count)
-                state.symbols.append(Symbol(start: Int32(offset), length: Int32(length), prev: index - 1,
-                                            next: offset + length < text.count ? index + 1 : -1))
+                state.symbols.append(start: offset, length: length, isLast: offset + length == text.count)
                 offset += length
             }
 
-            func addBigram(_ left: Int32, _ right: Int32, _ symbols: [Symbol], _ queue: inout BinaryHeap<Bigram>) {
+            func addBigram(_ left: Int32, _ right: Int32, _ symbols: MergeSymbols, _ queue: inout BinaryHeap<Bigram>) {
                 guard left >= 0, right >= 0 else { return }
-                let start = Int(symbols[Int(left)].start)
-                let end = Int(symbols[Int(right)].start + symbols[Int(right)].length)
+                let start = Int(symbols[left].start)
+                let end = Int(symbols[right].start + symbols[right].length)
                 guard let id = vocabulary.token(for: UnsafeBufferPointer(rebasing: text[start..<end])) else { return }
                 queue.push(Bigram(score: scores[Int(id)], left: left, right: right, length: Int32(end - start)))
             }
@@ -116,22 +107,17 @@ public struct SentencePieceTokenizer: VocabularyBackedTokenizer {
                 addBigram(Int32(index - 1), Int32(index), state.symbols, &state.queue)
             }
             while let bigram = state.queue.pop() {
-                let left = Int(bigram.left), right = Int(bigram.right)
-                let leftLength = state.symbols[left].length, rightLength = state.symbols[right].length
+                let leftLength = state.symbols[bigram.left].length, rightLength = state.symbols[bigram.right].length
                 // A pair is stale once either side has changed since it was queued.
                 guard leftLength > 0, rightLength > 0, leftLength + rightLength == bigram.length else { continue }
-                state.symbols[left].length += rightLength
-                state.symbols[right].length = 0
-                let after = state.symbols[right].next
-                state.symbols[left].next = after
-                if after >= 0 { state.symbols[Int(after)].prev = bigram.left }
-                addBigram(state.symbols[left].prev, bigram.left, state.symbols, &state.queue)
+                let after = state.symbols.merge(bigram.left, bigram.right)
+                addBigram(state.symbols[bigram.left].prev, bigram.left, state.symbols, &state.queue)
                 addBigram(bigram.left, after, state.symbols, &state.queue)
             }
 
-            var index: Int32 = state.symbols.isEmpty ? -1 : 0
+            var index: Int32 = state.symbols.count == 0 ? -1 : 0
             while index >= 0 {
-                let symbol = state.symbols[Int(index)]
+                let symbol = state.symbols[index]
                 let range = Int(symbol.start)..<Int(symbol.start + symbol.length)
                 if let id = vocabulary.token(for: UnsafeBufferPointer(rebasing: text[range])) {
                     output.append(id)
