@@ -51,47 +51,35 @@ public final class ChatSession: Sendable {
     }
 
     /// The tools the model may call.
-    public var tools: [any Tool] {
-        get { store.withLock { $0.tools } }
-        set { store.withLock { $0.tools = newValue } }
-    }
+    public var tools: [any Tool] { get { self[locked: \.tools] } set { self[locked: \.tools] = newValue } }
 
     /// Whether the model must call a tool in a turn's first round (later rounds are `.auto`,
     /// so that it can answer with the results).
-    public var toolChoice: ToolChoice {
-        get { store.withLock { $0.toolChoice } }
-        set { store.withLock { $0.toolChoice = newValue } }
-    }
+    public var toolChoice: ToolChoice { get { self[locked: \.toolChoice] } set { self[locked: \.toolChoice] = newValue } }
 
     /// Rounds of calls one turn may make before the model must answer.
-    public var maxToolRounds: Int {
-        get { store.withLock { $0.maxToolRounds } }
-        set { store.withLock { $0.maxToolRounds = max(0, newValue) } }
-    }
+    public var maxToolRounds: Int { get { self[locked: \.maxToolRounds] } set { self[locked: \.maxToolRounds] = max(0, newValue) } }
 
     /// The system prompt, applied from the next turn on.
-    public var system: String? {
-        get { store.withLock { $0.system } }
-        set { store.withLock { $0.system = newValue } }
-    }
+    public var system: String? { get { self[locked: \.system] } set { self[locked: \.system] = newValue } }
 
     /// Options of the turns that do not bring their own.
-    public var options: GenerationOptions {
-        get { store.withLock { $0.options } }
-        set { store.withLock { $0.options = newValue } }
-    }
+    public var options: GenerationOptions { get { self[locked: \.options] } set { self[locked: \.options] = newValue } }
 
     /// What to do when the history outgrows the context (default: drop the oldest turns).
-    public var overflowPolicy: ContextOverflowPolicy {
-        get { store.withLock { $0.overflowPolicy } }
-        set { store.withLock { $0.overflowPolicy = newValue } }
-    }
+    public var overflowPolicy: ContextOverflowPolicy { get { self[locked: \.overflowPolicy] } set { self[locked: \.overflowPolicy] = newValue } }
 
     /// The conversation so far, without the system prompt.
-    public var messages: [ChatMessage] { store.withLock { $0.messages } }
+    public var messages: [ChatMessage] { self[locked: \.messages] }
 
     /// Usage and timings of the last turn that finished.
-    public var lastStatistics: GenerationStatistics? { store.withLock { $0.lastStatistics } }
+    public var lastStatistics: GenerationStatistics? { self[locked: \.lastStatistics] }
+
+    /// A part of the session's state, read or written under its lock.
+    private subscript<Value: Sendable>(locked part: WritableKeyPath<Store, Value>) -> Value {
+        get { store.withLock { $0[keyPath: part] } }
+        set { store.withLock { $0[keyPath: part] = newValue } }
+    }
 
     /// Forgets the conversation (the system prompt stays). The context's cache is kept: the
     /// next turn still reuses the system prompt's tokens.
