@@ -35,10 +35,16 @@ package struct CrossAttention: Sendable {
             var transposed = [Float](repeating: 0, count: positions * features)
             transposed.withUnsafeMutableBufferPointer { t in
                 let t = t.baseAddress!
+                // Sixteen features (a cache line of each position's row) at a time, written along
+                // their sixteen rows together.
                 pool.run { thread in
-                    for feature in WorkerPool.chunk(features, part: thread, of: threads) {
-                        let row = t + feature * positions
-                        for p in 0..<positions { row[p] = kv[p * features + feature] }
+                    let part = WorkerPool.chunk(features, part: thread, of: threads, granularity: 16)
+                    for first in stride(from: part.lowerBound, to: part.upperBound, by: 16) {
+                        let block = first..<min(first + 16, part.upperBound)
+                        for p in 0..<positions {
+                            let row = kv + p * features
+                            for feature in block { t[feature * positions + p] = row[feature] }
+                        }
                     }
                 }
             }
