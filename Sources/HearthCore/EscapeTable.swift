@@ -4,10 +4,13 @@ public struct EscapeTable: Sendable {
     /// Indexed by code point; nil: the character is not in the table.
     private var texts = [String?](repeating: nil, count: 128)
 
-    /// A table of `escapes`, whose characters are ASCII (any other is left out: it is never
-    /// looked up).
+    /// A table of `escapes`, whose characters must be ASCII (the others go through each
+    /// writer's own rule).
     public init(_ escapes: KeyValuePairs<Unicode.Scalar, String>) {
-        for (scalar, text) in escapes where scalar.isASCII { texts[Int(scalar.value)] = text }
+        for (scalar, text) in escapes {
+            precondition(scalar.isASCII, "an escape table holds ASCII characters only")
+            texts[Int(scalar.value)] = text
+        }
     }
 
     /// The text `scalar` is escaped as, when the table has it.
