@@ -206,17 +206,23 @@ final class RemoteContext: GenerationContext {
     /// The endpoint and JSON body for `prompt`.
     static func request(model: String, prompt: Prompt, options: GenerationOptions) throws -> (String, Data) {
         var body: [String: Any] = ["model": model, "stream": true, "stream_options": ["include_usage": true]]
-        // Named changes go alone, so the endpoint sets them over its own model's chain.
-        let fields: [(String, Any?)]
-        if let c = options.samplingChanges {
-            fields = [("temperature", c.temperature), ("top_p", c.topP), ("seed", c.seed.map { Int64(bitPattern: $0) }),
-                      ("presence_penalty", c.presencePenalty), ("frequency_penalty", c.frequencyPenalty)]
-        } else {
-            let c = options.sampling
-            fields = [("temperature", c.temperature), ("top_p", c.topP), ("seed", c.seed.map { Int64(bitPattern: $0) }),
-                      ("presence_penalty", c.presencePenalty), ("frequency_penalty", c.frequencyPenalty)]
+        // Named changes go alone, so that the endpoint sets them over its own model's chain.
+        let s = options.sampling
+        let named = options.samplingChanges?.changes ?? [.temperature(s.temperature)] + [
+            s.topP.map { .topP($0) }, s.seed.map { .seed($0) }, s.presencePenalty.map { .presencePenalty($0) },
+            s.frequencyPenalty.map { .frequencyPenalty($0) },
+        ].compactMap { $0 }
+        for change in named {
+            switch change {
+            case .temperature(let value): body["temperature"] = value
+            case .topP(let value): body["top_p"] = value
+            case .seed(let value): body["seed"] = Int64(bitPattern: value)
+            case .presencePenalty(let value): body["presence_penalty"] = value
+            case .frequencyPenalty(let value): body["frequency_penalty"] = value
+            // OpenAI's API has no field for the other stages.
+            case .topK, .minP, .repetitionPenalty, .penaltyWindow: break
+            }
         }
-        for case let (key, value?) in fields { body[key] = value }
         if let value = options.maxTokens { body["max_tokens"] = value }
         if !options.stop.isEmpty { body["stop"] = options.stop }
         let path: String

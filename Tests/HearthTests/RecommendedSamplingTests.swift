@@ -62,21 +62,13 @@ struct RecommendedSamplingTests {
     func changes() throws {
         let recommended = RecommendedSampling(sampling: SamplingOptions(temperature: 0.6, topK: 20, topP: 0.95, minP: 0), source: "test")
         var options = GenerationOptions.greedy
-        var changes = SamplingChanges()
-        changes.temperature = 0.3
-        changes.seed = 4
-        options.samplingChanges = changes
+        options.samplingChanges = SamplingChanges([.temperature(0.3), .seed(4)])
         let applied = options.applying(recommended)
         #expect(applied.sampling == SamplingOptions(temperature: 0.3, topK: 20, topP: 0.95, minP: 0, seed: 4))
         #expect(applied.samplingChanges == nil)
         #expect(options.applying(nil).sampling == SamplingOptions(temperature: 0.3, topK: 40, topP: 0.95, minP: 0.05, seed: 4))
         // Changes that spell out the balanced chain are still the caller's.
-        var balanced = SamplingChanges()
-        balanced.temperature = 0.8
-        balanced.topK = 40
-        balanced.topP = 0.95
-        balanced.minP = 0.05
-        options.samplingChanges = balanced
+        options.samplingChanges = SamplingChanges([.temperature(0.8), .topK(40), .topP(0.95), .minP(0.05)])
         #expect(options.applying(recommended).sampling == GenerationOptions.balancedSampling)
         options.samplingChanges = SamplingChanges()
         #expect(options.applying(recommended).sampling == recommended.sampling)

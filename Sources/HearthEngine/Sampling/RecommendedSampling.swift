@@ -71,31 +71,37 @@ public struct RecommendedSampling: Sendable, Equatable {
 /// some fields and leaves the others means, as llama-server takes a file's `general.sampling`
 /// keys for the fields a request leaves out.
 public struct SamplingChanges: Sendable, Equatable, Codable {
-    public var temperature: Float?
-    public var topK: Int?
-    public var topP: Float?
-    public var minP: Float?
-    public var repetitionPenalty: Float?
-    public var frequencyPenalty: Float?
-    public var presencePenalty: Float?
-    public var penaltyWindow: Int?
-    public var seed: UInt64?
+    /// One field of the chain and its value.
+    public enum Change: Sendable, Equatable, Codable {
+        case temperature(Float), topK(Int), topP(Float), minP(Float), repetitionPenalty(Float), frequencyPenalty(Float),
+             presencePenalty(Float), penaltyWindow(Int), seed(UInt64)
 
-    /// No field named: the recommended chain as it is.
-    public init() {}
+        /// Sets the field in `chain`.
+        func apply(to chain: inout SamplingOptions) {
+            switch self {
+            case .temperature(let value): chain.temperature = value
+            case .topK(let value): chain.topK = value
+            case .topP(let value): chain.topP = value
+            case .minP(let value): chain.minP = value
+            case .repetitionPenalty(let value): chain.repetitionPenalty = value
+            case .frequencyPenalty(let value): chain.frequencyPenalty = value
+            case .presencePenalty(let value): chain.presencePenalty = value
+            case .penaltyWindow(let value): chain.penaltyWindow = value
+            case .seed(let value): chain.seed = value
+            }
+        }
+    }
+
+    /// The fields named, in order (a later change of a field wins).
+    public var changes: [Change]
+
+    /// `changes`, none by default: the recommended chain as it is.
+    public init(_ changes: [Change] = []) { self.changes = changes }
 
     /// `chain` with each named field set.
     public func applied(to chain: SamplingOptions) -> SamplingOptions {
         var chain = chain
-        if let temperature { chain.temperature = temperature }
-        if let topK { chain.topK = topK }
-        if let topP { chain.topP = topP }
-        if let minP { chain.minP = minP }
-        if let repetitionPenalty { chain.repetitionPenalty = repetitionPenalty }
-        if let frequencyPenalty { chain.frequencyPenalty = frequencyPenalty }
-        if let presencePenalty { chain.presencePenalty = presencePenalty }
-        if let penaltyWindow { chain.penaltyWindow = penaltyWindow }
-        if let seed { chain.seed = seed }
+        for change in changes { change.apply(to: &chain) }
         return chain
     }
 }

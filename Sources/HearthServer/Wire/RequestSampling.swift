@@ -21,17 +21,13 @@ struct RequestSampling: Decodable, Sendable {
 
     /// The sampling fields the request set, to go over the model's recommended chain.
     var changes: SamplingChanges {
-        var changes = SamplingChanges()
-        changes.temperature = temperature
-        changes.topP = top_p
-        changes.topK = top_k.map { $0 > 0 ? $0 : 0 }
-        changes.minP = min_p
-        changes.seed = seed.map { UInt64(bitPattern: $0) }
-        changes.repetitionPenalty = repeat_penalty
-        changes.penaltyWindow = penaltyWindow.flatMap { $0 > 0 ? $0 : nil }
-        changes.frequencyPenalty = frequency_penalty
-        changes.presencePenalty = presence_penalty
-        return changes
+        let named: [SamplingChanges.Change?] = [
+            temperature.map { .temperature($0) }, top_p.map { .topP($0) }, top_k.map { .topK(max($0, 0)) },
+            min_p.map { .minP($0) }, seed.map { .seed(UInt64(bitPattern: $0)) }, repeat_penalty.map { .repetitionPenalty($0) },
+            penaltyWindow.flatMap { $0 > 0 ? .penaltyWindow($0) : nil }, frequency_penalty.map { .frequencyPenalty($0) },
+            presence_penalty.map { .presencePenalty($0) },
+        ]
+        return SamplingChanges(named.compactMap { $0 })
     }
 
     /// Options whose sampling is the model's recommended chain (the balanced preset's, where
