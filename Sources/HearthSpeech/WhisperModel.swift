@@ -71,11 +71,11 @@ public final class WhisperModel: @unchecked Sendable {
     let conv2: DenseMatrix              // (width, width * 3), stride 2
     /// How the weights are held and multiplied.
     public let weights: WhisperWeights
-    let encoderPositions: [Float]
+    let encoderPositions: EmbeddingTable  // (audioContext, width)
     let encoderLayers: [EncoderLayer]
     let encoderNorm: LayerNorm
     let embedding: any Matrix           // (vocab, width), also the output projection
-    let decoderPositions: [Float]
+    let decoderPositions: EmbeddingTable  // (textContext, width)
     let decoderLayers: [DecoderLayer]
     let decoderNorm: LayerNorm
     /// The encoder's self-attention, every position over the window's 1,500 in blocks of 96
@@ -146,7 +146,7 @@ public final class WhisperModel: @unchecked Sendable {
             if quantize(columns) { return try w.q8_0(weight, shape: [rows, columns], bias: bias) }
             return try w.vector(weight, rows: rows, columns: columns, bias: bias)
         }
-        encoderPositions = try w.floats(.encoderPositions, [d.audioContext, width])
+        encoderPositions = EmbeddingTable(try w.floats(.encoderPositions, [d.audioContext, width]), width: width)
         encoderLayers = try (0..<d.encoderLayers).map { i in
             EncoderLayer(
                 attentionNorm: try w.norm(.encoderAttentionNorm(i), width: width),
@@ -158,7 +158,7 @@ public final class WhisperModel: @unchecked Sendable {
         }
         encoderNorm = try w.norm(.encoderNorm, width: width)
         embedding = try decoderMatrix(.tokenEmbedding, rows: d.vocabularySize, columns: width, bias: false)
-        decoderPositions = try w.floats(.decoderPositions, [d.textContext, width])
+        decoderPositions = EmbeddingTable(try w.floats(.decoderPositions, [d.textContext, width]), width: width)
         decoderLayers = try (0..<d.decoderLayers).map { i in
             DecoderLayer(
                 selfNorm: try w.norm(.decoderSelfNorm(i), width: width),
@@ -208,7 +208,6 @@ public final class WhisperModel: @unchecked Sendable {
         columns.withUnsafeBufferPointer { c in
             x.withUnsafeMutableBufferPointer { pool.multiply(conv2, c.baseAddress!, count: positions, output: $0.baseAddress!, activation: .gelu) }
         }
-        for i in x.indices { x[i] += encoderPositions[i] }
 
         // (positions, width), (positions, 3 width), (positions, width), (positions, 4 width)
         let normed = UnsafeMutablePointer<Float>.allocate(capacity: positions * width)
@@ -218,6 +217,7 @@ public final class WhisperModel: @unchecked Sendable {
         defer { [normed, qkv, attended, hidden].forEach { $0.deallocate() } }
         x.withUnsafeMutableBufferPointer { x in
             let x = x.baseAddress!
+            for t in 0..<positions { encoderPositions.add(t, to: x + t * width) }
             func add(_ y: UnsafePointer<Float>) {
                 for i in 0..<positions * width { x[i] += y[i] }
             }
@@ -297,7 +297,7 @@ public final class WhisperModel: @unchecked Sendable {
             for (j, r) in rows.enumerated() {
                 let row = x + j * width
                 embedding.row(tokens[r], into: row)
-                for i in 0..<width { row[i] += decoderPositions[positions[r] * width + i] }
+                decoderPositions.add(positions[r], to: row)
             }
             func norm(_ layerNorm: LayerNorm) {
                 normed.update(from: x, count: n * width)
