@@ -1,13 +1,9 @@
 import HearthCore
 
-/// The element types of a CTranslate2 model variable (its `DataType` ids).
+/// The element types of a CTranslate2 model variable, whose `DataType` ids count from 0 in
+/// this order.
 public enum CTranslate2DType: UInt8, Sendable, CaseIterable {
-    case float32 = 0
-    case int8 = 1
-    case int16 = 2
-    case int32 = 3
-    case float16 = 4
-    case bfloat16 = 5
+    case float32, int8, int16, int32, float16, bfloat16
 
     /// Bytes per element.
     public var size: Int {
