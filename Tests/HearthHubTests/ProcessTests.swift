@@ -25,6 +25,19 @@ func childEnvironment(_ hub: HubFixture, extra: [String: String] = [:]) -> [Stri
     return environment
 }
 
+/// The bytes a pull in progress has saved, as its range ledgers on disk say.
+private func savedBytes(_ cache: HFCache) -> Int {
+    struct Ledger: Decodable { let done: [[Int]] }
+    let enumerator = FileManager.default.enumerator(at: cache.root, includingPropertiesForKeys: nil)
+    var saved = 0
+    while let url = enumerator?.nextObject() as? URL {
+        guard url.lastPathComponent.hasSuffix(".hearth-ranges.incomplete"), let data = try? Data(contentsOf: url),
+              let ledger = try? JSONDecoder().decode(Ledger.self, from: data) else { continue }
+        saved += ledger.done.reduce(0) { $0 + $1[1] - $1[0] }
+    }
+    return saved
+}
+
 @Suite("hearth pull as a process", .serialized)
 struct PullProcessTests {
     @Test("kill -9 at about half, then the resumed pull fetches at most 60% again")
@@ -33,15 +46,15 @@ struct PullProcessTests {
         let repo = HubEmulator.Repo("test-org/killed", files: [.init("model-Q4_K_M.gguf", testBytes(size, seed: 21))], tags: ["gguf"])
         let hub = try await HubFixture([repo])
         defer { Task { await hub.stop() } }
-        hub.emulator.inject(.trickle(bytesPerSecond: 4 << 20), times: 16)
+        // The bodies hold at half the file until the faults are cleared, so the kill comes at
+        // about half however slow the machine: once the pull has saved that half's ranges.
+        hub.emulator.inject(.hold(afterServed: size / 2), times: 16)
         let environment = childEnvironment(hub)
         let first = try Child(TestFiles.hearthBinary, ["pull", repo.id], environment: environment, directory: hub.directory)
-        // The kill waits for the state (half the file served); the limit only stops a hang, and
-        // is long because the child may be starved while every other suite runs.
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(600)
-        while hub.emulator.bytesServed("model-Q4_K_M.gguf") < size / 2, first.isRunning, clock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
+        first.killWhenTestsEnd()
+        try await waitUntil("half the file saved by the pull") {
+            try #require(first.isRunning, "hearth pull ended: \(first.errorText)")
+            return savedBytes(hub.cache) >= size / 2
         }
         first.signal(SIGKILL)
         _ = try await first.wait()
@@ -51,12 +64,17 @@ struct PullProcessTests {
         let entry = hub.cache.repoDirectory(repo.id).appendingPathComponent("snapshots/\(repo.commit)/model-Q4_K_M.gguf")
         #expect(!FileManager.default.fileExists(atPath: entry.path))
 
+        // The held bodies go on into the killed pull's connections until they find them closed;
+        // what they write there is not fetched by the next pull.
         hub.emulator.clearFaults()
+        try await waitUntil("the killed pull's bodies to end") { hub.emulator.bodiesSending("model-Q4_K_M.gguf") == 0 }
+        let servedBeforeResume = hub.emulator.bytesServed("model-Q4_K_M.gguf")
         let second = try Child(TestFiles.hearthBinary, ["pull", repo.id, "--json"], environment: environment, directory: hub.directory)
         let status = try await second.wait()
         #expect(status == 0, "\(second.errorText)")
-        let again = hub.emulator.bytesServed("model-Q4_K_M.gguf") - servedBeforeKill
-        #expect(Double(again) <= 0.6 * Double(size), "fetched \(again) of \(size) bytes again")
+        let again = hub.emulator.bytesServed("model-Q4_K_M.gguf") - servedBeforeResume
+        #expect(Double(again) <= 0.6 * Double(size),
+                "fetched \(again) of \(size) bytes again (\(servedBeforeKill) served before the kill, \(servedBeforeResume) before the resumed pull)")
         #expect(try Data(contentsOf: entry) == testBytes(size, seed: 21))
         let lines = second.outputText.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         #expect(lines.last?["event"] as? String == "done")

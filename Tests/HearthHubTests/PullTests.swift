@@ -313,7 +313,9 @@ struct PullTests {
         let repo = HubEmulator.Repo("test-org/cancel", files: [.init("model.gguf", testBytes(size, seed: 7))])
         let hub = try await HubFixture([repo])
         defer { Task { await hub.stop() } }
-        hub.emulator.inject(.trickle(bytesPerSecond: 2 << 20), times: 4)
+        // The bodies hold at a third until the faults are cleared: the pull is cancelled before
+        // its end however slow the machine.
+        hub.emulator.inject(.hold(afterServed: size / 3), times: 4)
         let downloader = hub.downloader(connections: 2)
         let task = Task { try await downloader.download(repo.id) { _ in } }
         try await waitUntil("a third of the file served") { hub.emulator.bytesServed("model.gguf") >= size / 3 }
@@ -351,7 +353,7 @@ struct PullTests {
         let repo = HubEmulator.Repo("test-org/finished-elsewhere", files: [.init("model.gguf", data)])
         let hub = try await HubFixture([repo])
         defer { Task { await hub.stop() } }
-        hub.emulator.inject(.trickle(bytesPerSecond: 2 << 20), times: 4)
+        hub.emulator.inject(.hold(afterServed: size / 4), times: 4)
         let downloader = hub.downloader(connections: 1)
         let task = Task { try await downloader.download(repo.id) { _ in } }
         try await waitUntil("a quarter of the file served") { hub.emulator.bytesServed("model.gguf") >= size / 4 }
@@ -361,12 +363,10 @@ struct PullTests {
         // As huggingface_hub would leave it: the finished blob, named by its sha256.
         let sha = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
         try data.write(to: hub.cache.repoDirectory(repo.id).appendingPathComponent("blobs/\(sha)"))
-        // The server may still be trickling into the cancelled connection; let it stop first.
-        var served = -1
-        while served != hub.emulator.bytesServed("model.gguf") {
-            served = hub.emulator.bytesServed("model.gguf")
-            try await Task.sleep(for: .milliseconds(300))
-        }
+        // The held body goes on into the cancelled connection until it finds it closed; then
+        // the counters start again.
+        hub.emulator.clearFaults()
+        try await waitUntil("the cancelled download's body to end") { hub.emulator.bodiesSending("model.gguf") == 0 }
         hub.emulator.resetCounters()
         let snapshot = try await downloader.download(repo.id) { _ in }
         #expect(try Data(contentsOf: snapshot.url(of: "model.gguf")) == data)

@@ -262,15 +262,24 @@ extension HubEmulator {
         }
         let fault = takeFault(for: file.file.path, statusFaults: false)
         let path = file.file.path
+        let releases = state.withLock { $0.releases }
         let bodyRange = range
         let body = ResponseBody(contentLength: bodyRange.count) { writer in
+            self.state.withLock { $0.sending[path, default: 0] += 1 }
+            defer { self.state.withLock { $0.sending[path, default: 0] -= 1 } }
             var position = bodyRange.lowerBound
             var sent = 0
             let chunkSize: Int
-            if case .trickle(let rate) = fault { chunkSize = max(1024, rate / 20) } else { chunkSize = 1 << 20 }
+            switch fault {
+            case .trickle(let rate): chunkSize = max(1024, rate / 20)
+            case .hold: chunkSize = 64 << 10
+            default: chunkSize = 1 << 20
+            }
             let reader = try ContentReader(file.file.content)
             while position < bodyRange.upperBound {
-                let count = min(chunkSize, bodyRange.upperBound - position)
+                var piece = chunkSize
+                if case .hold(let limit) = fault, try await self.held(path, limit: limit, releases: releases) { piece = 4096 }
+                let count = min(piece, bodyRange.upperBound - position)
                 var limit = count
                 if case .dropConnection(let after) = fault {
                     limit = min(count, after - sent)
@@ -291,6 +300,19 @@ extension HubEmulator {
             try await writer.finish(nil)
         }
         return Response(status: .init(code: status), headers: fields(headers), body: body)
+    }
+
+    /// Whether a body held past `limit` bytes of `path` is still held, after waiting up to a
+    /// second for its release: then it sends a small piece, so that its client still hears
+    /// from it.
+    func held(_ path: String, limit: Int, releases: Int) async throws -> Bool {
+        func holding() -> Bool { state.withLock { $0.served[path, default: 0] >= limit && $0.releases == releases } }
+        var waits = 0
+        while holding(), waits < 100 {
+            try await Task.sleep(for: .milliseconds(10))
+            waits += 1
+        }
+        return holding()
     }
 
     /// `bytes=a-b`, `bytes=a-` or `bytes=-n`, nil when it is not a single satisfiable range.

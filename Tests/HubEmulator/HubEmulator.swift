@@ -95,6 +95,11 @@ public final class HubEmulator: Sendable {
         case serviceUnavailable
         /// The body is sent at this rate.
         case trickle(bytesPerSecond: Int)
+        /// The body is sent in small pieces until this many bytes of its file have been served
+        /// (by every request together), then holds until `clearFaults()` or `stop()`, sending
+        /// 4 KiB a second (a client that saves its progress as bytes come still does): a
+        /// download stops where a test wants it however slow the machine is.
+        case hold(afterServed: Int)
     }
 
     struct Stored: Sendable {
@@ -114,6 +119,9 @@ public final class HubEmulator: Sendable {
     struct State {
         var faults: [Injected] = []
         var served: [String: Int] = [:]
+        var sending: [String: Int] = [:]
+        /// Counts `clearFaults()` and `stop()` calls, each of which lets held bodies go on.
+        var releases = 0
         var requests: [String] = []
         var rangeStarts: [String: [Int]] = [:]
         var port = 0
@@ -177,7 +185,10 @@ public final class HubEmulator: Sendable {
 
     /// Stops serving.
     public func stop() async {
-        let task = state.withLock { $0.task }
+        let task = state.withLock {
+            $0.releases += 1
+            return $0.task
+        }
         task?.cancel()
         _ = await task?.result
     }
@@ -195,13 +206,20 @@ public final class HubEmulator: Sendable {
         state.withLock { $0.faults.append(Injected(fault: fault, path: path, remaining: times)) }
     }
 
-    /// Removes every fault not yet used.
+    /// Removes every fault not yet used and lets held bodies go on.
     public func clearFaults() {
-        state.withLock { $0.faults.removeAll() }
+        state.withLock {
+            $0.faults.removeAll()
+            $0.releases += 1
+        }
     }
 
     /// Body bytes sent so far for `path` (of any repository).
     public func bytesServed(_ path: String) -> Int { state.withLock { $0.served[path] ?? 0 } }
+
+    /// Bodies of `path` being written now: a body counts from its first byte until its last
+    /// is written or its connection fails.
+    public func bodiesSending(_ path: String) -> Int { state.withLock { $0.sending[path] ?? 0 } }
 
     /// Every request so far, as `METHOD /path`.
     public var requestLog: [String] { state.withLock { $0.requests } }
