@@ -97,9 +97,11 @@ struct PromptsTests {
                               ["run", try TestFiles.model(TestFiles.smolLM2), "--prompts", file.path, "--temp", "0",
                                "-c", "8192", "-o", output.path],
                               environment: ProcessInfo.processInfo.environment, directory: directory)
-        let deadline = ContinuousClock.now + .seconds(60)
-        while (try? String(contentsOf: output, encoding: .utf8))?.split(separator: "\n").count ?? 0 < 4, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
+        child.killWhenTestsEnd()
+        defer { if child.isRunning { child.signal(SIGKILL) } }
+        try await waitUntil("the four short answers to be written", every: .milliseconds(50)) {
+            try #require(child.isRunning, "hearth run ended: \(child.errorText)")
+            return (try? String(contentsOf: output, encoding: .utf8))?.split(separator: "\n").count ?? 0 >= 4
         }
         child.signal(SIGINT)
         let status = try await child.wait()
