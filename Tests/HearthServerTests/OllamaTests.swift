@@ -88,12 +88,9 @@ struct OllamaTests {
                                                             "options": ["num_predict": 2]])
         #expect(answer.status == 200)
         #expect((try await server.get("/api/ps").json()["models"] as? [[String: Any]])?.count == 1)
-        var unloaded = false
-        for _ in 0..<900 where !unloaded {
-            try await Task.sleep(for: .milliseconds(100))
-            unloaded = (try await server.get("/api/ps").json()["models"] as? [[String: Any]])?.isEmpty == true
+        try await waitUntil("smollm2 to be unloaded once idle past its keep-alive", every: .milliseconds(100)) {
+            (try await server.get("/api/ps").json()["models"] as? [[String: Any]])?.isEmpty == true
         }
-        #expect(unloaded)
     }
 
     @Test("pull streams progress from the Hub into the cache; tags lists it; delete removes it")

@@ -212,10 +212,13 @@ struct ConcurrencyTests {
         try await waitUntil("a request to find the slot free", every: .milliseconds(100)) {
             try await server.post("/v1/chat/completions", ["max_tokens": 3, "messages": [["role": "user", "content": "Hi"]]]).status == 200
         }
-        // The abandoned generation stopped: far fewer tokens than its 1500 were generated.
-        let metrics = try await server.get("/metrics").text
-        let total = try metric("hearth_completion_tokens_total", in: metrics)
-        #expect(total < 200, "\(total)")
+        // The slot is free once the abandoned generation has ended, so its passes are all
+        // counted: one per token after its prompt's. Greedy, it would have run all of its 1500
+        // (the story has no end before them); it stopped with the client, after under a third
+        // of them. How many more than the client read depends on how soon the server saw it
+        // leave, hence a bound that holds on a machine busy with other work.
+        let passes = try metric("hearth_forward_passes", in: try await server.get("/metrics").text)
+        #expect(passes >= 5 && passes < 500, "\(passes)")
     }
 
     @Test("requests beyond the slots and the queue get 503 with Retry-After")

@@ -84,7 +84,11 @@ struct ThreadTests {
             if try jsonObject(line)["type"] as? String == "delta" { deltas += 1 }
             return deltas < 5
         }
-        try await Task.sleep(for: .milliseconds(500))
+        // The stop is handled once the generation (which held a slot while the client read) has
+        // ended and given its slot back: an answer stored for a stopped stream is stored by then.
+        try await waitUntil("the stopped generation to end", every: .milliseconds(50)) {
+            try metric("hearth_slots_busy", in: try await server.get("/metrics").text) == 0
+        }
         let messages = try await server.get("/v1/threads/\(id)/messages").json()["data"] as? [[String: Any]] ?? []
         #expect(messages.map { $0["role"] as? String ?? "" } == ["user"])
     }

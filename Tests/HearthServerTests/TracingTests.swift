@@ -67,9 +67,10 @@ struct TracingTests {
         defer { receiver.signal(SIGKILL) }
         var port: String?
         // Minutes: python may be slow to start on a busy machine.
-        for _ in 0..<4800 where port == nil {
+        try await waitUntil("the OTLP receiver to listen") {
+            try #require(receiver.isRunning, "the receiver exited: \(receiver.errorText)")
             port = receiver.outputText.split(separator: "\n").first { $0.hasPrefix("listening ") }.map { String($0.dropFirst("listening ".count)) }
-            if port == nil { try await Task.sleep(for: .milliseconds(25)) }
+            return port != nil
         }
         let collector = try #require(port, "the receiver did not start: \(receiver.errorText)")
 
@@ -93,14 +94,13 @@ struct TracingTests {
         #expect(try await client.stream("/v1/threads/\(thread)/messages", ["content": "Say hi."]) { _ in true } == 200)
 
         // Spans leave in batches every 100 ms; the server's own span ends with its streamed body.
-        // Waited for up to five minutes, as the machine may be busy.
+        // Waited for up to minutes, as the machine may be busy.
         var spans = ReceivedSpans(file: received)
-        for _ in 0..<3000 {
+        try await waitUntil("both requests' spans to reach the receiver", every: .milliseconds(100)) {
             spans = ReceivedSpans(file: received)
-            if spans.spans.filter({ $0.name == "generation" }).count >= 2,
-               spans.spans.contains(where: { $0.name.hasSuffix("/messages") }),
-               spans.spans.contains(where: { $0.name == "/v1/chat/completions" }) { break }
-            try await Task.sleep(for: .milliseconds(100))
+            return spans.spans.filter { $0.name == "generation" }.count >= 2
+                && spans.spans.contains { $0.name.hasSuffix("/messages") }
+                && spans.spans.contains { $0.name == "/v1/chat/completions" }
         }
         let request = try #require(spans.spans.first { $0.traceID == traceID && $0.parentSpanID == callerSpan },
                                    "no span continues the caller's trace: \(spans.spans.map(\.name))")

@@ -60,12 +60,10 @@ struct WebUITests {
         hub.killWhenTestsEnd()
         defer { hub.signal(SIGKILL) }
         var endpoint: URL?
-        for _ in 0..<2400 where endpoint == nil {
+        try await waitUntil("hub-emulator to listen", every: .milliseconds(50)) {
             endpoint = hub.outputText.split(separator: "\n").first { $0.hasPrefix("http") }.flatMap { URL(string: String($0)) }
-            if endpoint == nil {
-                try #require(hub.isRunning, "hub-emulator exited: \(hub.errorText)")
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            if endpoint == nil { try #require(hub.isRunning, "hub-emulator exited: \(hub.errorText)") }
+            return endpoint != nil
         }
         let hubEndpoint: URL = try #require(endpoint, "hub-emulator did not start: \(hub.errorText)")
         let server = try await ServeProcess(hubEndpoint: hubEndpoint)
