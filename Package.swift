@@ -118,7 +118,7 @@ let package = Package(
         // A child process for the store's durability test: it appends messages until killed.
         .executableTarget(name: "store-writer", dependencies: ["HearthStore"], path: "Tests/StoreWriter"),
         .testTarget(name: "HearthHubTests", dependencies: ["HearthCore", "HearthHub", "Hearth", "HubEmulator", "HearthTestSupport"]),
-        .testTarget(name: "HearthCoreTests", dependencies: ["HearthCore"]),
+        .testTarget(name: "HearthCoreTests", dependencies: ["HearthCore", "HearthTestSupport"]),
         .testTarget(name: "HearthFormatsTests", dependencies: ["HearthCore", "HearthFormats", "HearthTestSupport"]),
         .testTarget(name: "HearthKernelsTests", dependencies: ["HearthCore", "HearthFormats", "HearthKernels", "HearthTestSupport"]),
         .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthCore", "HearthFormats", "HearthTokenizers", "HearthTestSupport"]),
