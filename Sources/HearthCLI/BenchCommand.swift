@@ -9,7 +9,9 @@ struct BenchCommand: AsyncParsableCommand {
         discussion: """
             ppN evaluates an N-token prompt in one batch; tgN generates N tokens one at a time from an \
             empty context. Each test runs once to warm up, then --repetitions times; the table shows \
-            mean ± standard deviation of tokens per second.
+            mean ± standard deviation of tokens per second. With -d D both run after D tokens already \
+            in the cache ("pp512 @ d4096"), as llama-bench's --n-depth: the speed of a long chat or \
+            a retrieved document.
 
             --chat measures a two-turn conversation instead: the time from asking to the first \
             token of the answer, for a first question (about 60 prompt tokens with the chat \
@@ -39,6 +41,9 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Option(name: [.customShort("n"), .customLong("n-gen")], help: "Generated tokens for the tg test (0 skips it).")
     var generatedTokens = 128
+
+    @Option(name: [.customShort("d"), .customLong("n-depth")], help: "Tokens already in the cache before each pp and tg test.")
+    var depth = 0
 
     @Option(name: [.short, .customLong("threads")], help: "Comma-separated thread counts to test.")
     var threads = "\(ProcessInfo.processInfo.activeProcessorCount)"
@@ -101,6 +106,10 @@ struct BenchCommand: AsyncParsableCommand {
             throw ValidationError("-p and -n must be between 0 and 65536, and one must be more than 0.")
         }
         guard (1...1000).contains(repetitions) else { throw ValidationError("--repetitions must be between 1 and 1000.") }
+        guard (0...1_048_576).contains(depth) else { throw ValidationError("-d must be between 0 and 1048576 tokens.") }
+        guard depth == 0 || !(chat || embed || server != nil || parallel != nil) else {
+            throw ValidationError("-d applies to the pp and tg tests only, not to --chat, --embed, --server or --parallel.")
+        }
     }
 
     struct Result: Codable {
@@ -134,14 +143,19 @@ struct BenchCommand: AsyncParsableCommand {
         try reportingErrors {
             var rows: [Result] = []
             if !json {
-                print("| model                          |       size |     params | threads |  test |              t/s |")
-                print("| ------------------------------ | ---------: | ---------: | ------: | ----: | ---------------: |")
+                print("| model                          |       size |     params | threads |            test |              t/s |")
+                print("| ------------------------------ | ---------: | ---------: | ------: | --------------: | ---------------: |")
             }
             for threadCount in try threadCounts {
                 let loadStart = ContinuousClock.now
                 let model = try TransformerModel(path: try localModel(gguf: true), threads: threadCount)
-                let state = try model.makeSequence(contextLength: promptTokens + generatedTokens + 1,
-                                                   chunkSize: max(promptTokens, 1))
+                let needed = depth + promptTokens + generatedTokens + 1
+                guard needed <= model.configuration.contextLength else {
+                    throw HearthError.invalidArgument(
+                        "-d \(depth) with -p \(promptTokens) and -n \(generatedTokens) needs \(needed) positions, more than the model's context of \(model.configuration.contextLength): ask for fewer.")
+                }
+                // The depth is read in passes of up to 512 tokens, as a prompt of that length would be.
+                let state = try model.makeSequence(contextLength: needed, chunkSize: max(promptTokens, min(depth, 512), 1))
                 // Load as a user sees it: map the file, build the tokenizer, evaluate one token.
                 try model.evaluate([model.tokenizer.bosToken ?? 0], sequence: state)
                 state.reset()
@@ -151,20 +165,25 @@ struct BenchCommand: AsyncParsableCommand {
                 let parameters = summary.parameterCount
                 var random = SystemRandomNumberGenerator()
                 let vocabulary = Int32(model.configuration.vocabularySize)
+                if depth > 0 {
+                    // Read once; each test then forgets what it added, back to the depth.
+                    try model.evaluate((0..<depth).map { _ in Int32.random(in: 0..<vocabulary, using: &random) }, sequence: state)
+                }
+                let depthName = depth > 0 ? " @ d\(depth)" : ""
 
                 var tests: [(String, () throws -> Double)] = []
                 if promptTokens > 0 {
-                    tests.append(("pp\(promptTokens)", {
+                    tests.append(("pp\(promptTokens)\(depthName)", {
                         let tokens = (0..<promptTokens).map { _ in Int32.random(in: 0..<vocabulary, using: &random) }
-                        state.reset()
+                        state.rewind(to: depth)
                         let start = ContinuousClock.now
                         try model.evaluate(tokens, sequence: state)
                         return Double(promptTokens) / ((ContinuousClock.now - start) / .seconds(1))
                     }))
                 }
                 if generatedTokens > 0 {
-                    tests.append(("tg\(generatedTokens)", {
-                        state.reset()
+                    tests.append(("tg\(generatedTokens)\(depthName)", {
+                        state.rewind(to: depth)
                         var token = model.tokenizer.bosToken ?? 0
                         let start = ContinuousClock.now
                         for _ in 0..<generatedTokens {
@@ -187,7 +206,7 @@ struct BenchCommand: AsyncParsableCommand {
                         let params = String(format: "%.2f M", Double(parameters) / 1e6)
                         print("| \(pad(name, 30)) | \(pad(HumanReadable.bytes(row.sizeBytes), 10, right: true)) | "
                               + "\(pad(params, 10, right: true)) | \(pad(String(threadCount), 7, right: true)) | "
-                              + "\(pad(test, 5, right: true)) | \(pad(speed, 16, right: true)) |")
+                              + "\(pad(test, 15, right: true)) | \(pad(speed, 16, right: true)) |")
                     }
                 }
                 if !json {

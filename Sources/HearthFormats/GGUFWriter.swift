@@ -31,7 +31,38 @@ public struct GGUFWriter: Sendable {
         let name: String
         let dimensions: [Int]
         let type: GGMLType
-        let data: [UInt8]
+        let contents: Contents
+    }
+
+    /// A tensor's bytes: given, or made piece by piece as the file is written.
+    private enum Contents: Sendable {
+        case bytes([UInt8])
+        case pieces(count: Int, make: @Sendable (Int) -> [UInt8])
+
+        /// The bytes given, or nil when they are made on writing.
+        var givenCount: Int? {
+            if case .bytes(let bytes) = self { return bytes.count }
+            return nil
+        }
+
+        /// Calls `body` with each run of bytes in order; a made tensor's total must be `expected`.
+        func forEachRun(expected: Int, name: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+            switch self {
+            case .bytes(let bytes):
+                try bytes.withUnsafeBytes(body)
+            case .pieces(let count, let make):
+                var total = 0
+                for index in 0..<count {
+                    let piece = make(index)
+                    total += piece.count
+                    guard total <= expected else { break }
+                    try piece.withUnsafeBytes(body)
+                }
+                guard total == expected else {
+                    throw HearthError.invalidArgument("GGUF tensor \(name) needs \(expected) bytes of data, but its pieces made \(total)")
+                }
+            }
+        }
     }
 
     private var entries: [Entry] = []
@@ -69,7 +100,15 @@ public struct GGUFWriter: Sendable {
     /// Adds a tensor. `dimensions` are innermost first (`[rowLength, rowCount]`), and `data` is
     /// its bytes exactly as GGML lays them out for `type`.
     public mutating func addTensor(name: String, dimensions: [Int], type: GGMLType, data: [UInt8]) {
-        tensors.append(Tensor(name: name, dimensions: dimensions, type: type, data: data))
+        tensors.append(Tensor(name: name, dimensions: dimensions, type: type, contents: .bytes(data)))
+    }
+
+    /// Adds a tensor whose bytes are made as the file is written: `piece(0)`, `piece(1)`, …
+    /// `piece(pieces - 1)` in order, concatenated, must be its bytes exactly. Only one piece is
+    /// held at a time, so `write(to:)` writes files larger than memory.
+    public mutating func addTensor(name: String, dimensions: [Int], type: GGMLType, pieces: Int,
+                                   piece: @escaping @Sendable (Int) -> [UInt8]) {
+        tensors.append(Tensor(name: name, dimensions: dimensions, type: type, contents: .pieces(count: pieces, make: piece)))
     }
 
     /// Adds a tensor, copying its bytes from `data` (a view into another file, for instance).
@@ -92,8 +131,8 @@ public struct GGUFWriter: Sendable {
         let layout = try self.layout()
         var bytes = layout.header
         bytes.reserveCapacity(layout.fileSize)
-        for (tensor, padding) in zip(tensors, layout.paddings) {
-            bytes.append(contentsOf: tensor.data)
+        for (index, (tensor, padding)) in zip(tensors, layout.paddings).enumerated() {
+            try tensor.contents.forEachRun(expected: layout.sizes[index], name: tensor.name) { bytes.append(contentsOf: $0) }
             bytes.append(contentsOf: repeatElement(0, count: padding))
         }
         return bytes
@@ -119,8 +158,8 @@ public struct GGUFWriter: Sendable {
         }
         try layout.header.withUnsafeBytes { try Self.writeAll($0, to: fd, path: path) }
         let zeros = [UInt8](repeating: 0, count: layout.alignment)
-        for (tensor, padding) in zip(tensors, layout.paddings) {
-            try tensor.data.withUnsafeBytes { try Self.writeAll($0, to: fd, path: path) }
+        for (index, (tensor, padding)) in zip(tensors, layout.paddings).enumerated() {
+            try tensor.contents.forEachRun(expected: layout.sizes[index], name: tensor.name) { try Self.writeAll($0, to: fd, path: path) }
             try zeros.withUnsafeBytes { try Self.writeAll(UnsafeRawBufferPointer(rebasing: $0[0..<padding]), to: fd, path: path) }
         }
         guard fsync(fd) == 0 else { throw Self.writeError(path, errno) }
@@ -134,6 +173,8 @@ public struct GGUFWriter: Sendable {
 
     private struct Layout {
         var header: [UInt8]
+        /// Each tensor's bytes, and the padding after them.
+        var sizes: [Int]
         var paddings: [Int]
         var alignment: Int
         var fileSize: Int
@@ -168,6 +209,7 @@ public struct GGUFWriter: Sendable {
         }
 
         var seenNames = Set<String>()
+        var sizes: [Int] = []
         var paddings: [Int] = []
         var offset = 0
         for tensor in tensors {
@@ -189,8 +231,8 @@ public struct GGUFWriter: Sendable {
             guard dimensions[0] % tensor.type.blockSize == 0, let bytes = tensor.type.byteCount(elements: elements) else {
                 throw HearthError.invalidArgument("GGUF tensor \(name) has rows of \(dimensions[0]) elements, not a whole number of \(tensor.type.name) blocks of \(tensor.type.blockSize)")
             }
-            guard bytes == tensor.data.count else {
-                throw HearthError.invalidArgument("GGUF tensor \(name) (\(dimensions.map(String.init).joined(separator: "x")) \(tensor.type.name)) needs \(bytes) bytes of data, but \(tensor.data.count) were given")
+            if let given = tensor.contents.givenCount, given != bytes {
+                throw HearthError.invalidArgument("GGUF tensor \(name) (\(dimensions.map(String.init).joined(separator: "x")) \(tensor.type.name)) needs \(bytes) bytes of data, but \(given) were given")
             }
             header.appendGGUFString(name)
             header.appendLittleEndian(UInt32(dimensions.count))
@@ -198,12 +240,13 @@ public struct GGUFWriter: Sendable {
             header.appendLittleEndian(tensor.type.rawValue)
             header.appendLittleEndian(UInt64(offset))
             let padding = (alignment - bytes % alignment) % alignment
+            sizes.append(bytes)
             paddings.append(padding)
             offset += bytes + padding
         }
 
         header.append(contentsOf: repeatElement(0, count: (alignment - header.count % alignment) % alignment))
-        return Layout(header: header, paddings: paddings, alignment: alignment, fileSize: header.count + offset)
+        return Layout(header: header, sizes: sizes, paddings: paddings, alignment: alignment, fileSize: header.count + offset)
     }
 
     private static func writeAll(_ buffer: UnsafeRawBufferPointer, to fd: Int32, path: String) throws {

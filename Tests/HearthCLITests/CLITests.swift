@@ -89,6 +89,8 @@ struct CLITests {
         ["bench", "x.gguf", "--parallel", "0"],
         ["bench", "x.gguf", "--parallel", "1,,2"],
         ["bench", "x.gguf", "--parallel", "2", "--chat"],
+        ["bench", "x.gguf", "-d", "-1"],
+        ["bench", "x.gguf", "-d", "64", "--parallel", "2"],
     ])
     func badInput(_ arguments: [String]) throws {
         let result = try Hearth.run(arguments)
@@ -149,6 +151,22 @@ struct CLITests {
         #expect(result.output.contains("pp16"))
         #expect(result.output.contains("tg8"))
         #expect(result.errors.contains("load to first token"))
+    }
+
+    @Test("bench -d measures pp and tg after that many tokens in the cache, and refuses more than the context")
+    func benchAtDepth() throws {
+        let model = try TestFiles.model(TestFiles.smolLM2)
+        let json = try Hearth.run(["bench", model, "-p", "8", "-n", "4", "-d", "40", "-r", "2", "-t", "1", "--json"])
+        #expect(json.status == 0, "\(json.errors)")
+        let rows = json.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(rows.map { $0["test"] as? String } == ["pp8 @ d40", "tg4 @ d40"])
+        #expect(rows.allSatisfy { ($0["samples"] as? [Double])?.count == 2 && ($0["tokensPerSecond"] as? Double ?? 0) > 0 })
+        let table = try Hearth.run(["bench", model, "-p", "0", "-n", "2", "-d", "3", "-r", "1", "-t", "1"])
+        #expect(table.status == 0)
+        #expect(table.output.contains("tg2 @ d3"))
+        let deep = try Hearth.run(["bench", model, "-p", "8", "-n", "4", "-d", "8190", "-r", "1", "-t", "1"])
+        #expect(deep.status != 0)
+        #expect(deep.errors.contains("needs 8203 positions, more than the model's context of 8192"))
     }
 
     @Test("bench --parallel reports aggregate prompt and generation speed for each sequence count")

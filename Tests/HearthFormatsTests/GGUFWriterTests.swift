@@ -152,6 +152,36 @@ import Testing
         #expect(Array(try file.data(named: "w").bindMemory(to: Float.self)) == [1, 2, 3, 4])
     }
 
+    /// A tensor made piece by piece is written as the same bytes given whole; pieces that make
+    /// too few or too many bytes are refused and leave no file.
+    @Test func tensorsMadeInPiecesEqualTensorsGivenWhole() throws {
+        let directory = try TemporaryDirectory()
+        // 3 rows of 64 Q8_0 weights: 2 blocks of 34 bytes a row.
+        let rows = (0..<3).map { row in (0..<68).map { UInt8(truncatingIfNeeded: row * 68 + $0 * 7) } }
+        var whole = Self.writer(alignment: 64)
+        whole.addTensor(name: "w", dimensions: [64, 3], type: .q8_0, data: rows.flatMap { $0 })
+        whole.addTensor(name: "b", dimensions: [3], floats: [1, 2, 3])
+        var pieces = Self.writer(alignment: 64)
+        pieces.addTensor(name: "w", dimensions: [64, 3], type: .q8_0, pieces: 3) { rows[$0] }
+        pieces.addTensor(name: "b", dimensions: [3], floats: [1, 2, 3])
+        let url = directory.file("pieces.gguf")
+        try pieces.write(to: url)
+        #expect(try [UInt8](Data(contentsOf: url)) == whole.data())
+        #expect(try pieces.data() == whole.data())
+        #expect(try GGUFFile(contentsOf: url).tensors.map(\.name) == ["w", "b"])
+
+        for (count, made) in [(2, "136"), (4, "272")] {
+            var wrong = GGUFWriter()
+            wrong.addTensor(name: "w", dimensions: [64, 3], type: .q8_0, pieces: count) { rows[$0 % 3] }
+            let bad = directory.file("wrong-\(count).gguf")
+            #expect(throws: HearthError.invalidArgument("GGUF tensor w needs 204 bytes of data, but its pieces made \(made)")) {
+                try wrong.write(to: bad)
+            }
+            #expect(!FileManager.default.fileExists(atPath: bad.path))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["pieces.gguf"])
+    }
+
     @Test func writingIntoAMissingDirectoryIsFileNotFound() throws {
         let directory = try TemporaryDirectory()
         let missing = directory.url.appendingPathComponent("no/such/dir")

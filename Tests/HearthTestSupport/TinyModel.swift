@@ -64,6 +64,11 @@ public struct TinyModel: Sendable {
     public var experts = 0
     public var expertsUsed = 0
     public var expertFeedForward = 0
+    /// For a model of real size: each tensor's type chosen as llama-quantize chooses it (`types`
+    /// then unused), and its weights made piece by piece as the file is written, so that a
+    /// file larger than memory can be written. Nil: the tiny models' `types`, every weight drawn
+    /// in order from one generator.
+    public var recipe: QuantRecipe? = nil
 
     public init(name: String, architecture: String, vocabulary: String) {
         self.name = name
@@ -78,6 +83,11 @@ public struct TinyModel: Sendable {
 
     /// The model file's bytes.
     public func data() throws -> [UInt8] {
+        try writer().data()
+    }
+
+    /// The model file, ready to write.
+    public func writer() throws -> GGUFWriter {
         let vocab = try GGUFFile(path: vocabularyPath)
         var random = SplitMix64(seed: name.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 })
         var writer = GGUFWriter()
@@ -85,6 +95,7 @@ public struct TinyModel: Sendable {
         let vocabularySize = vocab.array("tokenizer.ggml.tokens")?.count ?? 0
         writer.add("general.architecture", .string(a))
         writer.add("general.name", .string(name))
+        if let recipe { writer.add("general.file_type", .uint32(recipe.fileType)) }
         writer.add("\(a).context_length", .uint32(UInt32(contextLength)))
         writer.add("\(a).embedding_length", .uint32(UInt32(width)))
         writer.add("\(a).block_count", .uint32(UInt32(layers)))
@@ -107,9 +118,23 @@ public struct TinyModel: Sendable {
             writer.add(key, vocab.metadata[key]!, elementKind: Self.elementKind(vocab.metadata[key]!))
         }
 
-        func tensor(_ name: String, _ dimensions: [Int], _ type: GGMLType, scale: Float) {
-            writer.addTensor(name: name, dimensions: dimensions, type: type,
-                             data: RandomWeights.bytes(type, count: dimensions.reduce(1, *), scale: scale, using: &random))
+        let tiedOutput = types.output == nil
+        func tensor(_ name: String, _ dimensions: [Int], _ type: GGMLType, scale: Float, role: QuantRecipe.Role = .other, layer: Int = 0) {
+            guard let recipe else {
+                writer.addTensor(name: name, dimensions: dimensions, type: type,
+                                 data: RandomWeights.bytes(type, count: dimensions.reduce(1, *), scale: scale, using: &random))
+                return
+            }
+            let type = type == .f32 ? type : recipe.type(of: role, layer: layer, layers: layers, rowLength: dimensions[0], tiedOutput: tiedOutput)
+            // Pieces of about 4 MiB, each from a generator of its own seeded by the tensor's name.
+            let rowLength = dimensions[0], rows = dimensions.dropFirst().reduce(1, *)
+            let rowsPerPiece = max(1, (4 << 20) / (type.byteCount(elements: rowLength) ?? 1))
+            let seed = name.utf8.reduce(0xCBF2_9CE4_8422_2325 as UInt64) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
+            writer.addTensor(name: name, dimensions: dimensions, type: type, pieces: (rows + rowsPerPiece - 1) / rowsPerPiece) { piece in
+                var random = SplitMix64(seed: seed &+ UInt64(piece) &* 0xD1B5_4A32_D192_ED03)
+                let count = min(rowsPerPiece, rows - piece * rowsPerPiece) * rowLength
+                return RandomWeights.bytes(type, count: count, scale: scale, using: &random)
+            }
         }
         /// Norm weights near 1, as trained models have them.
         func norm(_ name: String, _ count: Int) {
@@ -118,7 +143,7 @@ public struct TinyModel: Sendable {
         }
         let qWidth = heads * headDimension, kvWidth = kvHeads * headDimension
         let inputScale = 1 / Float(width).squareRoot()
-        tensor("token_embd.weight", [width, vocabularySize], types.embedding, scale: 1)
+        tensor("token_embd.weight", [width, vocabularySize], types.embedding, scale: 1, role: .tokenEmbedding)
         for l in 0..<layers {
             let p = "blk.\(l)."
             norm(p + "attn_norm.weight", width)
@@ -127,7 +152,7 @@ public struct TinyModel: Sendable {
             } else {
                 tensor(p + "attn_q.weight", [width, qWidth], types.attention, scale: inputScale)
                 tensor(p + "attn_k.weight", [width, kvWidth], types.attention, scale: inputScale)
-                tensor(p + "attn_v.weight", [width, kvWidth], types.attention, scale: inputScale)
+                tensor(p + "attn_v.weight", [width, kvWidth], types.attention, scale: inputScale, role: .attentionValue, layer: l)
             }
             if attentionBiases {
                 for (part, count) in [("q", qWidth), ("k", kvWidth), ("v", kvWidth)] {
@@ -148,14 +173,16 @@ public struct TinyModel: Sendable {
                 tensor(p + "ffn_gate_exps.weight", [width, expertFeedForward, experts], types.feedForward, scale: inputScale)
                 tensor(p + "ffn_up_exps.weight", [width, expertFeedForward, experts], types.feedForward, scale: inputScale)
                 tensor(p + "ffn_down_exps.weight", [expertFeedForward, width, experts], types.down,
-                       scale: 4 / Float(expertFeedForward).squareRoot())
+                       scale: 4 / Float(expertFeedForward).squareRoot(), role: .feedForwardDown, layer: l)
             } else if fused {
                 tensor(p + "ffn_up.weight", [width, 2 * feedForward], types.feedForward, scale: inputScale)
-                tensor(p + "ffn_down.weight", [feedForward, width], types.down, scale: 4 / Float(feedForward).squareRoot())
+                tensor(p + "ffn_down.weight", [feedForward, width], types.down, scale: 4 / Float(feedForward).squareRoot(),
+                       role: .feedForwardDown, layer: l)
             } else {
                 tensor(p + "ffn_gate.weight", [width, feedForward], types.feedForward, scale: inputScale)
                 tensor(p + "ffn_up.weight", [width, feedForward], types.feedForward, scale: inputScale)
-                tensor(p + "ffn_down.weight", [feedForward, width], types.down, scale: 4 / Float(feedForward).squareRoot())
+                tensor(p + "ffn_down.weight", [feedForward, width], types.down, scale: 4 / Float(feedForward).squareRoot(),
+                       role: .feedForwardDown, layer: l)
             }
             if postNorms { norm(p + "post_ffw_norm.weight", width) }
             for (suffix, dimensions, type) in blockTensors {
@@ -171,7 +198,7 @@ public struct TinyModel: Sendable {
         norm("output_norm.weight", width)
         if let output = types.output {
             // Logits spread wide, so that greedy choices are far from ties.
-            tensor("output.weight", [width, vocabularySize], output, scale: 8 * inputScale)
+            tensor("output.weight", [width, vocabularySize], output, scale: 8 * inputScale, role: .output)
         }
         for (name, dimensions, type) in globalTensors {
             if type == .f32, dimensions.count == 1 {
@@ -181,7 +208,7 @@ public struct TinyModel: Sendable {
                 tensor(name, dimensions, type, scale: inputScale)
             }
         }
-        return try writer.data()
+        return writer
     }
 
     /// The sha256 of `bytes` in lowercase hex.
@@ -193,7 +220,7 @@ public struct TinyModel: Sendable {
     @discardableResult
     public func write(in directory: URL) throws -> String {
         let url = directory.appendingPathComponent("\(name).gguf")
-        try Data(data()).write(to: url)
+        try writer().write(to: url)
         return url.path
     }
 

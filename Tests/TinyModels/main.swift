@@ -1,10 +1,48 @@
 import Foundation
 import HearthTestSupport
 
-// Writes every tiny model of TinyModel.catalog into the folder given (default: the current
-// one), for scripts/make-tiny-model-fixtures.py to run llama.cpp on.
-let folder = URL(fileURLWithPath: CommandLine.arguments.dropFirst().first ?? ".")
+// tiny-models [FOLDER]: writes every tiny model of TinyModel.catalog into FOLDER (default: the
+// current one), for scripts/make-tiny-model-fixtures.py to run llama.cpp on.
+// tiny-models --shape NAME --type Q4_0|Q4_K_M|Q8_0 [--blocks N] [FOLDER]: writes one model of a
+// real shape (TinyModel.realShapeNames) with random weights, for scripts/bench-sizes.
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("tiny-models: \(message)\n".utf8))
+    exit(2)
+}
+
+/// The value of each option named, and the arguments left.
+func parse(_ arguments: [String], options: [String]) -> (values: [String: String], rest: [String]) {
+    var values: [String: String] = [:], rest: [String] = []
+    var index = 0
+    while index < arguments.count {
+        let argument = arguments[index]
+        if options.contains(argument) {
+            guard index + 1 < arguments.count else { fail("\(argument) needs a value") }
+            values[argument] = arguments[index + 1]
+            index += 2
+        } else {
+            rest.append(argument)
+            index += 1
+        }
+    }
+    return (values, rest)
+}
+
+let (values, rest) = parse(Array(CommandLine.arguments.dropFirst()), options: ["--shape", "--type", "--blocks"])
+let shape = values["--shape"], typeName = values["--type"], blocks = values["--blocks"]
+let folder = URL(fileURLWithPath: rest.first ?? ".")
 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-for model in TinyModel.catalog {
+if let shape {
+    guard let typeName, let recipe = QuantRecipe(name: typeName) else {
+        fail("--type must be one of \(QuantRecipe.allCases.map(\.rawValue).joined(separator: ", "))")
+    }
+    guard blocks == nil || Int(blocks!).map({ $0 > 0 }) == true else { fail("--blocks must be a whole number above 0, not \(blocks!)") }
+    guard let model = TinyModel.realShape(shape, recipe: recipe, blocks: blocks.flatMap(Int.init)) else {
+        fail("no shape \(shape); the shapes are \(TinyModel.realShapeNames.joined(separator: ", "))")
+    }
     print(try model.write(in: folder))
+} else {
+    for model in TinyModel.catalog {
+        print(try model.write(in: folder))
+    }
 }
