@@ -89,7 +89,7 @@ public struct TinyModel: Sendable {
     /// The model file, ready to write.
     public func writer() throws -> GGUFWriter {
         let vocab = try GGUFFile(path: vocabularyPath)
-        var random = SplitMix64(seed: name.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 })
+        var random = SplitMix64(seed: Self.seed(name))
         var writer = GGUFWriter()
         let a = architecture
         let vocabularySize = vocab.array("tokenizer.ggml.tokens")?.count ?? 0
@@ -129,7 +129,7 @@ public struct TinyModel: Sendable {
             // Pieces of about 4 MiB, each from a generator of its own seeded by the tensor's name.
             let rowLength = dimensions[0], rows = dimensions.dropFirst().reduce(1, *)
             let rowsPerPiece = max(1, (4 << 20) / (type.byteCount(elements: rowLength) ?? 1))
-            let seed = name.utf8.reduce(0xCBF2_9CE4_8422_2325 as UInt64) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
+            let seed = Self.seed(name)
             writer.addTensor(name: name, dimensions: dimensions, type: type, pieces: (rows + rowsPerPiece - 1) / rowsPerPiece) { piece in
                 var random = SplitMix64(seed: seed &+ UInt64(piece) &* 0xD1B5_4A32_D192_ED03)
                 let count = min(rowsPerPiece, rows - piece * rowsPerPiece) * rowLength
@@ -209,6 +209,11 @@ public struct TinyModel: Sendable {
             }
         }
         return writer
+    }
+
+    /// A generator's seed from a name (its FNV-1a hash), the same on every machine.
+    static func seed(_ name: String) -> UInt64 {
+        name.utf8.reduce(0xCBF2_9CE4_8422_2325 as UInt64) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
     }
 
     /// The sha256 of `bytes` in lowercase hex.
