@@ -93,6 +93,31 @@ struct ThreadTests {
         #expect(messages.map { $0["role"] as? String ?? "" } == ["user"])
     }
 
+    @Test("a thread longer than the context is answered from its latest turns and keeps the older ones stored; Ollama's chat does the same, OpenAI's refuses")
+    func longerThanTheContext() async throws {
+        let server = try await ServeProcess(contextLength: 256)
+        defer { Task { await server.stop() } }
+        // 120 tokens: one fits with room for an answer, two do not fit together.
+        let long = String(repeating: "This sentence is rather long. ", count: 20)
+        let id = try #require(try await server.post("/v1/threads", [:]).json()["id"] as? String)
+        for _ in 0..<3 {
+            let events = try await Self.send(server, thread: id, long)
+            #expect(events.last?["type"] as? String == "done", "\(events)")
+        }
+        let roles = try await Self.messages(server, thread: id).map { $0["role"] as? String ?? "" }
+        #expect(roles == ["user", "assistant", "user", "assistant", "user", "assistant"])
+
+        let conversation: [[String: Any]] = [["role": "user", "content": long], ["role": "assistant", "content": "Indeed."],
+                                             ["role": "user", "content": long]]
+        let ollama = try await server.post("/api/chat", ["model": "smollm2", "stream": false, "messages": conversation,
+                                                         "options": ["num_predict": 8]])
+        #expect(ollama.status == 200)
+        #expect(try ollama.json()["done"] as? Bool == true)
+        let openAI = try await server.post("/v1/chat/completions", ["messages": conversation, "max_tokens": 8])
+        #expect(openAI.status == 400)
+        #expect((try openAI.json()["error"] as? [String: Any])?["code"] as? String == "context_length_exceeded")
+    }
+
     static func messages(_ server: ServeProcess, thread: String) async throws -> [[String: Any]] {
         try await server.get("/v1/threads/\(thread)/messages").json()["data"] as? [[String: Any]] ?? []
     }
@@ -107,7 +132,7 @@ struct ThreadTests {
         _ = try await Self.send(server, thread: id, "Name another one.")
         _ = try await Self.send(server, thread: other, "Say hi.")
         var messages = try await Self.messages(server, thread: id)
-        #expect(messages.map { $0["role"] as? String ?? "" } == ["user", "assistant", "user", "assistant"])
+        try #require(messages.map { $0["role"] as? String ?? "" } == ["user", "assistant", "user", "assistant"])
         let firstAnswer = try #require(messages[1]["id"] as? Int)
         let secondQuestion = try #require(messages[2]["id"] as? Int)
         let secondAnswer = try #require(messages[3]["id"] as? Int)
@@ -128,7 +153,7 @@ struct ThreadTests {
         #expect(answer["content"] as? String == streamed)
 
         messages = try await Self.messages(server, thread: id)
-        #expect(messages.map { $0["role"] as? String ?? "" } == ["user", "assistant", "user", "assistant"])
+        try #require(messages.map { $0["role"] as? String ?? "" } == ["user", "assistant", "user", "assistant"])
         #expect(messages[1]["id"] as? Int == firstAnswer, "what came before the edited question stays")
         #expect(messages[2]["content"] as? String == "Name a vegetable.")
         #expect(messages[3]["id"] as? Int == answer["id"] as? Int && (answer["id"] as? Int ?? 0) > secondAnswer)

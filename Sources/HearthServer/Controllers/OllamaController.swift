@@ -48,7 +48,9 @@ struct OllamaController: Sendable {
         var options = try OllamaOptions.options(body.options, format: raw["format"])
         options.thinking = try ollamaThink(body.think)
         if chat { try ChatTooling(raw, parallel: nil).apply(to: &options, parallel: nil) }
-        let generation = try await service.generations.start(model: body.model, prompt: prompt, options: options, keepAlive: keepAlive,
+        // As ollama does, a chat longer than the context is answered from its latest turns.
+        let generation = try await service.generations.start(model: body.model, prompt: prompt, options: options,
+                                                             overflow: chat ? .dropOldestTurns : .error, keepAlive: keepAlive,
                                                              check: Self.thinkingCheck(options))
         let encoder = OllamaAnswerEncoder(chat: chat, generation: generation)
         guard body.stream ?? true else {

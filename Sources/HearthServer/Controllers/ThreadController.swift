@@ -181,7 +181,8 @@ struct ThreadController: Sendable {
     }
 
     /// Streams the answer to the thread's conversation and stores it when it completes; an
-    /// answer stopped by the client is not stored.
+    /// answer stopped by the client is not stored. A conversation longer than the context is
+    /// answered from its latest turns; the older ones stay stored.
     private func answer(threadID: String, question: StoredMessage?) async throws -> Response {
         guard let thread = try await service.store.thread(id: threadID) else { throw HearthError.threadNotFound(id: threadID) }
         var conversation: [ChatMessage] = []
@@ -191,7 +192,8 @@ struct ThreadController: Sendable {
             conversation.append(ChatMessage(role: role, content: message.content, reasoning: message.reasoning))
         }
         let options = GenerationOptions.preset(named: thread.preset ?? "balanced") ?? .balanced
-        let generation = try await service.generations.start(model: thread.model, prompt: .chat(conversation), options: options)
+        let generation = try await service.generations.start(model: thread.model, prompt: .chat(conversation), options: options,
+                                                             overflow: .dropOldestTurns)
         return AnswerStream.response(generation, encoder: ThreadAnswerEncoder(threadID: threadID, question: question, store: service.store))
     }
 }

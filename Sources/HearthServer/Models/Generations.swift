@@ -9,10 +9,10 @@ struct Generations: Sendable {
     let metrics: ServerMetrics
 
     /// A generation for `prompt` on the model called `model` (see `RunningGeneration.start`).
-    func start(model: String?, prompt: Prompt, options: GenerationOptions,
+    func start(model: String?, prompt: Prompt, options: GenerationOptions, overflow: ContextOverflowPolicy = .error,
                keepAlive: KeepAlive? = nil, check: @Sendable (LocalModel) throws -> Void = { _ in }) async throws -> RunningGeneration {
         try await RunningGeneration.start(manager: models, metrics: metrics, model: model, prompt: prompt,
-                                          options: options, keepAlive: keepAlive, check: check)
+                                          options: options, overflow: overflow, keepAlive: keepAlive, check: check)
     }
 }
 
@@ -48,7 +48,7 @@ final class RunningGeneration: @unchecked Sendable {
     /// loading it), "queue wait" (for a slot), "prompt" (to the first token) and "generation"
     /// (to the last).
     static func start(manager: ModelManager, metrics: ServerMetrics, model name: String?, prompt: Prompt,
-                      options: GenerationOptions, keepAlive: KeepAlive?,
+                      options: GenerationOptions, overflow: ContextOverflowPolicy, keepAlive: KeepAlive?,
                       check: @Sendable (LocalModel) throws -> Void = { _ in }) async throws -> RunningGeneration {
         let clock = ContinuousClock()
         let started = clock.now
@@ -87,7 +87,7 @@ final class RunningGeneration: @unchecked Sendable {
             await manager.release(loaded, keepAlive: keepAlive)
             throw error
         }
-        let source = slot.context.stream(prompt, options: options, overflow: .error)
+        let source = slot.context.stream(prompt, options: options, overflow: overflow)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: GenerationChunk.self)
         let modelName = loaded.name
         let reading = startSpan("prompt", context: request)
