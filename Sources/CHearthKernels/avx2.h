@@ -75,6 +75,8 @@ void hk_avx2_matmul_f32w(const uint8_t *, size_t, int64_t, const uint8_t *, size
 float hk_avx2_dot_q4_0x8(const void *w, const void *a, int64_t n);
 void hk_avx2_matvec_q4_0x8(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
 void hk_avx2_matmul_q4_0x8(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+void hk_avx2_matvec_q4_0x8p(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
+void hk_avx2_matmul_q4_0x8p(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
 
 // avx2_q32.c
 float hk_avx2_dot_q4_0(const void *w, const void *a, int64_t n);

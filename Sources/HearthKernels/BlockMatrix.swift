@@ -1,3 +1,4 @@
+import CHearthKernels
 import HearthFormats
 
 /// A matrix of GGML blocks where they lie — inside a mapped model file, or in memory another
@@ -15,17 +16,37 @@ public struct BlockMatrix: Matrix, @unchecked Sendable {
     public let rowBytes: Int
     /// The products of the rows' type.
     public let kernel: RowKernel
+    /// What keeps the weights alive when the matrix holds its own copy of them.
+    private let storage: InterleavedRows?
 
-    /// The `rows × columns` weights at `base`, rows one after another, multiplied by `kernel`.
+    /// The `rows × columns` weights at `base`, rows one after another (or interleaved, when
+    /// `kernel` reads them so), multiplied by `kernel`.
     public init(_ base: UnsafeRawPointer, rows: Int, columns: Int, kernel: RowKernel) {
+        self.init(base, rows: rows, columns: columns, kernel: kernel, storage: nil)
+    }
+
+    private init(_ base: UnsafeRawPointer, rows: Int, columns: Int, kernel: RowKernel, storage: InterleavedRows?) {
         self.base = base
         self.rows = rows
         self.columns = columns
         self.rowBytes = kernel.weightBytes(count: columns)
         self.kernel = kernel
+        self.storage = storage
     }
 
-    /// A pointer to row `r`, in the matrix's own type.
+    /// The matrix with its rows copied into the layout of the fastest kernel for them, where
+    /// that is not the layout they have (Q4_0 in llama.cpp's repacked order: eight rows' blocks
+    /// side by side); otherwise the matrix itself. The copy holds as many bytes as the rows and
+    /// gives the same products.
+    public func interleaved() -> BlockMatrix {
+        guard let kernel = kernel.interleaved, rows % 8 == 0 else { return self }
+        let storage = InterleavedRows(byteCount: rows * rowBytes)
+        RowKernel.interleave(base, rowBytes: rowBytes, rows: rows, into: storage.pointer)
+        return BlockMatrix(storage.pointer, rows: rows, columns: columns, kernel: kernel, storage: storage)
+    }
+
+    /// Where row `r` starts, for a matrix whose rows lie one after another; for interleaved
+    /// rows, the start of the `rowBytes` at that offset (whole groups of 8 rows hold their 8 rows).
     public func row(_ r: Int) -> UnsafeRawPointer { base + r * rowBytes }
 
     public var weightBytes: Int { rows * rowBytes }
@@ -33,6 +54,11 @@ public struct BlockMatrix: Matrix, @unchecked Sendable {
     public var inputType: GGMLType { kernel.activationType }
 
     public func row(_ r: Int, into output: UnsafeMutablePointer<Float>) {
+        precondition(r >= 0 && r < rows)
+        if kernel.readsInterleavedRows {
+            hk_q4_0_x8p_row(base, Int64(r), Int64(columns), output)
+            return
+        }
         // Every type a row kernel multiplies can be dequantized, and the columns are whole blocks.
         try! dequantizeRow(kernel.weightType, row(r), into: output, count: columns)
     }
@@ -52,4 +78,15 @@ public struct BlockMatrix: Matrix, @unchecked Sendable {
         }
         finishProducts(output, outputStride: outputStride, count: input.count, rows: range, bias: nil, activation: activation)
     }
+}
+
+/// Weights a matrix holds in a layout of its own, freed with it.
+private final class InterleavedRows: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer
+
+    init(byteCount: Int) {
+        pointer = .allocate(byteCount: max(byteCount, 1), alignment: 64)
+    }
+
+    deinit { pointer.deallocate() }
 }

@@ -40,9 +40,20 @@ public struct RowKernel: Sendable {
     public let path: KernelPath
     /// Whether the sums follow llama.cpp's repacked Q4_0 kernels (see `init(weightType:rows:path:)`).
     public let repackedOrder: Bool
+    /// Whether the kernel reads rows interleaved eight at a time by `interleave(_:rowBytes:rows:into:)`
+    /// (see `interleaved`) rather than one after another.
+    public private(set) var readsInterleavedRows = false
     private let isa: Int32
-    /// What the C kernels are asked for: the weight type, or the order that stands for it.
-    private let kernelType: UInt32
+    /// What the C kernels are asked for: the weight type, or the order or layout that stands for it.
+    private var kernelType: UInt32
+
+    /// Whether the best path's products of Q4_0 matrices in llama.cpp's repacked order use VNNI's
+    /// byte dot products where the CPU has them (they do unless this is set to false). The
+    /// results are the same bits either way.
+    public static var usesVNNI: Bool {
+        get { hk_q4_0_vnni(-1) != 0 }
+        set { _ = hk_q4_0_vnni(newValue ? 1 : 0) }
+    }
 
     /// The activation type GGML pairs with a weight type in its dot products, or nil when
     /// there is no kernel for that weight type.
@@ -81,6 +92,25 @@ public struct RowKernel: Sendable {
         kernelType = repackedOrder ? UInt32(HK_Q4_0_X8) : weightType.rawValue
     }
 
+    /// The kernel for the same rows once `interleave(_:rowBytes:rows:into:)` has written them eight
+    /// at a time side by side, the layout the fastest Q4_0 products read (llama.cpp repacks Q4_0
+    /// matrices the same way); nil when this kernel has none (any type but Q4_0 in llama.cpp's
+    /// repacked order on the best path). It sums as this kernel does; its `dot` does not apply.
+    public var interleaved: RowKernel? {
+        guard repackedOrder, path == .best, !readsInterleavedRows else { return nil }
+        var kernel = self
+        kernel.kernelType = UInt32(HK_Q4_0_X8P)
+        kernel.readsInterleavedRows = true
+        return kernel
+    }
+
+    /// Writes `rows` (a multiple of 8) Q4_0 rows of `rowBytes` from `source` into `destination`
+    /// (as many bytes) in the layout `interleaved` kernels read.
+    public static func interleave(_ source: UnsafeRawPointer, rowBytes: Int, rows: Int, into destination: UnsafeMutableRawPointer) {
+        precondition(rows % 8 == 0 && rowBytes % GGMLType.q4_0.blockBytes == 0)
+        hk_q4_0_interleave(source, rowBytes, Int64(rows), destination)
+    }
+
     /// Bytes of one activation row of `count` elements in `activationType`.
     public func activationBytes(count: Int) -> Int {
         precondition(count % activationType.blockSize == 0, "\(count) is not a whole number of \(activationType.name) blocks")
@@ -99,9 +129,11 @@ public struct RowKernel: Sendable {
         hk_quantize_activations(isa, activationType.rawValue, x, dst, Int64(count))
     }
 
-    /// Dot of one weight row with one activation row, `count` elements.
+    /// Dot of one weight row with one activation row, `count` elements (not for a kernel that
+    /// reads interleaved rows).
     public func dot(_ weights: UnsafeRawPointer, _ activations: UnsafeRawPointer, count: Int) -> Float {
         checkCount(count)
+        precondition(!readsInterleavedRows, "interleaved rows have no single-row dot product")
         return hk_dot(isa, kernelType, weights, activations, Int64(count))
     }
 

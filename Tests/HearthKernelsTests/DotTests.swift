@@ -37,6 +37,13 @@ struct DotCase {
         activations = acts
     }
 
+    /// `other` with its bytes replaced by `weights` and `activations` of the same sizes.
+    init(_ other: DotCase, weights: [UInt8], activations: [UInt8]) {
+        precondition(weights.count == other.weights.count && activations.count == other.activations.count)
+        (kernel, count, rowBytes, activationStride) = (other.kernel, other.count, other.rowBytes, other.activationStride)
+        (self.weights, self.activations) = (weights, activations)
+    }
+
     func dot(row: Int, column: Int) -> Float {
         weights.withUnsafeBytes { w in
             activations.withUnsafeBytes { a in

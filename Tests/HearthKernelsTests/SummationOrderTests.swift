@@ -212,11 +212,24 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
 
     /// Q4_0 matrices with a multiple of 8 rows sum as llama.cpp's repacked AVX2 kernels do: one
     /// integer per block, one fused multiply-add into a float per block. The dot product,
-    /// matVec and matMul of such a kernel all give that, on both paths.
-    @Test func repackedQ4_0SumsOneBlockAtATime() throws {
-        let count = 512, rowCount = 24
+    /// matVec and matMul of such a kernel all give that, on both paths, with VNNI and without,
+    /// for row ranges that start anywhere, more columns than one group, rows over several packed
+    /// panel groups, and the extreme bytes (nibbles 0 and 15 against activations of -128 and 127).
+    @Test(arguments: [(count: 512, rows: 24, columns: 9, extremes: false), (4096, 72, 13, false), (352, 16, 3, false), (256, 16, 11, true)])
+    func repackedQ4_0SumsOneBlockAtATime(shape: (count: Int, rows: Int, columns: Int, extremes: Bool)) throws {
+        let (count, rowCount, columns) = (shape.count, shape.rows, shape.columns)
+        defer { RowKernel.usesVNNI = true }
         for path in KernelPath.allCases {
-            let t = try DotCase(.q4_0, path: path, count: count, rows: rowCount, columns: 9, seed: 900)
+            var t = try DotCase(.q4_0, path: path, count: count, rows: rowCount, columns: columns, seed: 900 + UInt64(count))
+            if shape.extremes {
+                var rng = SeededGenerator(seed: 17)
+                var weights = t.weights, activations = t.activations
+                for i in weights.indices where i % 18 >= 2 { weights[i] = [0x00, 0xFF, 0x0F, 0xF0][Int(rng.next() % 4)] }
+                for i in activations.indices where i % t.activationStride % 34 >= 2 {
+                    activations[i] = UInt8(bitPattern: [-128, 127, -127][Int(rng.next() % 3)])
+                }
+                t = DotCase(t, weights: weights, activations: activations)
+            }
             let kernel = try RowKernel(weightType: .q4_0, rows: rowCount, path: path)
             #expect(kernel.repackedOrder == (KernelPath.best.description == "avx2"))
             guard kernel.repackedOrder else { continue }
@@ -241,25 +254,68 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
                     }
                 }
             }
-            var vector = [Float](repeating: .nan, count: rowCount)
-            var matrix = [Float](repeating: .nan, count: rowCount * 9)
-            t.weights.withUnsafeBytes { w in
-                t.activations.withUnsafeBytes { a in
-                    kernel.matVec(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: 0..<rowCount, activations: a.baseAddress!,
-                                  count: count, output: &vector)
-                    kernel.matMul(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: 0..<rowCount, activations: a.baseAddress!,
-                                  activationStride: t.activationStride, columns: 9, count: count, output: &matrix, outputStride: rowCount)
+            let want = (0..<columns).map { c in (0..<rowCount).map { reference(row: $0, column: c) } }
+            for vnni in path == .best ? [true, false] : [true] {
+                RowKernel.usesVNNI = vnni
+                let label = "\(path)\(vnni && RowKernel.usesVNNI ? " vnni" : "")"
+                for first in [0, 3] {
+                    let rows = first..<rowCount
+                    var vector = [Float](repeating: .nan, count: rowCount)
+                    var matrix = [Float](repeating: .nan, count: rowCount * columns)
+                    t.weights.withUnsafeBytes { w in
+                        t.activations.withUnsafeBytes { a in
+                            kernel.matVec(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: rows, activations: a.baseAddress!,
+                                          count: count, output: &vector)
+                            kernel.matMul(weights: w.baseAddress!, rowBytes: t.rowBytes, rows: rows, activations: a.baseAddress!,
+                                          activationStride: t.activationStride, columns: columns, count: count,
+                                          output: &matrix, outputStride: rowCount)
+                        }
+                    }
+                    for r in rows {
+                        #expect(vector[r - first].bitPattern == want[0][r].bitPattern, "\(label) matVec rows from \(first), row \(r)")
+                        for c in 0..<columns {
+                            #expect(matrix[c * rowCount + r].bitPattern == want[c][r].bitPattern,
+                                    "\(label) matMul rows from \(first), row \(r) column \(c)")
+                        }
+                    }
                 }
-            }
-            for r in 0..<rowCount {
-                let want = reference(row: r, column: 0)
-                let dot = t.weights.withUnsafeBytes { w in
-                    t.activations.withUnsafeBytes { kernel.dot(w.baseAddress! + r * t.rowBytes, $0.baseAddress!, count: count) }
+                // The same rows interleaved as a model's matrices are at load: the same bits for
+                // any row range, whole groups of 8 or not, and the same rows.
+                try t.weights.withUnsafeBytes { w in
+                    let plain = BlockMatrix(w.baseAddress!, rows: rowCount, columns: count, kernel: kernel)
+                    let matrix = plain.interleaved()
+                    #expect(matrix.kernel.readsInterleavedRows == (path == .best))
+                    #expect(matrix.weightBytes == plain.weightBytes)
+                    for rows in [0..<rowCount, 3..<rowCount, 5..<rowCount - 2, 9..<12, 8..<16] {
+                        var vector = [Float](repeating: .nan, count: rowCount)
+                        var product = [Float](repeating: .nan, count: rowCount * columns)
+                        t.activations.withUnsafeBytes { a in
+                            matrix.kernel.matVec(weights: matrix.base, rowBytes: matrix.rowBytes, rows: rows, activations: a.baseAddress!,
+                                                 count: count, output: &vector)
+                            matrix.kernel.matMul(weights: matrix.base, rowBytes: matrix.rowBytes, rows: rows, activations: a.baseAddress!,
+                                                 activationStride: t.activationStride, columns: columns, count: count,
+                                                 output: &product, outputStride: rowCount)
+                        }
+                        for r in rows {
+                            #expect(vector[r - rows.lowerBound].bitPattern == want[0][r].bitPattern, "\(label) interleaved matVec \(rows), row \(r)")
+                            for c in 0..<columns {
+                                #expect(product[c * rowCount + r].bitPattern == want[c][r].bitPattern,
+                                        "\(label) interleaved matMul \(rows), row \(r) column \(c)")
+                            }
+                        }
+                    }
+                    var got = [Float](repeating: .nan, count: count), expected = got
+                    for r in 0..<rowCount {
+                        matrix.row(r, into: &got)
+                        try dequantizeRow(.q4_0, w.baseAddress! + r * t.rowBytes, into: &expected, count: count)
+                        #expect(got == expected, "\(label) interleaved row \(r)")
+                    }
                 }
-                #expect(dot.bitPattern == want.bitPattern, "\(path) dot row \(r)")
-                #expect(vector[r].bitPattern == want.bitPattern, "\(path) matVec row \(r)")
-                for c in 0..<9 {
-                    #expect(matrix[c * rowCount + r].bitPattern == reference(row: r, column: c).bitPattern, "\(path) matMul row \(r) column \(c)")
+                for r in 0..<rowCount {
+                    let dot = t.weights.withUnsafeBytes { w in
+                        t.activations.withUnsafeBytes { kernel.dot(w.baseAddress! + r * t.rowBytes, $0.baseAddress!, count: count) }
+                    }
+                    #expect(dot.bitPattern == want[0][r].bitPattern, "\(label) dot row \(r)")
                 }
             }
         }

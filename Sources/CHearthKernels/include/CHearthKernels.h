@@ -25,6 +25,26 @@ extern "C" {
 /// block). The data is plain Q4_0; pass this in place of the type to the dot and matrix kernels.
 #define HK_Q4_0_X8 0x10002
 
+/// Not a GGML type: the rows of a HK_Q4_0_X8 matrix interleaved eight at a time by
+/// `hk_q4_0_interleave` (llama.cpp's block_q4_0x8 idea): for each group of 8 rows and each block,
+/// the 8 rows' f16 scales, then for k = 0..3 the bytes qs[4k..4k+3] of rows 0 to 7 in turn (144
+/// bytes, as many as the 8 rows' blocks). It sums as HK_Q4_0_X8 does. Rows stay `row_bytes`
+/// apart on average: group g starts at g * 8 * row_bytes. The matrix kernels take any row range;
+/// `hk_dot` does not apply (use `hk_q4_0_x8p_row` for a row's values).
+#define HK_Q4_0_X8P 0x10003
+
+/// Writes `rows` (a multiple of 8) Q4_0 rows of `row_bytes` from `src` to `dst` (as many bytes)
+/// in the HK_Q4_0_X8P layout.
+void hk_q4_0_interleave(const void *src, size_t row_bytes, int64_t rows, void *dst);
+
+/// Row `row` of `n` values of the HK_Q4_0_X8P matrix at `w` as floats.
+void hk_q4_0_x8p_row(const void *w, int64_t row, int64_t n, float *out);
+
+/// Whether the AVX2 path's HK_Q4_0_X8 and HK_Q4_0_X8P products use VNNI's byte dot products (AVX-512 VNNI or
+/// AVX-VNNI) where the CPU has them: they do unless `allowed` was 0; pass 1 to allow them
+/// again, -1 to only ask. The results are the same bits either way.
+int hk_q4_0_vnni(int allowed);
+
 /// The fastest path this CPU can run.
 int hk_best_isa(void);
 

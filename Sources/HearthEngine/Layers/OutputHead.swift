@@ -9,7 +9,7 @@ struct TokenEmbedding {
     let scale: Float?
 
     init(_ gguf: GGUFFile, configuration c: ModelConfiguration, scale: Float? = nil) throws {
-        table = try WeightMatrix(gguf, "token_embd.weight", rows: c.vocabularySize, columns: c.embeddingLength)
+        table = try WeightMatrix(gguf, "token_embd.weight", rows: c.vocabularySize, columns: c.embeddingLength, asRows: true)
         self.scale = scale
     }
 
@@ -18,7 +18,7 @@ struct TokenEmbedding {
         let dim = table.columns
         for (i, token) in pass.tokens.enumerated() {
             let row = pass.residual + i * dim
-            try dequantizeRow(table.kernel.weightType, table.row(Int(token)), into: row, count: dim)
+            table.row(Int(token), into: row)
             if let scale { for j in 0..<dim { row[j] *= scale } }
         }
     }
@@ -40,7 +40,7 @@ struct OutputHead {
         if gguf.tensorInfo(named: "output.weight") != nil {
             projection = try WeightMatrix(gguf, "output.weight", rows: c.vocabularySize, columns: c.embeddingLength)
         } else {
-            projection = embedding.table
+            projection = embedding.table.interleaved()
         }
         bias = try loadOptionalVector(gguf, "output.bias", count: c.vocabularySize)
         self.softCap = softCap

@@ -6,8 +6,10 @@ import HearthKernels
 typealias WeightMatrix = BlockMatrix
 
 extension BlockMatrix {
-    /// The tensor `name` of `gguf`: `rows` (any when nil) rows of `columns`.
-    init(_ gguf: GGUFFile, _ name: String, rows expectedRows: Int? = nil, columns expectedColumns: Int) throws {
+    /// The tensor `name` of `gguf`: `rows` (any when nil) rows of `columns`, copied into the
+    /// layout of the fastest kernel for its type where that differs from the file's (see
+    /// `BlockMatrix.interleaved()`), unless it is only read `asRows`.
+    init(_ gguf: GGUFFile, _ name: String, rows expectedRows: Int? = nil, columns expectedColumns: Int, asRows: Bool = false) throws {
         guard let info = gguf.tensorInfo(named: name) else {
             throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "tensor \(name) is missing")
         }
@@ -17,8 +19,9 @@ extension BlockMatrix {
                 path: gguf.mapping.path,
                 reason: "tensor \(name) has shape \(info.dimensions), expected [\(expectedColumns), \(expectedRows.map(String.init) ?? "n")]")
         }
-        self.init(gguf.data(for: info).baseAddress!, rows: info.rowCount, columns: info.rowLength,
-                  kernel: try RowKernel(weightType: info.type, rows: info.rowCount))
+        let matrix = BlockMatrix(gguf.data(for: info).baseAddress!, rows: info.rowCount, columns: info.rowLength,
+                                 kernel: try RowKernel(weightType: info.type, rows: info.rowCount))
+        self = asRows ? matrix : matrix.interleaved()
     }
 
     /// The matrices of a mixture of experts, stored as one 3-D tensor of `count` experts of
@@ -34,7 +37,7 @@ extension BlockMatrix {
         let base = gguf.data(for: info).baseAddress!
         let kernel = try RowKernel(weightType: info.type, rows: rows)
         return (0..<count).map { e in
-            BlockMatrix(base + e * rows * info.rowBytes, rows: rows, columns: columns, kernel: kernel)
+            BlockMatrix(base + e * rows * info.rowBytes, rows: rows, columns: columns, kernel: kernel).interleaved()
         }
     }
 }
