@@ -7,6 +7,10 @@
 #include <immintrin.h>
 
 #define HK_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+// cpu.c: which byte dot products the CPU has, unless they were turned off (hk_q4_0_vnni(0)).
+enum { HK_NO_VNNI = 0, HK_AVX_VNNI = 1, HK_AVX512_VNNI = 2 };
+int hk_vnni_kind(void);
 #define HK_INLINE static inline __attribute__((always_inline))
 
 HK_INLINE HK_AVX2 float hk_hsum(__m256 v) {
@@ -75,6 +79,8 @@ void hk_avx2_matmul_f32w(const uint8_t *, size_t, int64_t, const uint8_t *, size
 float hk_avx2_dot_q4_0x8(const void *w, const void *a, int64_t n);
 void hk_avx2_matvec_q4_0x8(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
 void hk_avx2_matmul_q4_0x8(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+void hk_avx2_matvec_q8_0x16p(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
+void hk_avx2_matmul_q8_0x16p(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
 void hk_avx2_matvec_q4_0x8p(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
 void hk_avx2_matmul_q4_0x8p(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
 

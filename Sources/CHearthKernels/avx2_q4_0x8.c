@@ -23,24 +23,8 @@
 #define HK_VNNI512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 #define HK_AVXVNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 
-static _Atomic int vnni_allowed = 1;
-
-enum { NO_VNNI = 0, AVX_VNNI = 1, AVX512_VNNI = 2 };
-
-static int vnni_kind(void) {
-    static _Atomic int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") ? AVX512_VNNI
-              : __builtin_cpu_supports("avxvnni") ? AVX_VNNI : NO_VNNI;
-    }
-    return vnni_allowed ? known : NO_VNNI;
-}
-
-int hk_q4_0_vnni(int allowed) {
-    if (allowed >= 0) vnni_allowed = allowed;
-    return vnni_kind() != NO_VNNI;
-}
+enum { NO_VNNI = HK_NO_VNNI, AVX_VNNI = HK_AVX_VNNI, AVX512_VNNI = HK_AVX512_VNNI };
+#define vnni_kind hk_vnni_kind
 
 // Lane r: the sum of v[r]'s eight lanes (exact integers, in any order).
 HK_INLINE HK_AVX2 __m256i sum8(const __m256i *v) {
@@ -351,7 +335,7 @@ HK_AVX2 void hk_avx2_matmul_q4_0x8(const uint8_t *w, size_t row_bytes, int64_t r
     const int64_t done = blocks && panel ? whole : 0;
     for (int64_t r0 = 0; r0 < done; r0 += 8 * span) {
         const int64_t count = done - r0 < 8 * span ? done - r0 : 8 * span;
-        hk_q4_0_interleave(w + (size_t)r0 * row_bytes, row_bytes, count, panel);
+        hk_interleave(HK_Q4_0_X8P, w + (size_t)r0 * row_bytes, row_bytes, count, panel);
         interleaved_matmul(panel, row_bytes, count, a, a_stride, cols, nb, blocks, out + r0, out_stride);
     }
     for (int64_t c = 0; c < cols; c++)
@@ -359,13 +343,6 @@ HK_AVX2 void hk_avx2_matmul_q4_0x8(const uint8_t *w, size_t row_bytes, int64_t r
             out[(size_t)c * out_stride + r] = row1(w + (size_t)r * row_bytes, a + (size_t)c * a_stride, nb);
     free(blocks);
     free(panel);
-}
-
-#else
-
-int hk_q4_0_vnni(int allowed) {
-    (void)allowed;
-    return 0;
 }
 
 #endif

@@ -102,10 +102,10 @@ typedef struct {
     hk_matmul_fn matmul;
 } hk_kernel;
 
-// interleaved.c: rows r0..r1 of a HK_Q4_0_X8P matrix against `cols` columns into
+// interleaved.c: rows r0..r1 of a matrix in an interleaved `layout` against `cols` columns into
 // out[c * out_stride + r] (out[r] when cols is 1): whole groups through `k` (NULL: none),
 // the rows of groups the range cuts one at a time.
-void hk_interleaved_products(int isa, const hk_kernel *k, const void *w, size_t row_bytes, int64_t r0, int64_t r1,
+void hk_interleaved_products(int isa, uint32_t layout, const hk_kernel *k, const void *w, size_t row_bytes, int64_t r0, int64_t r1,
                              const void *a, size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs,
                              float *out, size_t out_stride);
 

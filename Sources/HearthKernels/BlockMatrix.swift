@@ -1,4 +1,3 @@
-import CHearthKernels
 import HearthFormats
 
 /// A matrix of GGML blocks where they lie — inside a mapped model file, or in memory another
@@ -35,18 +34,18 @@ public struct BlockMatrix: Matrix, @unchecked Sendable {
     }
 
     /// The matrix with its rows copied into the layout of the fastest kernel for them, where
-    /// that is not the layout they have (Q4_0 in llama.cpp's repacked order: eight rows' blocks
-    /// side by side); otherwise the matrix itself. The copy holds as many bytes as the rows and
-    /// gives the same products.
+    /// that is not the layout they have (`RowKernel.interleaved`: a group of rows' blocks side by
+    /// side); otherwise the matrix itself. The copy holds as many bytes as the rows and gives
+    /// the same products.
     public func interleaved() -> BlockMatrix {
-        guard let kernel = kernel.interleaved, rows % 8 == 0 else { return self }
+        guard let kernel = kernel.interleaved, rows % kernel.interleavedGroup == 0 else { return self }
         let storage = InterleavedRows(byteCount: rows * rowBytes)
-        RowKernel.interleave(base, rowBytes: rowBytes, rows: rows, into: storage.pointer)
+        kernel.interleave(base, rowBytes: rowBytes, rows: rows, into: storage.pointer)
         return BlockMatrix(storage.pointer, rows: rows, columns: columns, kernel: kernel, storage: storage)
     }
 
     /// Where row `r` starts, for a matrix whose rows lie one after another; for interleaved
-    /// rows, the start of the `rowBytes` at that offset (whole groups of 8 rows hold their 8 rows).
+    /// rows, the start of the `rowBytes` at that offset (a whole group's bytes hold its rows).
     public func row(_ r: Int) -> UnsafeRawPointer { base + r * rowBytes }
 
     public var weightBytes: Int { rows * rowBytes }
@@ -56,7 +55,7 @@ public struct BlockMatrix: Matrix, @unchecked Sendable {
     public func row(_ r: Int, into output: UnsafeMutablePointer<Float>) {
         precondition(r >= 0 && r < rows)
         if kernel.readsInterleavedRows {
-            hk_q4_0_x8p_row(base, Int64(r), Int64(columns), output)
+            kernel.interleavedRow(base, row: r, count: columns, into: output)
             return
         }
         // Every type a row kernel multiplies can be dequantized, and the columns are whole blocks.

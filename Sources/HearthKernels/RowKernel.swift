@@ -40,9 +40,11 @@ public struct RowKernel: Sendable {
     public let path: KernelPath
     /// Whether the sums follow llama.cpp's repacked Q4_0 kernels (see `init(weightType:rows:path:)`).
     public let repackedOrder: Bool
-    /// Whether the kernel reads rows interleaved eight at a time by `interleave(_:rowBytes:rows:into:)`
-    /// (see `interleaved`) rather than one after another.
-    public private(set) var readsInterleavedRows = false
+    /// Rows per group when the kernel reads rows interleaved a group at a time (see
+    /// `interleaved`); 0 when it reads them one after another.
+    public private(set) var interleavedGroup = 0
+    /// Whether the kernel reads rows interleaved a group at a time (see `interleaved`).
+    public var readsInterleavedRows: Bool { interleavedGroup > 0 }
     private let isa: Int32
     /// What the C kernels are asked for: the weight type, or the order or layout that stands for it.
     private var kernelType: UInt32
@@ -92,23 +94,34 @@ public struct RowKernel: Sendable {
         kernelType = repackedOrder ? UInt32(HK_Q4_0_X8) : weightType.rawValue
     }
 
-    /// The kernel for the same rows once `interleave(_:rowBytes:rows:into:)` has written them eight
-    /// at a time side by side, the layout the fastest Q4_0 products read (llama.cpp repacks Q4_0
-    /// matrices the same way); nil when this kernel has none (any type but Q4_0 in llama.cpp's
-    /// repacked order on the best path). It sums as this kernel does; its `dot` does not apply.
+    /// The kernel for the same rows once `interleave(_:rowBytes:rows:into:)` has written them a
+    /// group at a time side by side, the layout the fastest products of their type read on this
+    /// CPU (as llama.cpp repacks Q4_0 into block_q4_0x8): Q4_0 in llama.cpp's repacked order 8 rows
+    /// at a time, Q8_0 16 rows at a time where the CPU has AVX-512 VNNI. Nil when there is none
+    /// (or on the portable path). It sums as this kernel does; its `dot` does not apply.
     public var interleaved: RowKernel? {
-        guard repackedOrder, path == .best, !readsInterleavedRows else { return nil }
+        guard path == .best, !readsInterleavedRows else { return nil }
+        var group: Int32 = 0
+        let layout = hk_interleaved_layout(kernelType, &group)
+        guard layout != 0, group > 0 else { return nil }
         var kernel = self
-        kernel.kernelType = UInt32(HK_Q4_0_X8P)
-        kernel.readsInterleavedRows = true
+        kernel.kernelType = layout
+        kernel.interleavedGroup = Int(group)
         return kernel
     }
 
-    /// Writes `rows` (a multiple of 8) Q4_0 rows of `rowBytes` from `source` into `destination`
-    /// (as many bytes) in the layout `interleaved` kernels read.
-    public static func interleave(_ source: UnsafeRawPointer, rowBytes: Int, rows: Int, into destination: UnsafeMutableRawPointer) {
-        precondition(rows % 8 == 0 && rowBytes % GGMLType.q4_0.blockBytes == 0)
-        hk_q4_0_interleave(source, rowBytes, Int64(rows), destination)
+    /// Writes `rows` (a multiple of `interleavedGroup`) rows of `rowBytes`, one after another at
+    /// `source`, into `destination` (as many bytes) in the layout this interleaved kernel reads.
+    public func interleave(_ source: UnsafeRawPointer, rowBytes: Int, rows: Int, into destination: UnsafeMutableRawPointer) {
+        precondition(readsInterleavedRows && rows % interleavedGroup == 0 && rowBytes % weightType.blockBytes == 0)
+        hk_interleave(kernelType, source, rowBytes, Int64(rows), destination)
+    }
+
+    /// Row `row` of `count` values of the interleaved rows at `base`, as floats.
+    public func interleavedRow(_ base: UnsafeRawPointer, row: Int, count: Int, into output: UnsafeMutablePointer<Float>) {
+        precondition(readsInterleavedRows)
+        checkCount(count)
+        hk_interleaved_row(kernelType, base, Int64(row), Int64(count), output)
     }
 
     /// Bytes of one activation row of `count` elements in `activationType`.

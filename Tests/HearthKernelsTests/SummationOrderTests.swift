@@ -320,4 +320,64 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
             }
         }
     }
+
+    /// Q8_0 matrices interleaved 16 rows at a time (where the CPU has AVX-512 VNNI) give the
+    /// plain rows' products bit for bit: for any row range, one column or many, with VNNI turned
+    /// off after the interleaving (the rows then go one at a time), for the extreme bytes (weights
+    /// of -128 and 127 against activations of -127 and 127); and the same rows.
+    @Test(arguments: [(count: 512, extremes: false), (352, false), (256, true)])
+    func interleavedQ8_0SumsAsPlainRows(shape: (count: Int, extremes: Bool)) throws {
+        let (count, rowCount, columns) = (shape.count, 48, 5)
+        defer { RowKernel.usesVNNI = true }
+        var t = try DotCase(.q8_0, path: .best, count: count, rows: rowCount, columns: columns, seed: 77 + UInt64(count))
+        if shape.extremes {
+            var rng = SeededGenerator(seed: 19)
+            var weights = t.weights, activations = t.activations
+            for i in weights.indices where i % 34 >= 2 { weights[i] = UInt8(bitPattern: [-128, 127, -127, 0][Int(rng.next() % 4)]) }
+            // Quantized activations are never -128 (they round to -127...127).
+            for i in activations.indices where i % t.activationStride % 34 >= 2 {
+                activations[i] = UInt8(bitPattern: [-127, 127][Int(rng.next() % 2)])
+            }
+            t = DotCase(t, weights: weights, activations: activations)
+        }
+        let kernel = try RowKernel(weightType: .q8_0, rows: rowCount)
+        try t.weights.withUnsafeBytes { w in
+            try t.activations.withUnsafeBytes { a in
+                let plain = BlockMatrix(w.baseAddress!, rows: rowCount, columns: count, kernel: kernel)
+                let matrix = plain.interleaved()
+                #expect(matrix.kernel.readsInterleavedRows == (kernel.interleaved != nil))
+                #expect(matrix.weightBytes == plain.weightBytes)
+                var want = [Float](repeating: .nan, count: rowCount * columns), wantVector = [Float](repeating: .nan, count: rowCount)
+                plain.kernel.matMul(weights: plain.base, rowBytes: plain.rowBytes, rows: 0..<rowCount, activations: a.baseAddress!,
+                                    activationStride: t.activationStride, columns: columns, count: count, output: &want, outputStride: rowCount)
+                plain.kernel.matVec(weights: plain.base, rowBytes: plain.rowBytes, rows: 0..<rowCount, activations: a.baseAddress!,
+                                    count: count, output: &wantVector)
+                for vnni in [true, false] {
+                    RowKernel.usesVNNI = vnni
+                    for rows in [0..<rowCount, 3..<rowCount, 5..<rowCount - 2, 17..<20, 16..<32] {
+                        var vector = [Float](repeating: .nan, count: rowCount)
+                        var product = [Float](repeating: .nan, count: rowCount * columns)
+                        matrix.kernel.matVec(weights: matrix.base, rowBytes: matrix.rowBytes, rows: rows, activations: a.baseAddress!,
+                                             count: count, output: &vector)
+                        matrix.kernel.matMul(weights: matrix.base, rowBytes: matrix.rowBytes, rows: rows, activations: a.baseAddress!,
+                                             activationStride: t.activationStride, columns: columns, count: count,
+                                             output: &product, outputStride: rowCount)
+                        for r in rows {
+                            #expect(vector[r - rows.lowerBound].bitPattern == wantVector[r].bitPattern, "vnni \(vnni): matVec \(rows), row \(r)")
+                            for c in 0..<columns {
+                                #expect(product[c * rowCount + r].bitPattern == want[c * rowCount + r].bitPattern,
+                                        "vnni \(vnni): matMul \(rows), row \(r) column \(c)")
+                            }
+                        }
+                    }
+                }
+                var got = [Float](repeating: .nan, count: count), expected = got
+                for r in 0..<rowCount {
+                    matrix.row(r, into: &got)
+                    plain.row(r, into: &expected)
+                    #expect(got == expected, "row \(r)")
+                }
+            }
+        }
+    }
 }

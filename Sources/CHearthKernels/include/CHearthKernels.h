@@ -26,21 +26,32 @@ extern "C" {
 #define HK_Q4_0_X8 0x10002
 
 /// Not a GGML type: the rows of a HK_Q4_0_X8 matrix interleaved eight at a time by
-/// `hk_q4_0_interleave` (llama.cpp's block_q4_0x8 idea): for each group of 8 rows and each block,
+/// `hk_interleave` (llama.cpp's block_q4_0x8 idea): for each group of 8 rows and each block,
 /// the 8 rows' f16 scales, then for k = 0..3 the bytes qs[4k..4k+3] of rows 0 to 7 in turn (144
-/// bytes, as many as the 8 rows' blocks). It sums as HK_Q4_0_X8 does. Rows stay `row_bytes`
-/// apart on average: group g starts at g * 8 * row_bytes. The matrix kernels take any row range;
-/// `hk_dot` does not apply (use `hk_q4_0_x8p_row` for a row's values).
+/// bytes, as many as the 8 rows' blocks). It sums as HK_Q4_0_X8 does.
 #define HK_Q4_0_X8P 0x10003
 
-/// Writes `rows` (a multiple of 8) Q4_0 rows of `row_bytes` from `src` to `dst` (as many bytes)
-/// in the HK_Q4_0_X8P layout.
-void hk_q4_0_interleave(const void *src, size_t row_bytes, int64_t rows, void *dst);
+/// Not a GGML type: Q8_0 rows interleaved sixteen at a time by `hk_interleave`: for each group
+/// of 16 rows and each block, the 16 rows' f16 scales, then for g = 0..7 the bytes qs[4g..4g+3]
+/// of rows 0 to 15 in turn, each plus 128 (544 bytes, as many as the 16 rows' blocks). It sums
+/// as HK_Q8_0 does; its kernels need AVX-512 VNNI.
+#define HK_Q8_0_X16P 0x10004
 
-/// Row `row` of `n` values of the HK_Q4_0_X8P matrix at `w` as floats.
-void hk_q4_0_x8p_row(const void *w, int64_t row, int64_t n, float *out);
+// In an interleaved layout rows stay `row_bytes` apart on average: group g of G rows starts at
+// g * G * row_bytes. The matrix kernels take any row range; `hk_dot` does not apply.
 
-/// Whether the AVX2 path's HK_Q4_0_X8 and HK_Q4_0_X8P products use VNNI's byte dot products (AVX-512 VNNI or
+/// The interleaved layout that the best path multiplies fastest for `kernel_type` (HK_Q4_0_X8
+/// or HK_Q8_0) on this CPU, or 0 when there is none; `*group_rows` gets its rows per group.
+uint32_t hk_interleaved_layout(uint32_t kernel_type, int32_t *group_rows);
+
+/// Writes `rows` (a multiple of the layout's group) rows of `row_bytes` from `src` to `dst`
+/// (as many bytes) in `layout`.
+void hk_interleave(uint32_t layout, const void *src, size_t row_bytes, int64_t rows, void *dst);
+
+/// Row `row` of `n` values of the matrix at `w` in `layout`, as floats.
+void hk_interleaved_row(uint32_t layout, const void *w, int64_t row, int64_t n, float *out);
+
+/// Whether the AVX2 path's HK_Q4_0_X8, HK_Q4_0_X8P and HK_Q8_0_X16P products use VNNI's byte dot products (AVX-512 VNNI or
 /// AVX-VNNI) where the CPU has them: they do unless `allowed` was 0; pass 1 to allow them
 /// again, -1 to only ask. The results are the same bits either way.
 int hk_q4_0_vnni(int allowed);
