@@ -17,6 +17,8 @@ public final class MappedFile: @unchecked Sendable {
     public let size: Int
     /// The path the file was opened from.
     public let path: String
+    /// Whether the pages are the file's (read again from disk when dropped) rather than a copy.
+    private var backedByFile = false
 
     /// Maps the file at `path`.
     public init(path: String) throws {
@@ -44,6 +46,7 @@ public final class MappedFile: @unchecked Sendable {
             throw HearthError.resourceUnavailable("Cannot memory-map \(path): \(String(cString: strerror(errno)))")
         }
         base = UnsafeRawPointer(mapped)
+        backedByFile = true
     }
 
     /// Copies `bytes` into a private anonymous mapping, so that a file built in memory (by
@@ -73,6 +76,18 @@ public final class MappedFile: @unchecked Sendable {
 
     deinit {
         if let base { munmap(UnsafeMutableRawPointer(mutating: base), size) }
+    }
+
+    /// Lets the system take back the resident pages wholly inside `range` (bytes of this
+    /// mapping) once they have been copied elsewhere: a file's pages are read from disk again if
+    /// touched later, so the bytes stay the same; a copy made in memory keeps its pages.
+    public func dropPages(_ range: UnsafeRawBufferPointer) {
+        guard backedByFile, let start = range.baseAddress, range.count > 0 else { return }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let first = (Int(bitPattern: start) + page - 1) / page * page
+        let end = (Int(bitPattern: start) + range.count) / page * page
+        guard end > first, let pointer = UnsafeMutableRawPointer(bitPattern: first) else { return }
+        _ = madvise(pointer, end - first, Int32(MADV_DONTNEED))
     }
 
     /// The whole file as bytes.

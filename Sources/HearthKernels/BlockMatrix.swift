@@ -36,11 +36,18 @@ public struct BlockMatrix: Matrix, @unchecked Sendable {
     /// The matrix with its rows copied into the layout of the fastest kernel for them, where
     /// that is not the layout they have (`RowKernel.interleaved`: a group of rows' blocks side by
     /// side); otherwise the matrix itself. The copy holds as many bytes as the rows and gives
-    /// the same products.
-    public func interleaved() -> BlockMatrix {
+    /// the same products. The rows are copied a few MB at a time, each piece of the source
+    /// handed to `copied` once it is copied (to give its pages back, say).
+    public func interleaved(copied: ((UnsafeRawBufferPointer) -> Void)? = nil) -> BlockMatrix {
         guard let kernel = kernel.interleaved, rows % kernel.interleavedGroup == 0 else { return self }
         let storage = InterleavedRows(byteCount: rows * rowBytes)
-        kernel.interleave(base, rowBytes: rowBytes, rows: rows, into: storage.pointer)
+        let group = kernel.interleavedGroup
+        let piece = max(group, (8 << 20) / (group * rowBytes) * group)
+        for first in stride(from: 0, to: rows, by: piece) {
+            let count = min(piece, rows - first)
+            kernel.interleave(base + first * rowBytes, rowBytes: rowBytes, rows: count, into: storage.pointer + first * rowBytes)
+            copied?(UnsafeRawBufferPointer(start: base + first * rowBytes, count: count * rowBytes))
+        }
         return BlockMatrix(storage.pointer, rows: rows, columns: columns, kernel: kernel, storage: storage)
     }
 

@@ -30,6 +30,6 @@ final class Gemma2: StackedDecoder {
                                          scale: .queries(queryScale)),
                 feedForward: try FeedForward(gguf, layer: i, configuration: c, activation: .gelu))
         }
-        head = try OutputHead(gguf, configuration: c, embedding: embedding, softCap: finalCap > 0 ? finalCap : nil)
+        head = try OutputHead(gguf, configuration: c, softCap: finalCap > 0 ? finalCap : nil)
     }
 }

@@ -30,6 +30,6 @@ final class Gemma3: StackedDecoder {
                 feedForward: try FeedForward(gguf, layer: i, configuration: c, activation: .gelu))
         }
         let softCap = gguf.float("\(arch).final_logit_softcapping").flatMap { $0 > 0 ? $0 : nil }
-        head = try OutputHead(gguf, configuration: c, embedding: embedding, softCap: softCap)
+        head = try OutputHead(gguf, configuration: c, softCap: softCap)
     }
 }

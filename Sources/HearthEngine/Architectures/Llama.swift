@@ -18,6 +18,6 @@ final class Llama: StackedDecoder {
         let rope = try RotaryEmbedding.read(gguf, configuration: c, pairing: .adjacent)
         embedding = try TokenEmbedding(gguf, configuration: c)
         blocks = try PreNormBlock.llama(gguf, configuration: c, rope: rope, scale: .standard(c))
-        head = try OutputHead(gguf, configuration: c, embedding: embedding)
+        head = try OutputHead(gguf, configuration: c)
     }
 }

@@ -20,6 +20,6 @@ final class Phi3: StackedDecoder {
         embedding = try TokenEmbedding(gguf, configuration: c)
         blocks = try PreNormBlock.llama(gguf, configuration: c, rope: short, longContextRope: long,
                                         scale: .queries(Attention.Scale.factor(c)))
-        head = try OutputHead(gguf, configuration: c, embedding: embedding)
+        head = try OutputHead(gguf, configuration: c)
     }
 }

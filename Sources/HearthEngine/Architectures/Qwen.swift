@@ -14,6 +14,6 @@ final class Qwen: StackedDecoder {
         embedding = try TokenEmbedding(gguf, configuration: c)
         blocks = try PreNormBlock.llama(gguf, configuration: c, rope: rope, headNorms: c.architecture == "qwen3",
                                         scale: .standard(c))
-        head = try OutputHead(gguf, configuration: c, embedding: embedding)
+        head = try OutputHead(gguf, configuration: c)
     }
 }

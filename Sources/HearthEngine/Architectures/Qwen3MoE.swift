@@ -24,6 +24,6 @@ final class Qwen3MoE: StackedDecoder {
              try MixtureOfExperts(gguf, layer: i, configuration: c, experts: experts, used: used, width: width,
                                   normalize: true, scale: weightScale, activation: .silu))
         }
-        head = try OutputHead(gguf, configuration: c, embedding: embedding)
+        head = try OutputHead(gguf, configuration: c)
     }
 }

@@ -34,13 +34,14 @@ struct OutputHead {
     /// Logits become `cap * tanh(logit / cap)`, or nil.
     let softCap: Float?
 
-    /// `output_norm` and `output.weight`, or the embedding table when there is no `output.weight`.
-    init(_ gguf: GGUFFile, configuration c: ModelConfiguration, embedding: TokenEmbedding, softCap: Float? = nil) throws {
+    /// `output_norm` and `output.weight`, or the token embedding table when there is no
+    /// `output.weight` (read as a matrix, apart from the table the embedding reads rows of).
+    init(_ gguf: GGUFFile, configuration c: ModelConfiguration, softCap: Float? = nil) throws {
         norm = try RMSNorm(gguf, "output_norm.weight", width: c.embeddingLength, epsilon: c.normEpsilon)
         if gguf.tensorInfo(named: "output.weight") != nil {
             projection = try WeightMatrix(gguf, "output.weight", rows: c.vocabularySize, columns: c.embeddingLength)
         } else {
-            projection = embedding.table.interleaved()
+            projection = try WeightMatrix(gguf, "token_embd.weight", rows: c.vocabularySize, columns: c.embeddingLength)
         }
         bias = try loadOptionalVector(gguf, "output.bias", count: c.vocabularySize)
         self.softCap = softCap

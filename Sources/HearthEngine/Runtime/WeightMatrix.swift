@@ -21,7 +21,7 @@ extension BlockMatrix {
         }
         let matrix = BlockMatrix(gguf.data(for: info).baseAddress!, rows: info.rowCount, columns: info.rowLength,
                                  kernel: try RowKernel(weightType: info.type, rows: info.rowCount))
-        self = asRows ? matrix : matrix.interleaved()
+        self = asRows ? matrix : matrix.interleaved(from: gguf)
     }
 
     /// The matrices of a mixture of experts, stored as one 3-D tensor of `count` experts of
@@ -37,8 +37,14 @@ extension BlockMatrix {
         let base = gguf.data(for: info).baseAddress!
         let kernel = try RowKernel(weightType: info.type, rows: rows)
         return (0..<count).map { e in
-            BlockMatrix(base + e * rows * info.rowBytes, rows: rows, columns: columns, kernel: kernel).interleaved()
+            BlockMatrix(base + e * rows * info.rowBytes, rows: rows, columns: columns, kernel: kernel).interleaved(from: gguf)
         }
+    }
+
+    /// `interleaved()`, the file's pages of each piece copied given back as it goes: they are
+    /// not read again, and would count twice.
+    private func interleaved(from gguf: GGUFFile) -> BlockMatrix {
+        interleaved { gguf.mapping.dropPages($0) }
     }
 }
 
