@@ -8,7 +8,7 @@
 
 #define HK_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-// cpu.c: which byte dot products the CPU has, unless they were turned off (hk_q4_0_vnni(0)).
+// cpu.c: which byte dot products the CPU has, unless they were turned off (hk_use_vnni(0)).
 enum { HK_NO_VNNI = 0, HK_AVX_VNNI = 1, HK_AVX512_VNNI = 2 };
 int hk_vnni_kind(void);
 #define HK_INLINE static inline __attribute__((always_inline))

@@ -16,15 +16,11 @@
 //   with no horizontal sums. matmul runs a few hundred KB of rows at a time against every group
 //   of columns while the rows sit in L2.
 #include "avx2.h"
-#include <stdatomic.h>
 #include <stdlib.h>
 #if HK_HAVE_AVX2
 
 #define HK_VNNI512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 #define HK_AVXVNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
-
-enum { NO_VNNI = HK_NO_VNNI, AVX_VNNI = HK_AVX_VNNI, AVX512_VNNI = HK_AVX512_VNNI };
-#define vnni_kind hk_vnni_kind
 
 // Lane r: the sum of v[r]'s eight lanes (exact integers, in any order).
 HK_INLINE HK_AVX2 __m256i sum8(const __m256i *v) {
@@ -111,9 +107,9 @@ HK_AVX2 void hk_avx2_matvec_q4_0x8(const uint8_t *w, size_t row_bytes, int64_t r
         return;
     }
     for (int64_t b = 0; b < nb; b++) offsets[b] = offset_sum((const hk_q8_0 *)a + b);
-    switch (vnni_kind()) {
-    case AVX512_VNNI: rows8_vnni512(w, row_bytes, rows, a, offsets, nb, out); break;
-    case AVX_VNNI: rows8_avxvnni(w, row_bytes, rows, a, offsets, nb, out); break;
+    switch (hk_vnni_kind()) {
+    case HK_AVX512_VNNI: rows8_vnni512(w, row_bytes, rows, a, offsets, nb, out); break;
+    case HK_AVX_VNNI: rows8_avxvnni(w, row_bytes, rows, a, offsets, nb, out); break;
     default: rows8_avx2(w, row_bytes, rows, a, offsets, nb, out); break;
     }
     for (int64_t r = rows / 8 * 8; r < rows; r++) out[r] = row1(w + (size_t)r * row_bytes, a, nb);
@@ -264,9 +260,9 @@ HK_AVX2 void hk_avx2_matvec_q4_0x8p(const uint8_t *w, size_t row_bytes, int64_t 
     column_block *cb = nb <= 512 ? stack : malloc((size_t)nb * sizeof(column_block));
     if (!cb) return;
     column_blocks(a, nb, cb);
-    switch (vnni_kind()) {
-    case AVX512_VNNI: vec_vnni512(w, 8 * row_bytes, rows / 8, a, cb, nb, out); break;
-    case AVX_VNNI: vec_avxvnni(w, 8 * row_bytes, rows / 8, a, cb, nb, out); break;
+    switch (hk_vnni_kind()) {
+    case HK_AVX512_VNNI: vec_vnni512(w, 8 * row_bytes, rows / 8, a, cb, nb, out); break;
+    case HK_AVX_VNNI: vec_avxvnni(w, 8 * row_bytes, rows / 8, a, cb, nb, out); break;
     default: vec_avx2(w, 8 * row_bytes, rows / 8, a, cb, nb, out); break;
     }
     if (cb != stack) free(cb);
@@ -276,8 +272,8 @@ HK_AVX2 void hk_avx2_matvec_q4_0x8p(const uint8_t *w, size_t row_bytes, int64_t 
 // time, over which every group of columns passes while they sit in L2.
 HK_INLINE HK_AVX2 void interleaved_matmul(const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a, size_t a_stride,
                                           int64_t cols, int64_t nb, const column_block *blocks, float *out, size_t out_stride) {
-    const int kind = vnni_kind();
-    const int width = kind == AVX512_VNNI ? 8 : 4;
+    const int kind = hk_vnni_kind();
+    const int width = kind == HK_AVX512_VNNI ? 8 : 4;
     const size_t group_bytes = 8 * row_bytes;
     int64_t span = (256 << 10) / (int64_t)group_bytes;
     if (span < 1) span = 1;
@@ -295,8 +291,8 @@ HK_INLINE HK_AVX2 void interleaved_matmul(const uint8_t *w, size_t row_bytes, in
                 const uint8_t *group = w + (size_t)g * group_bytes;
                 float *o = out + (size_t)c0 * out_stride + 8 * g;
                 switch (kind) {
-                case AVX512_VNNI: tile_vnni512(group, ap, cb, nc, nb, o, out_stride); break;
-                case AVX_VNNI: tile_avxvnni(group, ap, cb, nc, nb, o, out_stride); break;
+                case HK_AVX512_VNNI: tile_vnni512(group, ap, cb, nc, nb, o, out_stride); break;
+                case HK_AVX_VNNI: tile_avxvnni(group, ap, cb, nc, nb, o, out_stride); break;
                 default: tile_avx2(group, ap, cb, nc, nb, o, out_stride); break;
                 }
             }

@@ -33,12 +33,12 @@ int hk_vnni_kind(void) {
     return vnni_allowed ? known : HK_NO_VNNI;
 }
 
-int hk_q4_0_vnni(int allowed) {
+int hk_use_vnni(int allowed) {
     if (allowed >= 0) vnni_allowed = allowed;
     return hk_vnni_kind() != HK_NO_VNNI;
 }
 #else
-int hk_q4_0_vnni(int allowed) {
+int hk_use_vnni(int allowed) {
     (void)allowed;
     return 0;
 }

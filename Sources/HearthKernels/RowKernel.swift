@@ -53,8 +53,8 @@ public struct RowKernel: Sendable {
     /// byte dot products where the CPU has them (they do unless this is set to false). The
     /// results are the same bits either way.
     public static var usesVNNI: Bool {
-        get { hk_q4_0_vnni(-1) != 0 }
-        set { _ = hk_q4_0_vnni(newValue ? 1 : 0) }
+        get { hk_use_vnni(-1) != 0 }
+        set { _ = hk_use_vnni(newValue ? 1 : 0) }
     }
 
     /// The activation type GGML pairs with a weight type in its dot products, or nil when

@@ -287,15 +287,7 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
                     #expect(matrix.kernel.readsInterleavedRows == (path == .best))
                     #expect(matrix.weightBytes == plain.weightBytes)
                     for rows in [0..<rowCount, 3..<rowCount, 5..<rowCount - 2, 9..<12, 8..<16] {
-                        var vector = [Float](repeating: .nan, count: rowCount)
-                        var product = [Float](repeating: .nan, count: rowCount * columns)
-                        t.activations.withUnsafeBytes { a in
-                            matrix.kernel.matVec(weights: matrix.base, rowBytes: matrix.rowBytes, rows: rows, activations: a.baseAddress!,
-                                                 count: count, output: &vector)
-                            matrix.kernel.matMul(weights: matrix.base, rowBytes: matrix.rowBytes, rows: rows, activations: a.baseAddress!,
-                                                 activationStride: t.activationStride, columns: columns, count: count,
-                                                 output: &product, outputStride: rowCount)
-                        }
+                        let (vector, product) = Self.products(matrix, t, rows: rows, columns: columns)
                         for r in rows {
                             #expect(vector[r - rows.lowerBound].bitPattern == want[0][r].bitPattern, "\(label) interleaved matVec \(rows), row \(r)")
                             for c in 0..<columns {
@@ -355,13 +347,7 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
                 for vnni in [true, false] {
                     RowKernel.usesVNNI = vnni
                     for rows in [0..<rowCount, 3..<rowCount, 5..<rowCount - 2, 17..<20, 16..<32] {
-                        var vector = [Float](repeating: .nan, count: rowCount)
-                        var product = [Float](repeating: .nan, count: rowCount * columns)
-                        matrix.kernel.matVec(weights: matrix.base, rowBytes: matrix.rowBytes, rows: rows, activations: a.baseAddress!,
-                                             count: count, output: &vector)
-                        matrix.kernel.matMul(weights: matrix.base, rowBytes: matrix.rowBytes, rows: rows, activations: a.baseAddress!,
-                                             activationStride: t.activationStride, columns: columns, count: count,
-                                             output: &product, outputStride: rowCount)
+                        let (vector, product) = Self.products(matrix, t, rows: rows, columns: columns)
                         for r in rows {
                             #expect(vector[r - rows.lowerBound].bitPattern == wantVector[r].bitPattern, "vnni \(vnni): matVec \(rows), row \(r)")
                             for c in 0..<columns {
@@ -379,5 +365,20 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
                 }
             }
         }
+    }
+
+    /// The matVec of `matrix` with `t`'s first column and its matMul with `columns` columns, for
+    /// `rows`: out[r - rows.lowerBound] and out[c * matrix.rows + r], NaN elsewhere.
+    static func products(_ matrix: BlockMatrix, _ t: DotCase, rows: Range<Int>, columns: Int) -> (vector: [Float], product: [Float]) {
+        var vector = [Float](repeating: .nan, count: matrix.rows)
+        var product = [Float](repeating: .nan, count: matrix.rows * columns)
+        t.activations.withUnsafeBytes { a in
+            matrix.kernel.matVec(weights: matrix.base, rowBytes: matrix.rowBytes, rows: rows, activations: a.baseAddress!,
+                                 count: matrix.columns, output: &vector)
+            matrix.kernel.matMul(weights: matrix.base, rowBytes: matrix.rowBytes, rows: rows, activations: a.baseAddress!,
+                                 activationStride: t.activationStride, columns: columns, count: matrix.columns,
+                                 output: &product, outputStride: matrix.rows)
+        }
+        return (vector, product)
     }
 }

@@ -54,7 +54,7 @@ void hk_interleaved_row(uint32_t layout, const void *w, int64_t row, int64_t n, 
 /// Whether the AVX2 path's HK_Q4_0_X8, HK_Q4_0_X8P and HK_Q8_0_X16P products use VNNI's byte dot products (AVX-512 VNNI or
 /// AVX-VNNI) where the CPU has them: they do unless `allowed` was 0; pass 1 to allow them
 /// again, -1 to only ask. The results are the same bits either way.
-int hk_q4_0_vnni(int allowed);
+int hk_use_vnni(int allowed);
 
 /// The fastest path this CPU can run.
 int hk_best_isa(void);
