@@ -37,9 +37,12 @@ public struct BlockMatrix: Matrix, @unchecked Sendable {
     /// that is not the layout they have (`RowKernel.interleaved`: a group of rows' blocks side by
     /// side); otherwise the matrix itself. The copy holds as many bytes as the rows and gives
     /// the same products. The rows are copied a few MB at a time, each piece of the source
-    /// handed to `copied` once it is copied (to give its pages back, say).
-    public func interleaved(copied: ((UnsafeRawBufferPointer) -> Void)? = nil) -> BlockMatrix {
-        guard let kernel = kernel.interleaved, rows % kernel.interleavedGroup == 0 else { return self }
+    /// handed to `copied` once it is copied (to give its pages back, say). Rows too narrow for
+    /// the interleaved kernel to pay (`RowKernel.pays(columns:)`) stay as they are unless
+    /// `anyWidth`.
+    public func interleaved(anyWidth: Bool = false, copied: ((UnsafeRawBufferPointer) -> Void)? = nil) -> BlockMatrix {
+        guard let kernel = kernel.interleaved, rows % kernel.interleavedGroup == 0,
+              anyWidth || kernel.pays(columns: columns) else { return self }
         let storage = InterleavedRows(byteCount: rows * rowBytes)
         let group = kernel.interleavedGroup
         let piece = max(group, (8 << 20) / (group * rowBytes) * group)

@@ -283,7 +283,7 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
                 // any row range, whole groups of 8 or not, and the same rows.
                 try t.weights.withUnsafeBytes { w in
                     let plain = BlockMatrix(w.baseAddress!, rows: rowCount, columns: count, kernel: kernel)
-                    let matrix = plain.interleaved()
+                    let matrix = plain.interleaved(anyWidth: true)
                     #expect(matrix.kernel.readsInterleavedRows == (path == .best))
                     #expect(matrix.weightBytes == plain.weightBytes)
                     for rows in [0..<rowCount, 3..<rowCount, 5..<rowCount - 2, 9..<12, 8..<16] {
@@ -313,6 +313,19 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
         }
     }
 
+    /// Narrow Q8_0 rows stay as they are at load (plain rows stream faster there); wide ones are
+    /// interleaved where the CPU has the kernel for them.
+    @Test func narrowQ8_0RowsStayPlain() throws {
+        for (columns, wide) in [(640, false), (2048, true)] {
+            let kernel = try RowKernel(weightType: .q8_0, rows: 16)
+            let rows = [UInt8](repeating: 0, count: 16 * columns / 32 * 34)
+            rows.withUnsafeBytes { w in
+                let matrix = BlockMatrix(w.baseAddress!, rows: 16, columns: columns, kernel: kernel).interleaved()
+                #expect(matrix.kernel.readsInterleavedRows == (wide && kernel.interleaved != nil), "\(columns) columns")
+            }
+        }
+    }
+
     /// Q8_0 matrices interleaved 16 rows at a time (where the CPU has AVX-512 VNNI) give the
     /// plain rows' products bit for bit: for any row range, one column or many, with VNNI turned
     /// off after the interleaving (the rows then go one at a time), for the extreme bytes (weights
@@ -336,7 +349,7 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
         try t.weights.withUnsafeBytes { w in
             try t.activations.withUnsafeBytes { a in
                 let plain = BlockMatrix(w.baseAddress!, rows: rowCount, columns: count, kernel: kernel)
-                let matrix = plain.interleaved()
+                let matrix = plain.interleaved(anyWidth: true)
                 #expect(matrix.kernel.readsInterleavedRows == (kernel.interleaved != nil))
                 #expect(matrix.weightBytes == plain.weightBytes)
                 var want = [Float](repeating: .nan, count: rowCount * columns), wantVector = [Float](repeating: .nan, count: rowCount)
