@@ -156,6 +156,37 @@ HK_STAGE float llama_score_avx(const float *floats, const uint16_t *halves, cons
     return hk_hsum(acc);
 }
 
+// hk_hsum of eight vectors at once: lane j is hk_hsum(v[j]), its additions in the same order,
+// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+HK_STAGE __m256 hsum_each8(const __m256 *v) {
+    __m256 s[4];
+    for (int j = 0; j < 4; j++)
+        s[j] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * j], v[2 * j + 1], 0x20),
+                             _mm256_permute2f128_ps(v[2 * j], v[2 * j + 1], 0x31));
+    // s[j]: v[2j]'s (l0 + l4, l1 + l5, l2 + l6, l3 + l7), then v[2j + 1]'s.
+    const __m256 w0 = _mm256_add_ps(_mm256_shuffle_ps(s[0], s[1], 0x44), _mm256_shuffle_ps(s[0], s[1], 0xEE));
+    const __m256 w1 = _mm256_add_ps(_mm256_shuffle_ps(s[2], s[3], 0x44), _mm256_shuffle_ps(s[2], s[3], 0xEE));
+    // w0: v0's two halves, v2's, then v1's, v3's; w1 likewise for v4 to v7.
+    const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(w0, w1, 0x88), _mm256_shuffle_ps(w0, w1, 0xDD));
+    return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// llama_score_avx's HK_SUM_LLAMA_MANY order for the 8 keys at `halves` + j * stride (or, when
+// halves is NULL, the floats at `floats` + j * stride): eight chains side by side.
+HK_STAGE void llama_many_scores8(const float *floats, const uint16_t *halves, int64_t stride, const float *q, int64_t d,
+                                 float *out) {
+    __m256 acc[8];
+    for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < d; i += 8) {
+        const __m256 x = _mm256_loadu_ps(q + i);
+        for (int j = 0; j < 8; j++) {
+            const __m256 k = floats ? _mm256_loadu_ps(floats + j * stride + i) : load_half8(halves + j * stride + i);
+            acc[j] = _mm256_fmadd_ps(k, x, acc[j]);
+        }
+    }
+    _mm256_storeu_ps(out, hsum_each8(acc));
+}
+
 // HK_SUM_LANES8_PAIRS for 8 float keys at once: eight accumulators reduced together by
 // horizontal adds. hadd(hadd(a, b), hadd(c, d)) holds ((l0 + l1) + (l2 + l3)) of a, b, c, d in
 // its low half and ((l4 + l5) + (l6 + l7)) in its high half.
@@ -232,7 +263,13 @@ HK_STAGE int scores_avx(const hk_attention *a, const float *q, int64_t count, fl
     if (a->kv_half && !a->kv_transposed && (order == HK_SUM_LLAMA_ONE || order == HK_SUM_LLAMA_MANY)) {
         const int single = order == HK_SUM_LLAMA_ONE;
         if (d % (single ? 32 : 8) != 0) return 0;
-        for (int64_t t = 0; t < count; t++)
+        int64_t t = 0;
+        if (!single)
+            for (; t + 8 <= count; t += 8) {
+                llama_many_scores8(NULL, (const uint16_t *)a->k + t * a->kv_stride, a->kv_stride, q, d, scores + t);
+                for (int j = 0; j < 8; j++) scores[t + j] = capped(a, scores[t + j]);
+            }
+        for (; t < count; t++)
             scores[t] = capped(a, llama_score_avx(NULL, (const uint16_t *)a->k + t * a->kv_stride, q, d, single));
         return 1;
     }
@@ -538,7 +575,20 @@ HK_STAGE void llama_group_avx(int isa, const int NQ, const hk_attention *a, cons
     __attribute__((aligned(32))) float qh[4][512];
     __attribute__((aligned(32))) float kf[512];
     for (int h = 0; h < NQ; h++) query_for(isa, a, q + h * d, qh[h]);
-    for (int64_t t = 0; t < n_pos; t++) {
+    int64_t t = 0;
+    if (!single) {
+        // Eight positions at a time, each key converted once for every head.
+        __attribute__((aligned(32))) float kf8[8 * 512];
+        for (; t + 8 <= n_pos; t += 8) {
+            for (int j = 0; j < 8; j++) f16_to_f32_avx(k + (t + j) * stride, kf8 + j * d, d);
+            for (int h = 0; h < NQ; h++) {
+                float *s = scores + h * n_pos + t;
+                llama_many_scores8(kf8, NULL, d, qh[h], d, s);
+                for (int j = 0; j < 8; j++) s[j] = capped(a, s[j]);
+            }
+        }
+    }
+    for (; t < n_pos; t++) {
         f16_to_f32_avx(k + t * stride, kf, d);
         for (int h = 0; h < NQ; h++) scores[h * n_pos + t] = capped(a, llama_score_avx(kf, NULL, qh[h], d, single));
     }

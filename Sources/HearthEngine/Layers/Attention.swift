@@ -152,13 +152,18 @@ struct Attention {
     }
 
     /// Each row's queries (in `qkv`) over its own sequence's cache, positions up to its own,
-    /// one (row, head) pair per task.
+    /// one (row, head or heads sharing a key/value head) per task. Tasks go key/value head by
+    /// key/value head, so that a thread reads one head's keys and values for all its rows while
+    /// they sit in its caches.
     private func attend(_ qkv: UnsafePointer<Float>, pass: ForwardPass, into output: UnsafeMutablePointer<Float>) {
         let n = pass.rows
         let group = heads / kvHeads
         let qkvWidth = queryWidth + 2 * kvWidth
         // What each row sees, worked out once rather than in every (row, head) task.
-        struct Span { var keys: UnsafePointer<UInt16>; var values: UnsafePointer<UInt16>; var first: Int; var count: Int; var alone: Bool }
+        struct Span {
+            var keys: UnsafePointer<UInt16>; var values: UnsafePointer<UInt16>; var headStride: Int
+            var first: Int; var count: Int; var alone: Bool
+        }
         var longest = 0
         let spans = (0..<n).map { row -> Span in
             let cache = pass.sequence(ofRow: row).cache
@@ -166,41 +171,44 @@ struct Attention {
             let first = window.map { max(0, end - $0) } ?? 0
             longest = max(longest, end - first)
             return Span(keys: cache.keys(layer: layer, position: first), values: cache.values(layer: layer, position: first),
-                        first: first, count: end - first, alone: pass.isAlone(row))
+                        headStride: cache.headStride, first: first, count: end - first, alone: pass.isAlone(row))
         }
         let threads = pass.pool.threadCount
         // The query heads that share a key/value head go through its keys and values together,
         // four at a time, when that still leaves every thread work; otherwise a head per task.
-        // Measured here, sharing pays from 128-wide heads on (1.2x at 256) and costs at 64.
-        let shared = headDimension >= 128 && n * kvHeads * ((group + 3) / 4) >= 2 * threads
+        // Measured here: sharing pays from 128-wide heads on (1.2x at 256) and for every prompt
+        // (Llama 3.2 1B's shape, 64-wide heads: pp512 after 4096 positions 63 -> 79 t/s, as fast
+        // at none), and costs a token at 64 (tg64 after 4096 positions 21.6 and 25.1 -> 20.8
+        // and 22.0 t/s).
+        let shared = (headDimension >= 128 || n > 1) && n * kvHeads * ((group + 3) / 4) >= 2 * threads
         let headsPerTask = shared ? min(group, 4) : 1
         let tasksPerKV = (group + headsPerTask - 1) / headsPerTask
         let scores = pass.workspace.floats(.scores, threads * headsPerTask * longest)
         let scoreScale: Float
         if case .scores(let factor) = scale { scoreScale = factor } else { scoreScale = 1 }
         let softCap = softCap ?? 0
-        let (kvHeads, headDimension, kvWidth, queryWidth) = (kvHeads, headDimension, kvWidth, queryWidth)
+        let (kvHeads, headDimension, queryWidth) = (kvHeads, headDimension, queryWidth)
         // The caches stay alive: the pass holds their sequences until it ends.
         spans.withUnsafeBufferPointer { spans in
             pass.pool.run { thread in
                 let range = WorkerPool.chunk(n * kvHeads * tasksPerKV, part: thread, of: threads)
                 let scratch = scores + thread * headsPerTask * longest
                 for task in range {
-                    let row = task / (kvHeads * tasksPerKV), kvHead = task / tasksPerKV % kvHeads
+                    let kvHead = task / (n * tasksPerKV), row = task / tasksPerKV % n
                     let head = kvHead * group + task % tasksPerKV * headsPerTask
                     let count = min(headsPerTask, (kvHead + 1) * group - head)
                     let span = spans[row]
-                    let kvOffset = kvHead * headDimension
+                    let kvOffset = kvHead * span.headStride
                     let query = qkv + row * qkvWidth + head * headDimension
                     let out = output + row * queryWidth + head * headDimension
                     if count == 1 {
                         Activations.attentionHead(query: query, keys: span.keys + kvOffset, values: span.values + kvOffset,
-                                                  stride: kvWidth, positions: span.count, headDimension: headDimension,
+                                                  stride: headDimension, positions: span.count, headDimension: headDimension,
                                                   scale: scoreScale, softcap: softCap, single: span.alone,
                                                   firstPosition: span.first, scratch: scratch, output: out)
                     } else {
                         Activations.attentionHeads(query: query, heads: count, keys: span.keys + kvOffset,
-                                                   values: span.values + kvOffset, stride: kvWidth, positions: span.count,
+                                                   values: span.values + kvOffset, stride: headDimension, positions: span.count,
                                                    headDimension: headDimension, scale: scoreScale, softcap: softCap,
                                                    single: span.alone, firstPosition: span.first, scratch: scratch, output: out)
                     }

@@ -27,7 +27,7 @@ public final class SequenceState: @unchecked Sendable {
     init(owner: ObjectIdentifier, configuration c: ModelConfiguration, contextLength: Int, chunkSize: Int,
          withLogits: Bool = true) {
         self.owner = owner
-        cache = KVCache(layers: c.blockCount, width: c.kvWidth, capacity: contextLength)
+        cache = KVCache(layers: c.blockCount, heads: c.kvHeadCount, headDimension: c.headDimension, capacity: contextLength)
         logitBuffer = FloatBuffer(withLogits ? c.vocabularySize : 0)
         self.chunkSize = chunkSize
     }
