@@ -171,8 +171,8 @@ HK_STAGE __m256 hsum_each8(const __m256 *v) {
     return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-// llama_score_avx's HK_SUM_LLAMA_MANY order for the 8 keys at `halves` + j * stride (or, when
-// halves is NULL, the floats at `floats` + j * stride): eight chains side by side.
+// llama_score_avx's HK_SUM_LLAMA_MANY order for the 8 keys given as floats at `floats` + j *
+// stride or, when that is NULL, as halves at `halves` + j * stride: eight chains side by side.
 HK_STAGE void llama_many_scores8(const float *floats, const uint16_t *halves, int64_t stride, const float *q, int64_t d,
                                  float *out) {
     __m256 acc[8];

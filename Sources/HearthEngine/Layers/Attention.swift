@@ -176,11 +176,12 @@ struct Attention {
         let threads = pass.pool.threadCount
         // The query heads that share a key/value head go through its keys and values together,
         // four at a time, when that still leaves every thread work; otherwise a head per task.
-        // Measured here: sharing pays from 128-wide heads on (1.2x at 256) and for every prompt
-        // (Llama 3.2 1B's shape, 64-wide heads: pp512 after 4096 positions 63 -> 79 t/s, as fast
-        // at none), and costs a token at 64 (tg64 after 4096 positions 21.6 and 25.1 -> 20.8
-        // and 22.0 t/s).
-        let shared = (headDimension >= 128 || n > 1) && n * kvHeads * ((group + 3) / 4) >= 2 * threads
+        // Measured here: sharing pays from 128-wide heads on (1.2x at 256) and for a pass with a
+        // prompt in it (Llama 3.2 1B's shape, 64-wide heads: pp512 after 4096 positions 63 -> 79
+        // t/s, as fast after none), and costs lone tokens at 64 (tg64 after 4096 positions 21.6
+        // and 25.1 -> 20.8 and 22.0 t/s).
+        let prompt = spans.contains { !$0.alone }
+        let shared = (headDimension >= 128 || prompt) && n * kvHeads * ((group + 3) / 4) >= 2 * threads
         let headsPerTask = shared ? min(group, 4) : 1
         let tasksPerKV = (group + headsPerTask - 1) / headsPerTask
         let scores = pass.workspace.floats(.scores, threads * headsPerTask * longest)

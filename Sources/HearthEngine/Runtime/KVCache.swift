@@ -4,9 +4,10 @@ import HearthKernels
 /// llama.cpp keeps them by default).
 ///
 /// Each key/value head's positions lie one after another (layer, head, position, dimension),
-/// so that attention reads one head's keys and values as one run of memory: with heads side by
-/// side in a position's row, a head's 128 bytes every kilobyte fall in one sixteenth of the
-/// cache's sets and a deep context's head no longer fits in L2.
+/// so that attention reads one head's keys and values as one run of memory. With heads side by
+/// side in a position's row (8 key/value heads of 64 halves, 1 KB a position), a head's 128
+/// bytes every kilobyte fall in one eighth of the cache's sets, and a deep context's head no
+/// longer stays in L2.
 ///
 /// Memory is reserved for the whole context but pages are touched only as positions fill, so
 /// a long context costs address space, not resident memory, until it is used.
