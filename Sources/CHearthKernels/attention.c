@@ -264,11 +264,11 @@ HK_STAGE int scores_avx(const hk_attention *a, const float *q, int64_t count, fl
         const int single = order == HK_SUM_LLAMA_ONE;
         if (d % (single ? 32 : 8) != 0) return 0;
         int64_t t = 0;
-        if (!single)
-            for (; t + 8 <= count; t += 8) {
+        if (!single) {
+            for (; t + 8 <= count; t += 8)
                 llama_many_scores8(NULL, (const uint16_t *)a->k + t * a->kv_stride, a->kv_stride, q, d, scores + t);
-                for (int j = 0; j < 8; j++) scores[t + j] = capped(a, scores[t + j]);
-            }
+            cap_all(a, scores, t);
+        }
         for (; t < count; t++)
             scores[t] = capped(a, llama_score_avx(NULL, (const uint16_t *)a->k + t * a->kv_stride, q, d, single));
         return 1;
@@ -584,7 +584,7 @@ HK_STAGE void llama_group_avx(int isa, const int NQ, const hk_attention *a, cons
             for (int h = 0; h < NQ; h++) {
                 float *s = scores + h * n_pos + t;
                 llama_many_scores8(kf8, NULL, d, qh[h], d, s);
-                for (int j = 0; j < 8; j++) s[j] = capped(a, s[j]);
+                cap_all(a, s, 8);
             }
         }
     }
