@@ -724,6 +724,122 @@ void hk_attention_head_f16(int isa, const float *q, const uint16_t *k, const uin
     hk_attention_heads_f16(isa, q, 1, k, v, stride, n_pos, head_dim, scale, softcap, single, first, scores, out);
 }
 
+// ---- Quantized KV caches -----------------------------------------------------------------------
+
+// llama.cpp's quantize_row_q4_0_ref: the block's value of largest magnitude maps to -8.
+static void quantize_q4_0(const float *x, hk_q4_0 *y, int64_t n) {
+    for (int64_t b = 0; b < n / 32; b++, x += 32) {
+        float amax = 0, max = 0;
+        for (int j = 0; j < 32; j++) {
+            if (amax < fabsf(x[j])) { amax = fabsf(x[j]); max = x[j]; }
+        }
+        const float d = max / -8;
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        y[b].d = hk_fp32_to_fp16(d);
+        for (int j = 0; j < 16; j++) {
+            const int lo = (int)(int8_t)(x[j] * id + 8.5f), hi = (int)(int8_t)(x[16 + j] * id + 8.5f);
+            y[b].qs[j] = (uint8_t)((lo < 15 ? lo : 15) | ((hi < 15 ? hi : 15) << 4));
+        }
+    }
+}
+
+int hk_kv_store_row(int isa, uint32_t type, const float *x, void *dst, int64_t n) {
+    switch (type) {
+    case HK_F16: hk_f32_to_f16_row(isa, x, dst, n); return 0;
+    case HK_Q8_0: return n % 32 ? -1 : hk_quantize_activations(isa, HK_Q8_0, x, dst, n);
+    case HK_Q4_0: if (n % 32) return -1; quantize_q4_0(x, dst, n); return 0;
+    default: return -1;
+    }
+}
+
+// Stage 1 or 3 over a half cache, on the best form `isa` has.
+#ifdef HK_X86
+HK_AVX2 static int half_scores_avx(const hk_attention *a, const float *q, int64_t count, float *scores) {
+    return scores_avx(a, q, count, scores);
+}
+
+HK_AVX2 static int half_values_avx(const hk_attention *a, const float *w, int64_t count, float *out) {
+    return values_avx(a, w, count, 1, out);
+}
+#endif
+
+static void half_scores(int isa, const hk_attention *a, const float *q, int64_t count, float *scores) {
+#ifdef HK_X86
+    if (isa == HK_ISA_AVX2 && half_scores_avx(a, q, count, scores)) return;
+#endif
+    scores_portable(isa, a, q, count, scores);
+}
+
+static void half_values(int isa, const hk_attention *a, const float *w, int64_t count, float *out) {
+#ifdef HK_X86
+    if (isa == HK_ISA_AVX2 && half_values_avx(a, w, count, out)) return;
+#endif
+    values_portable(isa, a, w, count, 1, out);
+}
+
+// Up to four heads' weighted values over a quantized V: each row dequantized once, then one
+// fused multiply-add per head and dimension, position after position.
+static void quantized_values(int isa, uint32_t type, const uint8_t *v, size_t row_bytes, int64_t n_pos, int64_t d,
+                             const float *scores, int nq, float *out) {
+    float row[512];
+    for (int64_t e = 0; e < nq * d; e++) out[e] = 0;
+    for (int64_t t = 0; t < n_pos; t++) {
+        hk_dequantize(isa, type, v + (size_t)t * row_bytes, row, d);
+        for (int h = 0; h < nq; h++) {
+            const float w = scores[h * n_pos + t];
+            float *o = out + h * d;
+#ifdef HK_X86
+            if (isa == HK_ISA_AVX2) {
+                hk_avx2_axpy_f32(w, row, o, d);
+                continue;
+            }
+#endif
+            for (int64_t e = 0; e < d; e++) o[e] = fmaf(row[e], w, o[e]);
+        }
+    }
+}
+
+void hk_attention_heads_kv(int isa, const float *q, int64_t n_heads, const void *k, uint32_t k_type, size_t k_row_bytes,
+                           const void *v, uint32_t v_type, size_t v_row_bytes, int64_t n_pos, int64_t head_dim,
+                           float scale, float softcap, int single, int64_t first, float *scores, float *out) {
+    if (k_type == HK_F16 && v_type == HK_F16) {
+        hk_attention_heads_f16(isa, q, n_heads, k, v, (int64_t)(k_row_bytes / 2), n_pos, head_dim, scale, softcap, single,
+                               first, scores, out);
+        return;
+    }
+    const hk_attention half = {
+        .head_dim = head_dim, .k = k, .v = v, .kv_half = 1, .kv_stride = (int64_t)(k_row_bytes / 2), .n_pos = n_pos,
+        .first = first, .scale = scale, .softcap = softcap, .order = single ? llama_one : llama_many,
+    };
+    hk_attention half_v = half;
+    half_v.kv_stride = (int64_t)(v_row_bytes / 2);
+    for (int64_t h0 = 0; h0 < n_heads; h0 += 4) {
+        const int nq = (int)(n_heads - h0 < 4 ? n_heads - h0 : 4);
+        for (int h = 0; h < nq; h++) {
+            const float *qh = q + (h0 + h) * head_dim;
+            float *s = scores + h * n_pos;
+            if (k_type == HK_F16) {
+                float rounded[512];
+                half_scores(isa, &half, query_for(isa, &half, qh, rounded), n_pos, s);
+            } else {
+                // The query quantized as the keys' products take it (llama.cpp's vec_dot_type).
+                hk_q8_0 blocks[512 / 32];
+                hk_quantize_activations(isa, HK_Q8_0, qh, blocks, head_dim);
+                hk_matvec(isa, k_type, k, k_row_bytes, 0, n_pos, blocks, head_dim, s);
+                cap_all(&half, s, n_pos);
+            }
+            // Weights go to a half V in half precision, as llama.cpp's product converts them.
+            if (v_type == HK_F16) softmax_stage(isa, &half, s, n_pos); else hk_softmax_f32(isa, s, n_pos);
+        }
+        float *o = out + h0 * head_dim;
+        if (v_type == HK_F16) {
+            for (int h = 0; h < nq; h++) half_values(isa, &half_v, scores + h * n_pos, n_pos, o + h * head_dim);
+        } else {
+            quantized_values(isa, v_type, v, v_row_bytes, n_pos, head_dim, scores, nq, o);
+        }
+    }
+}
+
 // BERT as sentence-transformers runs it: scores in 8 lanes reduced pairwise, e^x by
 // hk_exp_approx summed in order, each weight times 1 / sum, each output one chain over positions.
 static const hk_attention_order bert = {HK_SUM_LANES8_PAIRS, HK_SOFTMAX_APPROX, HK_SUM_SERIAL, HK_NORMALISE_WEIGHTS, HK_SUM_SERIAL};

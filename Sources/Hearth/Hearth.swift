@@ -41,11 +41,15 @@ public struct Hearth: Sendable {
         /// later prompt that begins the same way (a shared system prompt) starts from them; 0
         /// keeps none.
         public var promptCacheBytes: Int
+        /// How loaded models keep each conversation's keys and values: half precision (the
+        /// default), or Q8_0 or Q4_0 (as llama.cpp's `--cache-type-k`/`--cache-type-v`) for
+        /// longer contexts in the same memory.
+        public var cacheTypes: KVCacheTypes
 
         /// A configuration; every nil takes the default described on its property.
         public init(cacheDirectory: URL? = nil, threads: Int? = nil, contextLength: Int? = nil, memoryLimit: Int? = nil,
                     batchedGenerations: Int = 16, promptCacheBytes: Int = LocalModel.defaultPromptCacheBytes,
-                    hub: HubEnvironment? = nil) {
+                    cacheTypes: KVCacheTypes = .f16, hub: HubEnvironment? = nil) {
             self.hub = hub ?? HubEnvironment()
             if let cacheDirectory { self.hub.cacheDirectory = cacheDirectory }
             self.threads = threads
@@ -53,6 +57,7 @@ public struct Hearth: Sendable {
             self.memoryLimit = memoryLimit
             self.batchedGenerations = batchedGenerations
             self.promptCacheBytes = promptCacheBytes
+            self.cacheTypes = cacheTypes
         }
 
         /// The hub cache as huggingface_hub finds it from `environment`.
@@ -81,6 +86,6 @@ public struct Hearth: Sendable {
         return try LocalModel(path: path, name: name, threads: configuration.threads,
                               contextLength: contextLength ?? configuration.contextLength,
                               memoryLimit: configuration.memoryLimit, batchedGenerations: configuration.batchedGenerations,
-                              promptCacheBytes: configuration.promptCacheBytes)
+                              promptCacheBytes: configuration.promptCacheBytes, cacheTypes: configuration.cacheTypes)
     }
 }

@@ -15,6 +15,10 @@ public final class LocalModel: LanguageModel {
     public let engine: TransformerModel
     /// Positions of context each conversation has.
     public let contextLength: Int
+    /// How each conversation's KV cache keeps keys and values.
+    public let cacheTypes: KVCacheTypes
+    /// Bytes one conversation's KV cache takes (reserved as it fills).
+    public var cacheBytesPerContext: Int { cacheTypes.bytesPerPosition(engine.configuration) * contextLength }
     /// The model's chat format, or nil for a model with no template and no known family.
     public let chatFormat: ChatFormat?
     /// The sampling its authors recommend (its file's `general.sampling.*` keys, its family's
@@ -58,16 +62,19 @@ public final class LocalModel: LanguageModel {
     /// (in different contexts) advance together in shared forward passes; more wait their turn.
     /// A prompt starts from the longest beginning it shares with any context's conversation,
     /// or with the up to `promptCacheBytes` bytes of conversations kept after their contexts
-    /// moved on.
+    /// moved on. Each conversation keeps its keys and values as `cacheTypes` says (half
+    /// precision, or quantized to Q8_0 or Q4_0 for about a half or a quarter of the memory).
     public init(path: String, name: String? = nil, threads: Int? = nil, contextLength: Int? = nil,
-                memoryLimit: Int? = nil, batchedGenerations: Int = 16, promptCacheBytes: Int = defaultPromptCacheBytes) throws {
+                memoryLimit: Int? = nil, batchedGenerations: Int = 16, promptCacheBytes: Int = defaultPromptCacheBytes,
+                cacheTypes: KVCacheTypes = .f16) throws {
         let engine = try TransformerModel(path: path, threads: threads)
         let length = contextLength ?? min(engine.configuration.contextLength, 4096)
         guard length >= 2, length <= engine.configuration.contextLength else {
             throw HearthError.invalidArgument(
                 "Context length must be between 2 and the model's \(engine.configuration.contextLength), got \(length).")
         }
-        let needed = engine.memoryEstimate(contextLength: length)
+        try cacheTypes.check(engine.configuration)
+        let needed = engine.memoryEstimate(contextLength: length, cacheTypes: cacheTypes)
         let available = memoryLimit ?? Int(clamping: ProcessInfo.processInfo.physicalMemory)
         guard needed <= available else { throw HearthError.insufficientMemory(needed: needed, available: available) }
         self.engine = engine
@@ -77,6 +84,7 @@ public final class LocalModel: LanguageModel {
         generator = try BatchedGenerator(model: engine, maxRunning: batchedGenerations, promptCacheBytes: promptCacheBytes)
         self.name = name ?? path
         self.contextLength = length
+        self.cacheTypes = cacheTypes
         recommendedSampling = RecommendedSampling.read(engine.gguf)
         do {
             chatFormat = try ChatFormat(gguf: engine.gguf)
@@ -200,7 +208,7 @@ final class LocalContext: GenerationContext, @unchecked Sendable {
             (options, calls) = try model.preparingTools(options, for: prompt)
             sequence = try self.sequence.withLock { existing in
                 if let existing { return existing }
-                let fresh = try model.engine.makeSequence(contextLength: model.contextLength)
+                let fresh = try model.engine.makeSequence(contextLength: model.contextLength, cacheTypes: model.cacheTypes)
                 existing = fresh
                 return fresh
             }

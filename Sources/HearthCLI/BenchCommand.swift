@@ -51,6 +51,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: [.short, .customLong("repetitions")], help: "Measured runs of each test.")
     var repetitions = 5
 
+    @OptionGroup var cache: CacheTypeOptions
+
     @Flag(help: "Print one JSON object per test instead of the table.")
     var json = false
 
@@ -118,6 +120,8 @@ struct BenchCommand: AsyncParsableCommand {
         var parameters: Int
         var threads: Int
         var test: String
+        var typeK: String
+        var typeV: String
         var tokensPerSecond: Double
         var standardDeviation: Double
         var samples: [Double]
@@ -142,9 +146,13 @@ struct BenchCommand: AsyncParsableCommand {
         }
         try reportingErrors {
             var rows: [Result] = []
+            // The cache's types get columns when they are not the default, as in llama-bench's table.
+            let typed = cache.types != .f16
             if !json {
-                print("| model                          |       size |     params | threads |            test |              t/s |")
-                print("| ------------------------------ | ---------: | ---------: | ------: | --------------: | ---------------: |")
+                print("| model                          |       size |     params | threads |" + (typed ? " type_k | type_v |" : "")
+                      + "            test |              t/s |")
+                print("| ------------------------------ | ---------: | ---------: | ------: |" + (typed ? " -----: | -----: |" : "")
+                      + " --------------: | ---------------: |")
             }
             for threadCount in try threadCounts {
                 let loadStart = ContinuousClock.now
@@ -155,7 +163,8 @@ struct BenchCommand: AsyncParsableCommand {
                         "-d \(depth) with -p \(promptTokens) and -n \(generatedTokens) needs \(needed) positions, more than the model's context of \(model.configuration.contextLength): ask for fewer.")
                 }
                 // The depth is read in passes of up to 512 tokens, as a prompt of that length would be.
-                let state = try model.makeSequence(contextLength: needed, chunkSize: max(promptTokens, min(depth, 512), 1))
+                let state = try model.makeSequence(contextLength: needed, chunkSize: max(promptTokens, min(depth, 512), 1),
+                                                   cacheTypes: cache.types)
                 // Load as a user sees it: map the file, build the tokenizer, evaluate one token.
                 try model.evaluate([model.tokenizer.bosToken ?? 0], sequence: state)
                 state.reset()
@@ -197,7 +206,8 @@ struct BenchCommand: AsyncParsableCommand {
                     let samples = try (0..<repetitions).map { _ in try body() }
                     let (mean, deviation) = Self.meanAndDeviation(samples)
                     let row = Result(model: name, sizeBytes: model.gguf.fileSize, parameters: parameters, threads: threadCount,
-                                     test: test, tokensPerSecond: mean, standardDeviation: deviation, samples: samples)
+                                     test: test, typeK: cache.keys.rawValue, typeV: cache.values.rawValue, tokensPerSecond: mean,
+                                     standardDeviation: deviation, samples: samples)
                     rows.append(row)
                     if json {
                         try Self.printJSONLine(row)
@@ -206,13 +216,15 @@ struct BenchCommand: AsyncParsableCommand {
                         let params = String(format: "%.2f M", Double(parameters) / 1e6)
                         print("| \(pad(name, 30)) | \(pad(HumanReadable.bytes(row.sizeBytes), 10, right: true)) | "
                               + "\(pad(params, 10, right: true)) | \(pad(String(threadCount), 7, right: true)) | "
+                              + (typed ? "\(pad(cache.keys.rawValue, 6, right: true)) | \(pad(cache.values.rawValue, 6, right: true)) | " : "")
                               + "\(pad(test, 15, right: true)) | \(pad(speed, 16, right: true)) |")
                     }
                 }
                 if !json {
-                    printError(String(format: "threads %d: load to first token %.1f ms, peak RSS %@ (model file %@), %.1f MB of weights read a generated token",
+                    printError(String(format: "threads %d: load to first token %.1f ms, peak RSS %@ (model file %@, KV cache %@ in %@), %.1f MB of weights read a generated token",
                                       threadCount, loadSeconds * 1000, HumanReadable.bytes(peakResidentBytes()),
-                                      HumanReadable.bytes(model.gguf.fileSize), Double(model.weightBytesPerToken) / 1e6))
+                                      HumanReadable.bytes(model.gguf.fileSize), HumanReadable.bytes(state.cacheBytes),
+                                      state.cacheTypes.description, Double(model.weightBytesPerToken) / 1e6))
                 }
             }
         }

@@ -72,6 +72,19 @@ func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     }
 }
 
+extension KVCacheType: ExpressibleByArgument {}
+
+/// How a command's model keeps its KV cache, as llama.cpp's options of the same names.
+struct CacheTypeOptions: ParsableArguments {
+    @Option(name: .customLong("cache-type-k"), help: "How the KV cache keeps keys: f16, q8_0 (53% of f16's bytes) or q4_0 (28%).")
+    var keys: KVCacheType = .f16
+
+    @Option(name: .customLong("cache-type-v"), help: "How the KV cache keeps values: f16, q8_0 or q4_0.")
+    var values: KVCacheType = .f16
+
+    var types: KVCacheTypes { KVCacheTypes(keys: keys, values: values) }
+}
+
 /// Options shared by the commands that load a model.
 struct ModelOptions: ParsableArguments {
     @Argument(help: "A GGUF file, or a model to take from the cache (org/repo, org/repo:QUANT, an alias such as smollm2).")
@@ -86,6 +99,8 @@ struct ModelOptions: ParsableArguments {
     @Option(name: [.short, .customLong("ctx-size")], help: "Context length (default: the model's, at most 4096).")
     var contextLength: Int?
 
+    @OptionGroup var cache: CacheTypeOptions
+
     func validate() throws {
         if let threads, threads < 1 || threads > 512 {
             throw ValidationError("--threads must be between 1 and 512.")
@@ -98,7 +113,8 @@ struct ModelOptions: ParsableArguments {
     /// Loads the model, pulling it first when it is not on disk: after asking on a terminal,
     /// or at once with --yes.
     func load(batchedGenerations: Int = 16) async throws -> LocalModel {
-        let hearth = Hearth(configuration: .init(threads: threads, contextLength: contextLength, batchedGenerations: batchedGenerations))
+        let hearth = Hearth(configuration: .init(threads: threads, contextLength: contextLength, batchedGenerations: batchedGenerations,
+                                                 cacheTypes: cache.types))
         try await pullIfMissing(model, hearth: hearth, yes: yes)
         return try await hearth.loadModel(model, pullIfMissing: false)
     }

@@ -39,7 +39,7 @@ extension BenchCommand {
             var random = SystemRandomNumberGenerator()
             for count in try parallelCounts {
                 let sequences = try (0..<count).map { _ in
-                    try model.makeSequence(contextLength: promptTokens + generatedTokens + 1)
+                    try model.makeSequence(contextLength: promptTokens + generatedTokens + 1, cacheTypes: cache.types)
                 }
                 /// One repetition: (prompt t/s, generation t/s) over all sequences.
                 func measure() throws -> (Double, Double) {

@@ -55,6 +55,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: [.short, .customLong("ctx-size")], help: "Context length of each slot (default: the model's, at most 4096).")
     var contextLength: Int?
 
+    @OptionGroup var cache: CacheTypeOptions
+
     @Option(name: .customLong("cache-ram"),
             help: "MiB of keys and values each model keeps of conversations that moved on, for prompts that begin the same way (0: none).")
     var cacheRAM = LocalModel.defaultPromptCacheBytes >> 20
@@ -86,7 +88,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let hearth = Hearth(configuration: .init(threads: threads, contextLength: contextLength,
-                                                     promptCacheBytes: cacheRAM << 20))
+                                                     promptCacheBytes: cacheRAM << 20, cacheTypes: cache.types))
             var configuration = ServerConfiguration(database: try ChatDatabase.chosen(option: database))
             configuration.host = host
             configuration.port = port

@@ -89,8 +89,10 @@ public final class TransformerModel: Sendable {
     }
 
     /// A fresh sequence with room for `contextLength` positions (default: the model's trained
-    /// context, capped at 4096), evaluating a longer run of tokens `chunkSize` rows per pass.
-    public func makeSequence(contextLength: Int? = nil, chunkSize: Int = 128) throws -> SequenceState {
+    /// context, capped at 4096), evaluating a longer run of tokens `chunkSize` rows per pass,
+    /// keeping its keys and values as `cacheTypes` says.
+    public func makeSequence(contextLength: Int? = nil, chunkSize: Int = 128,
+                             cacheTypes: KVCacheTypes = .f16) throws -> SequenceState {
         let length = contextLength ?? min(configuration.contextLength, 4096)
         guard length >= 1, length <= configuration.contextLength else {
             throw HearthError.invalidArgument(
@@ -99,8 +101,9 @@ public final class TransformerModel: Sendable {
         guard chunkSize >= 1, chunkSize <= Self.maximumPassRows else {
             throw HearthError.invalidArgument("The chunk size must be between 1 and \(Self.maximumPassRows), got \(chunkSize).")
         }
+        try cacheTypes.check(configuration)
         return SequenceState(owner: ObjectIdentifier(self), configuration: configuration, contextLength: length,
-                             chunkSize: min(chunkSize, length))
+                             chunkSize: min(chunkSize, length), cacheTypes: cacheTypes)
     }
 
     /// Evaluates one forward pass over `batch`. Afterwards each sequence holds its rows' tokens,
@@ -178,10 +181,11 @@ public final class TransformerModel: Sendable {
 
 extension TransformerModel {
     /// Bytes this model needs with one sequence of `contextLength` positions: the mapped
-    /// weights, the sequence's KV cache and logits, and the scratch of a pass of `batchSize` rows.
-    public func memoryEstimate(contextLength: Int, batchSize: Int = 128) -> Int {
+    /// weights, the sequence's KV cache (of `cacheTypes`) and logits, and the scratch of a pass
+    /// of `batchSize` rows.
+    public func memoryEstimate(contextLength: Int, batchSize: Int = 128, cacheTypes: KVCacheTypes = .f16) -> Int {
         let c = configuration
-        let kvCache = 2 * c.blockCount * contextLength * c.kvWidth * MemoryLayout<UInt16>.size
+        let kvCache = cacheTypes.bytesPerPosition(c) * contextLength
         let rows = c.embeddingLength * 4 + c.queryWidth * 2 + 2 * c.kvWidth + 3 * c.feedForwardLength
         let scratch = (batchSize * rows + 2 * c.vocabularySize + threadCount * contextLength) * MemoryLayout<Float>.size
         return gguf.fileSize + kvCache + scratch

@@ -1,4 +1,5 @@
 import CHearthKernels
+import HearthFormats
 
 /// The float kernels between matrix products: attention over a half-precision KV cache,
 /// SiLU and GELU gating, softmax and half-precision conversion. Their sums follow the order of
@@ -37,6 +38,31 @@ public enum Activations {
         precondition(headDimension > 0 && headDimension <= maximumHeadDimension && positions > 0 && heads > 0)
         hk_attention_heads_f16(path.isa, query, Int64(heads), keys, values, Int64(stride), Int64(positions), Int64(headDimension),
                                scale, softcap, single ? 1 : 0, Int64(firstPosition), scratch, output)
+    }
+
+    /// `attentionHeads` over a cache whose keys are of `keyType` and values of `valueType`
+    /// (`.f16`, `.q8_0` or `.q4_0`; position t's key at `keys + t * keyRowBytes`, its value at
+    /// `values + t * valueRowBytes`). Both half: exactly `attentionHeads`. Quantized keys are
+    /// multiplied by the query quantized to Q8_0 and quantized values dequantized a row at a
+    /// time, as llama.cpp's products take those types.
+    public static func attentionHeads(
+        query: UnsafePointer<Float>, heads: Int, keys: UnsafeRawPointer, keyType: GGMLType, keyRowBytes: Int,
+        values: UnsafeRawPointer, valueType: GGMLType, valueRowBytes: Int, positions: Int, headDimension: Int,
+        scale: Float, softcap: Float = 0, single: Bool, firstPosition: Int = 0,
+        scratch: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, path: KernelPath = .best
+    ) {
+        precondition(headDimension > 0 && headDimension <= maximumHeadDimension && positions > 0 && heads > 0)
+        hk_attention_heads_kv(path.isa, query, Int64(heads), keys, keyType.rawValue, keyRowBytes, values, valueType.rawValue,
+                              valueRowBytes, Int64(positions), Int64(headDimension), scale, softcap, single ? 1 : 0,
+                              Int64(firstPosition), scratch, output)
+    }
+
+    /// Stores `count` floats as one row of a KV cache of `type` (`.f16`, or `.q8_0` and `.q4_0`
+    /// quantized as llama.cpp quantizes its cache, `count` a multiple of 32).
+    public static func storeCacheRow(_ x: UnsafePointer<Float>, type: GGMLType, into row: UnsafeMutableRawPointer, count: Int,
+                                     path: KernelPath = .best) {
+        let status = hk_kv_store_row(path.isa, type.rawValue, x, row, Int64(count))
+        precondition(status == 0, "no KV cache row of \(type) for \(count) values")
     }
 
     /// `output[i] = silu(gate[i]) * up[i]`.

@@ -126,6 +126,24 @@ void hk_attention_heads_f16(int isa, const float *q, int64_t n_heads, const uint
                             int64_t stride, int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
                             int64_t first, float *scores, float *out);
 
+/// Converts one row of n floats to a KV cache type: HK_F16 (1); HK_Q8_0 (8) as llama.cpp's
+/// quantize_row_q8_0 and HK_Q4_0 (2) as its quantize_row_q4_0_ref, n a multiple of 32.
+/// Returns 0, or -1 for another type or length.
+int hk_kv_store_row(int isa, uint32_t type, const float *x, void *dst, int64_t n);
+
+/// hk_attention_heads_f16 over a cache whose keys are of k_type and values of v_type (HK_F16,
+/// HK_Q8_0 or HK_Q4_0), position t's key at k + t * k_row_bytes, its value at v + t *
+/// v_row_bytes. Both half: exactly hk_attention_heads_f16. Otherwise as llama.cpp's products
+/// take the types: quantized keys against the query quantized to Q8_0, half keys in the
+/// half-precision orders; weights rounded through half precision for half values, and a
+/// quantized value row dequantized and added with one fused multiply-add per dimension,
+/// position after position. head_dim is at most 512 (a multiple of 32 for a quantized type);
+/// scores must hold min(n_heads, 4) * n_pos floats.
+void hk_attention_heads_kv(int isa, const float *q, int64_t n_heads, const void *k, uint32_t k_type, size_t k_row_bytes,
+                           const void *v, uint32_t v_type, size_t v_row_bytes, int64_t n_pos, int64_t head_dim,
+                           float scale, float softcap, int single, int64_t first, float *scores, float *out);
+
 #ifdef __cplusplus
+}#ifdef __cplusplus
 }
 #endif

@@ -200,6 +200,7 @@ public final class BatchedGenerator: Sendable {
         // size, and the same context length (Phi-3 picks its rotation by it).
         let others = served.compactMap(\.sequence).filter {
             $0 !== sequence && $0.chunkSize == sequence.chunkSize && $0.contextLength == sequence.contextLength
+                && $0.cacheTypes == sequence.cacheTypes
         }
         if !served.contains(where: { $0.sequence === sequence }) { served.append(WeakSequence(sequence)) }
         let own = sequence.reusablePrefixLength(for: prompt)

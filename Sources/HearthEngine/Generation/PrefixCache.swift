@@ -15,7 +15,7 @@ final class PrefixCache {
         var lastUse: UInt64
 
         func fits(_ other: SequenceState) -> Bool {
-            other.chunkSize == sequence.chunkSize && other.contextLength == contextLength
+            other.chunkSize == sequence.chunkSize && other.contextLength == contextLength && other.cacheTypes == sequence.cacheTypes
         }
     }
 
@@ -60,10 +60,11 @@ final class PrefixCache {
         let count = sequence.reproducible - sequence.reproducible % sequence.chunkSize
         let tokens = Array(sequence.tokens[..<count])
         let c = model.configuration
-        let size = SequenceState.cacheBytes(layers: c.blockCount, width: c.kvWidth, positions: count)
+        let size = sequence.cacheTypes.bytesPerPosition(c) * count
         guard count > 0, size <= byteLimit, !covers(tokens, like: sequence) else { return }
         let copy = SequenceState(owner: ObjectIdentifier(model), configuration: c,
-                                 contextLength: count, chunkSize: sequence.chunkSize, withLogits: false)
+                                 contextLength: count, chunkSize: sequence.chunkSize, cacheTypes: sequence.cacheTypes,
+                                 withLogits: false)
         entries.removeAll { entry in
             let extended = entry.fits(sequence) && tokens.starts(with: entry.sequence.tokens)
             if extended { bytes -= entry.sequence.cacheBytes }

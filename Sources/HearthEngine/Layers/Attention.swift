@@ -161,7 +161,7 @@ struct Attention {
         let qkvWidth = queryWidth + 2 * kvWidth
         // What each row sees, worked out once rather than in every (row, head) task.
         struct Span {
-            var keys: UnsafePointer<UInt16>; var values: UnsafePointer<UInt16>; var headStride: Int
+            var keys: UnsafeRawPointer; var values: UnsafeRawPointer; var cache: KVCache
             var first: Int; var count: Int; var alone: Bool
         }
         var longest = 0
@@ -171,7 +171,7 @@ struct Attention {
             let first = window.map { max(0, end - $0) } ?? 0
             longest = max(longest, end - first)
             return Span(keys: cache.keys(layer: layer, position: first), values: cache.values(layer: layer, position: first),
-                        headStride: cache.headStride, first: first, count: end - first, alone: pass.isAlone(row))
+                        cache: cache, first: first, count: end - first, alone: pass.isAlone(row))
         }
         let threads = pass.pool.threadCount
         // The query heads that share a key/value head go through its keys and values together,
@@ -199,19 +199,30 @@ struct Attention {
                     let head = kvHead * group + task % tasksPerKV * headsPerTask
                     let count = min(headsPerTask, (kvHead + 1) * group - head)
                     let span = spans[row]
-                    let kvOffset = kvHead * span.headStride
+                    let cache = span.cache
+                    let keys = span.keys + kvHead * cache.capacity * cache.keyRowBytes
+                    let values = span.values + kvHead * cache.capacity * cache.valueRowBytes
                     let query = qkv + row * qkvWidth + head * headDimension
                     let out = output + row * queryWidth + head * headDimension
-                    if count == 1 {
-                        Activations.attentionHead(query: query, keys: span.keys + kvOffset, values: span.values + kvOffset,
+                    if cache.types != .f16 {
+                        Activations.attentionHeads(query: query, heads: count, keys: keys, keyType: cache.types.keys.ggmlType,
+                                                   keyRowBytes: cache.keyRowBytes, values: values,
+                                                   valueType: cache.types.values.ggmlType, valueRowBytes: cache.valueRowBytes,
+                                                   positions: span.count, headDimension: headDimension, scale: scoreScale,
+                                                   softcap: softCap, single: span.alone, firstPosition: span.first,
+                                                   scratch: scratch, output: out)
+                    } else if count == 1 {
+                        Activations.attentionHead(query: query, keys: keys.assumingMemoryBound(to: UInt16.self),
+                                                  values: values.assumingMemoryBound(to: UInt16.self),
                                                   stride: headDimension, positions: span.count, headDimension: headDimension,
                                                   scale: scoreScale, softcap: softCap, single: span.alone,
                                                   firstPosition: span.first, scratch: scratch, output: out)
                     } else {
-                        Activations.attentionHeads(query: query, heads: count, keys: span.keys + kvOffset,
-                                                   values: span.values + kvOffset, stride: headDimension, positions: span.count,
-                                                   headDimension: headDimension, scale: scoreScale, softcap: softCap,
-                                                   single: span.alone, firstPosition: span.first, scratch: scratch, output: out)
+                        Activations.attentionHeads(query: query, heads: count, keys: keys.assumingMemoryBound(to: UInt16.self),
+                                                   values: values.assumingMemoryBound(to: UInt16.self), stride: headDimension,
+                                                   positions: span.count, headDimension: headDimension, scale: scoreScale,
+                                                   softcap: softCap, single: span.alone, firstPosition: span.first,
+                                                   scratch: scratch, output: out)
                     }
                 }
             }

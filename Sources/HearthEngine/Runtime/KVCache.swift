@@ -1,13 +1,83 @@
+import HearthCore
+import HearthFormats
 import HearthKernels
 
-/// Keys and values of every position of one sequence, per layer, in half precision (as
-/// llama.cpp keeps them by default).
+/// How a KV cache keeps keys or values: half precision (as llama.cpp does by default), or
+/// quantized to 8 or 4 bits a value in blocks of 32 with a half-precision scale, as llama.cpp's
+/// `--cache-type-k`/`--cache-type-v` `q8_0` and `q4_0` do (34 and 18 bytes a block: 53% and 28%
+/// of half precision's bytes).
+public enum KVCacheType: String, Sendable, CaseIterable, Codable, CustomStringConvertible {
+    case f16
+    case q8_0
+    case q4_0
+
+    /// The type named `name` as llama.cpp spells it (`f16`, `q8_0`, `q4_0`, any case).
+    public init(parsing name: String) throws {
+        guard let type = Self(rawValue: name.lowercased()) else {
+            throw HearthError.invalidArgument(
+                "Unknown KV cache type '\(name)': use \(Self.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        self = type
+    }
+
+    public var description: String { rawValue }
+
+    var ggmlType: GGMLType {
+        switch self {
+        case .f16: return .f16
+        case .q8_0: return .q8_0
+        case .q4_0: return .q4_0
+        }
+    }
+
+    /// Bytes one head's row of `headDimension` values takes.
+    func rowBytes(headDimension: Int) -> Int {
+        headDimension / ggmlType.blockSize * ggmlType.blockBytes
+    }
+
+    /// Why a head of `headDimension` values cannot be kept in this type, or nil.
+    func unsupportedReason(headDimension: Int) -> String? {
+        guard self != .f16, headDimension % ggmlType.blockSize != 0 else { return nil }
+        return "A \(rawValue) KV cache needs heads of a multiple of \(ggmlType.blockSize) values; this model's have \(headDimension). Use f16."
+    }
+}
+
+/// The types of a KV cache's keys and of its values.
+public struct KVCacheTypes: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var keys: KVCacheType
+    public var values: KVCacheType
+
+    public init(keys: KVCacheType = .f16, values: KVCacheType = .f16) {
+        self.keys = keys
+        self.values = values
+    }
+
+    /// Half precision for both, llama.cpp's default.
+    public static let f16 = KVCacheTypes()
+
+    public var description: String { keys == values ? keys.rawValue : "k \(keys), v \(values)" }
+
+    /// Bytes the keys and values of one position of every layer take.
+    public func bytesPerPosition(_ c: ModelConfiguration) -> Int {
+        c.blockCount * c.kvHeadCount * (keys.rowBytes(headDimension: c.headDimension) + values.rowBytes(headDimension: c.headDimension))
+    }
+
+    /// Throws when `c`'s heads cannot be kept in these types.
+    public func check(_ c: ModelConfiguration) throws {
+        if let reason = keys.unsupportedReason(headDimension: c.headDimension) ?? values.unsupportedReason(headDimension: c.headDimension) {
+            throw HearthError.invalidArgument(reason)
+        }
+    }
+}
+
+/// Keys and values of every position of one sequence, per layer, in half precision or
+/// quantized (`KVCacheTypes`).
 ///
-/// Each key/value head's positions lie one after another (layer, head, position, dimension),
-/// so that attention reads one head's keys and values as one run of memory. With heads side by
-/// side in a position's row (8 key/value heads of 64 halves, 1 KB a position), a head's 128
-/// bytes every kilobyte fall in one eighth of the cache's sets, and a deep context's head no
-/// longer stays in L2.
+/// Each key/value head's positions lie one after another (layer, head, position), so that
+/// attention reads one head's keys and values as one run of memory. With heads side by side in
+/// a position's row (8 key/value heads of 64 halves, 1 KB a position), a head's 128 bytes every
+/// kilobyte fall in one eighth of the cache's sets, and a deep context's head no longer stays
+/// in L2.
 ///
 /// Memory is reserved for the whole context but pages are touched only as positions fill, so
 /// a long context costs address space, not resident memory, until it is used.
@@ -16,17 +86,24 @@ final class KVCache: @unchecked Sendable {
     let heads: Int
     let headDimension: Int
     let capacity: Int       // positions
-    let keys: UnsafeMutablePointer<UInt16>     // (layers, heads, capacity, headDimension)
-    let values: UnsafeMutablePointer<UInt16>   // (layers, heads, capacity, headDimension)
+    let types: KVCacheTypes
+    /// Bytes of one head's key, and of its value, at one position.
+    let keyRowBytes: Int
+    let valueRowBytes: Int
+    let keys: UnsafeMutableRawPointer     // (layers, heads, capacity) rows of keyRowBytes
+    let values: UnsafeMutableRawPointer   // (layers, heads, capacity) rows of valueRowBytes
 
-    init(layers: Int, heads: Int, headDimension: Int, capacity: Int) {
+    init(layers: Int, heads: Int, headDimension: Int, capacity: Int, types: KVCacheTypes = .f16) {
         self.layers = layers
         self.heads = heads
         self.headDimension = headDimension
         self.capacity = capacity
-        let count = layers * heads * capacity * headDimension
-        keys = .allocate(capacity: max(count, 1))
-        values = .allocate(capacity: max(count, 1))
+        self.types = types
+        keyRowBytes = types.keys.rowBytes(headDimension: headDimension)
+        valueRowBytes = types.values.rowBytes(headDimension: headDimension)
+        let rows = layers * heads * capacity
+        keys = .allocate(byteCount: max(rows * keyRowBytes, 1), alignment: 64)
+        values = .allocate(byteCount: max(rows * valueRowBytes, 1), alignment: 64)
     }
 
     deinit {
@@ -34,39 +111,40 @@ final class KVCache: @unchecked Sendable {
         values.deallocate()
     }
 
-    /// Halves of one position's keys (every head).
-    var width: Int { heads * headDimension }
+    /// Bytes reserved for keys and values.
+    var bytes: Int { layers * heads * capacity * (keyRowBytes + valueRowBytes) }
 
-    /// Halves from one head's position to the next head's same position.
-    var headStride: Int { capacity * headDimension }
-
-    /// Keys of `layer`'s head `head` at `position` (headDimension halves; the next position
-    /// follows, the next head `headStride` halves on).
-    func keys(layer: Int, head: Int = 0, position: Int) -> UnsafeMutablePointer<UInt16> {
-        keys + ((layer * heads + head) * capacity + position) * headDimension
+    /// Keys of `layer`'s head `head` at `position` (keyRowBytes; the next position follows,
+    /// the next head `capacity` rows on).
+    func keys(layer: Int, head: Int = 0, position: Int) -> UnsafeMutableRawPointer {
+        keys + ((layer * heads + head) * capacity + position) * keyRowBytes
     }
 
     /// Values of `layer`'s head `head` at `position`.
-    func values(layer: Int, head: Int = 0, position: Int) -> UnsafeMutablePointer<UInt16> {
-        values + ((layer * heads + head) * capacity + position) * headDimension
+    func values(layer: Int, head: Int = 0, position: Int) -> UnsafeMutableRawPointer {
+        values + ((layer * heads + head) * capacity + position) * valueRowBytes
     }
 
     /// Stores one position's key and value (every head side by side), given as floats.
     func store(layer: Int, position: Int, key: UnsafePointer<Float>, value: UnsafePointer<Float>) {
         for head in 0..<heads {
-            Activations.toHalf(key + head * headDimension, keys(layer: layer, head: head, position: position), count: headDimension)
-            Activations.toHalf(value + head * headDimension, values(layer: layer, head: head, position: position), count: headDimension)
+            Activations.storeCacheRow(key + head * headDimension, type: types.keys.ggmlType,
+                                      into: keys(layer: layer, head: head, position: position), count: headDimension)
+            Activations.storeCacheRow(value + head * headDimension, type: types.values.ggmlType,
+                                      into: values(layer: layer, head: head, position: position), count: headDimension)
         }
     }
 
     /// Copies the first `count` positions of every layer into `other`.
     func copyPrefix(_ count: Int, to other: KVCache) {
         precondition(other.layers == layers && other.heads == heads && other.headDimension == headDimension
-                     && count <= min(capacity, other.capacity))
+                     && other.types == types && count <= min(capacity, other.capacity))
         for layer in 0..<layers {
             for head in 0..<heads {
-                other.keys(layer: layer, head: head, position: 0).update(from: keys(layer: layer, head: head, position: 0), count: count * headDimension)
-                other.values(layer: layer, head: head, position: 0).update(from: values(layer: layer, head: head, position: 0), count: count * headDimension)
+                other.keys(layer: layer, head: head, position: 0).copyMemory(from: keys(layer: layer, head: head, position: 0),
+                                                                             byteCount: count * keyRowBytes)
+                other.values(layer: layer, head: head, position: 0).copyMemory(from: values(layer: layer, head: head, position: 0),
+                                                                               byteCount: count * valueRowBytes)
             }
         }
     }

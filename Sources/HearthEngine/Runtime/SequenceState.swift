@@ -25,9 +25,10 @@ public final class SequenceState: @unchecked Sendable {
     /// A sequence of `contextLength` positions; one that only keeps a copy of another's
     /// positions (`withLogits` false) has no room for logits.
     init(owner: ObjectIdentifier, configuration c: ModelConfiguration, contextLength: Int, chunkSize: Int,
-         withLogits: Bool = true) {
+         cacheTypes: KVCacheTypes = .f16, withLogits: Bool = true) {
         self.owner = owner
-        cache = KVCache(layers: c.blockCount, heads: c.kvHeadCount, headDimension: c.headDimension, capacity: contextLength)
+        cache = KVCache(layers: c.blockCount, heads: c.kvHeadCount, headDimension: c.headDimension, capacity: contextLength,
+                        types: cacheTypes)
         logitBuffer = FloatBuffer(withLogits ? c.vocabularySize : 0)
         self.chunkSize = chunkSize
     }
@@ -83,13 +84,11 @@ public final class SequenceState: @unchecked Sendable {
         zip(tokens, sequence).prefix { $0 == $1 }.count
     }
 
-    /// Bytes reserved for its keys and values.
-    var cacheBytes: Int { Self.cacheBytes(layers: cache.layers, width: cache.width, positions: cache.capacity) }
+    /// How its keys and values are kept.
+    public var cacheTypes: KVCacheTypes { cache.types }
 
-    /// Bytes the keys and values of `positions` positions take.
-    static func cacheBytes(layers: Int, width: Int, positions: Int) -> Int {
-        2 * layers * positions * width * MemoryLayout<UInt16>.stride
-    }
+    /// Bytes reserved for its keys and values.
+    public var cacheBytes: Int { cache.bytes }
 
     /// Makes `other` hold this sequence's first `count` positions (keys, values and tokens), as
     /// if it had evaluated them itself: for prompts shared across requests and for beams.
@@ -99,6 +98,9 @@ public final class SequenceState: @unchecked Sendable {
             throw HearthError.invalidArgument("Cannot copy \(count) positions of a sequence that holds \(position).")
         }
         guard count <= other.contextLength else { throw HearthError.contextOverflow(needed: count, limit: other.contextLength) }
+        guard other.cacheTypes == cacheTypes else {
+            throw HearthError.invalidArgument("Cannot copy a \(cacheTypes) KV cache into a \(other.cacheTypes) one.")
+        }
         guard other !== self else { return rewind(to: count) }
         cache.copyPrefix(count, to: other.cache)
         other.tokens = Array(tokens[..<count])

@@ -31,6 +31,8 @@ struct HealthController: Sendable {
         for (model, _) in running {
             if case .language(let language, let slots) = model.kind {
                 service.metrics.passes(model: model.name, language.passes)
+                service.metrics.cache(model: model.name, types: language.cacheTypes,
+                                      bytes: language.cacheBytesPerContext * (await slots.count))
                 busy += await slots.busyCount
                 waiting += await slots.waitingCount
             }

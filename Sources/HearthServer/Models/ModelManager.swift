@@ -250,7 +250,8 @@ actor ModelManager {
                 let model = try LocalModel(path: url.path, name: name, threads: hearth.configuration.threads,
                                            contextLength: hearth.configuration.contextLength,
                                            memoryLimit: hearth.configuration.memoryLimit, batchedGenerations: max(parallel, 1),
-                                           promptCacheBytes: hearth.configuration.promptCacheBytes)
+                                           promptCacheBytes: hearth.configuration.promptCacheBytes,
+                                           cacheTypes: hearth.configuration.cacheTypes)
                 kind = .language(model, SlotPool(model: model, count: parallel, queueLimit: queueLimit))
                 size = model.engine.gguf.fileSize
             }

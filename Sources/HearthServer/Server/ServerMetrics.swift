@@ -85,6 +85,14 @@ final class ServerMetrics: Sendable {
         }
     }
 
+    /// Sets the gauge of the bytes one loaded language model's slots keep keys and values in
+    /// (each slot's whole context), labelled with the cache's types.
+    func cache(model: String, types: KVCacheTypes, bytes: Int) {
+        let labels = [("model", model), ("type_k", types.keys.rawValue), ("type_v", types.values.rawValue), replica]
+        registry.makeGauge(name: "hearth_kv_cache_bytes", labels: labels,
+                           help: "Bytes of keys and values the model's slots hold at full context.").set(Double(bytes))
+    }
+
     /// Counts one HTTP request by route, method and status.
     func request(route: String, method: String, status: Int, seconds: Double) {
         let labels = [("route", route), ("method", method), ("status", String(status)), replica]
