@@ -254,6 +254,21 @@ static void exp_lanes_avx2(const float *x, int64_t whole, float shift, float *la
 }
 #endif
 
+void hk_hadamard_rotate(float *x, int64_t n, int64_t chunk) {
+    const float scale = 1.0f / sqrtf((float)chunk);
+    for (int64_t c = 0; c + chunk <= n; c += chunk) {
+        float *v = x + c;
+        for (int64_t half = 1; half < chunk; half *= 2)
+            for (int64_t i = 0; i < chunk; i += 2 * half)
+                for (int64_t j = i; j < i + half; j++) {
+                    const float a = v[j], b = v[j + half];
+                    v[j] = a + b;
+                    v[j + half] = a - b;
+                }
+        for (int64_t i = 0; i < chunk; i++) v[i] *= scale;
+    }
+}
+
 float hk_logsumexp_f32(int isa, const float *x, int64_t n) {
     float largest = -INFINITY;
     for (int64_t j = 0; j < n; j++) if (x[j] > largest) largest = x[j];

@@ -34,7 +34,7 @@ struct ChatCommand: AsyncParsableCommand {
             let session = model.chat(system: system, options: try generation.options())
             let interactive = isatty(STDIN_FILENO) != 0
             let interrupts = Interrupts()
-            printError("Chatting with \(model.name) (context \(model.contextLength) tokens). /help for commands, /bye or Ctrl-D to quit.")
+            printError("Chatting with \(model.name) (context \(model.contextLength) tokens, KV cache \(HumanReadable.bytes(model.cacheBytesPerContext)) in \(model.cacheTypes)). /help for commands, /bye or Ctrl-D to quit.")
             var lines = LineReader(prompt: interactive ? ">>> " : nil)
             while let input = await lines.nextMessage() {
                 let text = input.trimmingCharacters(in: .whitespacesAndNewlines)

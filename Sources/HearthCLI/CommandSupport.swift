@@ -72,7 +72,10 @@ func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     }
 }
 
-extension KVCacheType: ExpressibleByArgument {}
+extension KVCacheType: ExpressibleByArgument {
+    /// The type as llama.cpp spells it, in any case (`q8_0`, `Q8_0`).
+    public init?(argument: String) { try? self.init(parsing: argument) }
+}
 
 /// How a command's model keeps its KV cache, as llama.cpp's options of the same names.
 struct CacheTypeOptions: ParsableArguments {

@@ -109,6 +109,9 @@ public struct ModelSummary: Sendable, Codable, Equatable {
     public var templateSource: String?
     /// The sampling its authors recommend and where that comes from. Set by the engine.
     public var recommendedSampling: String?
+    /// Bytes the KV cache takes a position (keys and values of every layer), by cache type
+    /// (`f16`, and `q8_0` and `q4_0` where heads are a multiple of 32 wide).
+    public var kvCacheBytesPerPosition: [String: Int]?
 
     /// Reads the summary from an open file's header.
     public init(_ file: GGUFFile) {
@@ -146,6 +149,12 @@ public struct ModelSummary: Sendable, Codable, Equatable {
         }
         ropeFrequencyBase = key("rope.freq_base").flatMap { file.metadata[$0]?.doubleValue }
         vocabularySize = int("vocab_size") ?? file.array("tokenizer.ggml.tokens")?.count
+        if let blocks = blockCount, let kvHeads = kvHeadCount, let d = headDimension, blocks > 0, kvHeads > 0, d > 0 {
+            let types = KVCacheType.allCases.filter { $0.unsupportedReason(headDimension: d) == nil }
+            kvCacheBytesPerPosition = Dictionary(uniqueKeysWithValues: types.map {
+                ($0.rawValue, blocks * kvHeads * 2 * $0.rowBytes(headDimension: d))
+            })
+        }
 
         tokenizerModel = file.string("tokenizer.ggml.model")
         preTokenizer = file.string("tokenizer.ggml.pre")
@@ -206,6 +215,11 @@ public struct ModelSummary: Sendable, Codable, Equatable {
         add("heads", headCount)
         add("KV heads", kvHeadCount)
         add("head dimension", headDimension)
+        if let bytes = kvCacheBytesPerPosition {
+            add("KV cache a position", KVCacheType.allCases.compactMap { type in
+                bytes[type.rawValue].map { "\(type) \(HumanReadable.bytes($0))" }
+            }.joined(separator: ", "))
+        }
         add("RoPE base", ropeFrequencyBase.map(Self.formatNumber))
         add("vocabulary size", vocabularySize)
         add("tokenizer", tokenizerModel)

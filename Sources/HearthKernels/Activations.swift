@@ -65,6 +65,13 @@ public enum Activations {
         precondition(status == 0, "no KV cache row of \(type) for \(count) values")
     }
 
+    /// Multiplies each run of `chunk` of the `count` floats at `x` by the orthonormal
+    /// Walsh-Hadamard matrix of that size (its own inverse); `chunk` a power of two dividing `count`.
+    public static func hadamardRotate(_ x: UnsafeMutablePointer<Float>, count: Int, chunk: Int) {
+        precondition(chunk > 0 && chunk & (chunk - 1) == 0 && count % chunk == 0)
+        hk_hadamard_rotate(x, Int64(count), Int64(chunk))
+    }
+
     /// `output[i] = silu(gate[i]) * up[i]`.
     public static func siluMul(gate: UnsafePointer<Float>, up: UnsafePointer<Float>,
                                output: UnsafeMutablePointer<Float>, count: Int, path: KernelPath = .best) {

@@ -169,6 +169,27 @@ struct CLITests {
         #expect(deep.errors.contains("needs 8203 positions, more than the model's context of 8192"))
     }
 
+    @Test("--cache-type-k and --cache-type-v: bench shows the types and the cache's size, run answers from a Q4_0 cache, inspect gives the bytes a position")
+    func cacheTypes() throws {
+        let model = try TestFiles.model(TestFiles.smolLM2)
+        let bench = try Hearth.run(["bench", model, "-p", "8", "-n", "4", "-d", "16", "-r", "1", "-t", "1",
+                                    "--cache-type-k", "q8_0", "--cache-type-v", "q4_0"])
+        #expect(bench.status == 0, "\(bench.errors)")
+        #expect(bench.output.contains("type_k | type_v") && bench.output.contains("|   q8_0 |   q4_0 |"), "\(bench.output)")
+        // 29 positions of (68 + 36) bytes for each of 30 layers' 3 key/value heads.
+        #expect(bench.errors.contains("KV cache 265.1 KiB in k q8_0, v q4_0"), "\(bench.errors)")
+        let run = try Hearth.run(["run", model, "The capital of France is", "--raw", "-n", "4", "-t", "2", "--preset", "greedy",
+                                  "--cache-type-k", "Q4_0", "--cache-type-v", "q4_0"])
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.output.hasPrefix(" Paris"), "\(run.output)")
+        let inspect = try Hearth.run(["inspect", model])
+        #expect(inspect.output.contains("KV cache a position:") && inspect.output.contains("f16 22.5 KiB, q8_0 12.0 KiB, q4_0 6.3 KiB"),
+                "\(inspect.output)")
+        let wrong = try Hearth.run(["run", model, "hi", "--cache-type-v", "q5_1"])
+        #expect(wrong.status != 0)
+        #expect(wrong.errors.contains("'f16', 'q8_0' or 'q4_0'"), "\(wrong.errors)")
+    }
+
     @Test("bench --parallel reports aggregate prompt and generation speed for each sequence count")
     func benchParallel() throws {
         let model = try TestFiles.model(TestFiles.smolLM2)

@@ -176,4 +176,31 @@ struct OpenAITests {
         let series = metrics.split(separator: "\n").filter { $0.hasPrefix("hearth_") }
         #expect(!series.isEmpty && series.allSatisfy { $0.contains(#"replica="test-replica""#) })
     }
+
+    @Test("--cache-type-k q8_0 --cache-type-v q4_0: answers come from the quantized cache, and /metrics and /api/ps count its bytes")
+    func quantizedCache() async throws {
+        var command = try ServeCommand()
+        command.contextLength = 512
+        command.arguments = ["--parallel", "2", "--cache-type-k", "q8_0", "--cache-type-v", "q4_0"]
+        let server = try await ServeProcess(command)
+        defer { Task { await server.stop() } }
+        let answer = try await server.post("/v1/chat/completions", [
+            "model": "smollm2", "temperature": 0, "max_tokens": 12, "messages": [["role": "user", "content": Self.question]],
+        ])
+        #expect(answer.status == 200, "\(answer.text)")
+        let choice = try #require((try answer.json()["choices"] as? [[String: Any]])?.first)
+        #expect(((choice["message"] as? [String: Any])?["content"] as? String ?? "").contains("Paris"))
+
+        // SmolLM2: 30 layers of 3 key/value heads 64 wide; a Q8_0 key row is 2 blocks of 34 bytes,
+        // a Q4_0 value row 2 of 18: (68 + 36) bytes × 90 heads × 512 positions × 2 slots.
+        let cacheBytes = (68 + 36) * 90 * 512 * 2
+        let metrics = try await server.get("/metrics").text
+        let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("hearth_kv_cache_bytes{") }, "\(metrics)")
+        #expect(line.contains(#"type_k="q8_0""#) && line.contains(#"type_v="q4_0""#), "\(line)")
+        #expect(try metric("hearth_kv_cache_bytes", in: metrics) == Double(cacheBytes))
+        let running = try #require(try await server.get("/api/ps").json()["models"] as? [[String: Any]])
+        let model = try #require(running.first { $0["name"] as? String == "smollm2" })
+        let fileBytes = try FileManager.default.attributesOfItem(atPath: try TestFiles.model(TestFiles.smolLM2))[.size] as? Int
+        #expect(model["size"] as? Int == (fileBytes ?? 0) + cacheBytes)
+    }
 }

@@ -33,6 +33,21 @@ struct ChatSessionTests {
         #expect(chat.lastStatistics == two)
     }
 
+    @Test("Configuration.cacheTypes: a chat on a Q8_0 cache keeps its turns, with the cache's size on the model")
+    func quantizedCacheChat() async throws {
+        let hearth = Hearth(configuration: .init(threads: 2, contextLength: 512, cacheTypes: KVCacheTypes(keys: .q8_0, values: .q8_0)))
+        let model = try await hearth.loadModel(TestFiles.model(TestFiles.smolLM2), pullIfMissing: false)
+        #expect(model.cacheTypes == KVCacheTypes(keys: .q8_0, values: .q8_0))
+        // 30 layers of 3 key/value heads, a key and a value of two 34-byte blocks each, 512 positions.
+        #expect(model.cacheBytesPerContext == 30 * 3 * 2 * 68 * 512)
+        let chat = model.chat(options: GenerationOptions(sampling: .greedy, maxTokens: 32))
+        let first = try await chat.respond(to: "What is 2+2?")
+        #expect(first.text.contains("4"), "\(first.text)")
+        let second = try await chat.respond(to: "And 3+3?")
+        #expect(!second.text.isEmpty)
+        #expect(try #require(second.statistics).cachedPromptTokens > 0)
+    }
+
     @Test("regenerate answers the last message again from the cache")
     func regenerate() async throws {
         let model = try sharedSmolLM2.get()

@@ -46,6 +46,13 @@ void hk_geglu_f32(const float *gate, const float *up, float *out, int64_t n);
 /// product is rounded, as llama.cpp's compiled C computes them.
 void hk_rope_rotate(int isa, float *x, int64_t heads, int64_t head_dim, int64_t dims, const float *table, int adjacent);
 
+/// Multiplies each run of `chunk` floats of the n at x by the orthonormal Walsh-Hadamard matrix
+/// of that size (Sylvester's order, entries ±1/sqrt(chunk); it is its own inverse), by the fast
+/// transform. `chunk` is a power of two; n a multiple of it. Rotating keys and queries alike
+/// leaves their products as they were while spreading a head's outliers over all its values,
+/// so that quantizing the keys (or values, rotated back after attention) loses less.
+void hk_hadamard_rotate(float *x, int64_t n, int64_t chunk);
+
 #ifdef __cplusplus
 }
 #endif

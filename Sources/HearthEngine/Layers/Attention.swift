@@ -139,11 +139,26 @@ struct Attention {
             if case .queries(let factor) = scale {
                 for j in 0..<queryWidth { q[j] *= factor }
             }
-            pass.sequence(ofRow: row).cache.store(layer: layer, position: pass.positions[row], key: k, value: k + kvWidth)
+            let cache = pass.sequence(ofRow: row).cache
+            // A quantized cache keeps keys and values rotated, which loses less in quantizing
+            // them: the queries turn with the keys, the output turns back after the values.
+            if let chunk = cache.types.keyRotation(headDimension: headDimension) {
+                Activations.hadamardRotate(q, count: queryWidth, chunk: chunk)
+                Activations.hadamardRotate(k, count: kvWidth, chunk: chunk)
+            }
+            if let chunk = cache.types.valueRotation(headDimension: headDimension) {
+                Activations.hadamardRotate(k + kvWidth, count: kvWidth, chunk: chunk)
+            }
+            cache.store(layer: layer, position: pass.positions[row], key: k, value: k + kvWidth)
         }
 
         let attended = pass.workspace.floats(.attention, n * queryWidth)
         attend(qkv, pass: pass, into: attended)
+        for row in 0..<n {
+            if let chunk = pass.sequence(ofRow: row).cache.types.valueRotation(headDimension: headDimension) {
+                Activations.hadamardRotate(attended + row * queryWidth, count: queryWidth, chunk: chunk)
+            }
+        }
         pass.project(attended, columns: queryWidth, through: [self.output], into: output, outputStride: dim)
         if let outputBias {
             for row in 0..<n { TensorMath.add(outputBias.pointer, to: output + row * dim, count: dim) }

@@ -62,6 +62,24 @@ public struct KVCacheTypes: Sendable, Hashable, Codable, CustomStringConvertible
         c.blockCount * c.kvHeadCount * (keys.rowBytes(headDimension: c.headDimension) + values.rowBytes(headDimension: c.headDimension))
     }
 
+    /// The runs of a head that quantized keys are rotated in before they are stored (queries
+    /// alike), or nil when the keys are half precision or heads are not a multiple of 64 wide:
+    /// the largest power of two from 64 up that divides the head, as llama.cpp rotates them.
+    func keyRotation(headDimension: Int) -> Int? {
+        guard keys != .f16, headDimension % 64 == 0 else { return nil }
+        var chunk = 64
+        while headDimension % (2 * chunk) == 0 { chunk *= 2 }
+        return chunk
+    }
+
+    /// The runs of 64 that quantized values are rotated in before they are stored (and the
+    /// attention's output rotated back), or nil when values are half precision or heads are not
+    /// a multiple of 64 wide. (Runs as wide as the keys' lose more: Gemma 3 at Q4_0, mean drift
+    /// of the top logprobs 1.18 with 64, 1.34 with 256.)
+    func valueRotation(headDimension: Int) -> Int? {
+        values != .f16 && headDimension % 64 == 0 ? 64 : nil
+    }
+
     /// Throws when `c`'s heads cannot be kept in these types.
     public func check(_ c: ModelConfiguration) throws {
         if let reason = keys.unsupportedReason(headDimension: c.headDimension) ?? values.unsupportedReason(headDimension: c.headDimension) {

@@ -253,7 +253,8 @@ actor ModelManager {
                                            promptCacheBytes: hearth.configuration.promptCacheBytes,
                                            cacheTypes: hearth.configuration.cacheTypes)
                 kind = .language(model, SlotPool(model: model, count: parallel, queueLimit: queueLimit))
-                size = model.engine.gguf.fileSize
+                // What it holds in memory, as Ollama's /api/ps counts it: weights and every slot's KV cache.
+                size = model.engine.gguf.fileSize + model.cacheBytesPerContext * parallel
             }
             return LoadedModel(name: name, kind: kind, url: url, size: size, loadedAt: Date(),
                                loadSeconds: (clock.now - started) / .seconds(1))

@@ -1,0 +1,122 @@
+import Foundation
+import Hearth
+import HearthTestSupport
+import Testing
+
+/// How far llama.cpp's quantized KV caches move its top logprobs from its half-precision cache,
+/// on the reference prompts and continuations (scripts/make-kv-cache-fixtures.py).
+private struct CacheDriftReferences: Decodable {
+    struct Drift: Decodable {
+        let mean: Double, max: Double, agree: Double, positions: Int
+    }
+    struct Model: Decodable {
+        let model: String
+        let sequences: [[Int32]]
+        let drift: [String: Drift]
+    }
+    let top: Int
+    let models: [String: Model]
+}
+
+/// What a cache type does to one model's logprobs, measured as the fixture measures llama.cpp's.
+private struct Drift: CustomStringConvertible {
+    var mean = 0.0, max = 0.0, agree = 0.0, positions = 0
+    var description: String {
+        String(format: "mean %.4f, max %.4f, top-1 agreement %.3f over %d positions", mean, max, agree, positions)
+    }
+}
+
+@Suite("KV caches in Q8_0 and Q4_0")
+struct KVCacheTypeTests {
+    private static let references = Result {
+        try JSONDecoder().decode(CacheDriftReferences.self, from: TestFiles.reference("kv-cache.json"))
+    }
+
+    /// Each row's log-softmax over the vocabulary, in double, for every token of `tokens`
+    /// evaluated in one pass on a cache of `types`.
+    private func logprobs(_ model: TransformerModel, _ tokens: [Int32], _ types: KVCacheTypes) throws -> [[Double]] {
+        let sequence = try model.makeSequence(contextLength: 512, chunkSize: 512, cacheTypes: types)
+        var batch = Batch()
+        try batch.add(tokens, to: sequence, logits: .all)
+        var rows: [[Double]] = []
+        try model.evaluate(batch) { _, _, logits in
+            let top = Double(logits.max()!)
+            let total = logits.reduce(0.0) { $0 + Foundation.exp(Double($1) - top) }
+            rows.append(logits.map { Double($0) - top - Foundation.log(total) })
+        }
+        return rows
+    }
+
+    /// The fixture's drift: at each position, the largest change among the `top` tokens the
+    /// half-precision cache ranks highest, and whether the most likely token stays.
+    private func drift(_ model: TransformerModel, _ sequences: [[Int32]], _ types: KVCacheTypes, top: Int) throws -> Drift {
+        var result = Drift(), agreeing = 0
+        for tokens in sequences {
+            let base = try logprobs(model, tokens, .f16), quantized = try logprobs(model, tokens, types)
+            for (b, q) in zip(base, quantized) {
+                let ranked = b.indices.sorted { b[$0] > b[$1] }.prefix(top)
+                let change = ranked.map { abs(q[$0] - b[$0]) }.max()!
+                result.mean += change
+                result.max = Swift.max(result.max, change)
+                if q.indices.max(by: { q[$0] < q[$1] }) == ranked.first { agreeing += 1 }
+                result.positions += 1
+            }
+        }
+        result.mean /= Double(result.positions)
+        result.agree = Double(agreeing) / Double(result.positions)
+        return result
+    }
+
+    @Test("a quantized cache moves the top logprobs about as far from the half-precision cache as llama.cpp's does",
+          arguments: ["smollm2", "gemma3"], [KVCacheType.q8_0, .q4_0])
+    func driftWithinLlamaCpp(_ name: String, _ type: KVCacheType) throws {
+        let references = try Self.references.get()
+        let reference = try #require(references.models[name])
+        let model = try TransformerModel(path: TestFiles.model(reference.model), threads: 2)
+        let llama = try #require(reference.drift[type.rawValue])
+        let hearth = try drift(model, reference.sequences, KVCacheTypes(keys: type, values: type), top: references.top)
+        #expect(hearth.positions == llama.positions)
+        // Equivalent arithmetic moves this mean by a few percent either way (float queries for
+        // quantized keys, least-squares Q4_0 scales, weights rounded through half precision: all
+        // measured within ±5% of it), and so do the two baselines' own roundings (llama.cpp's
+        // half-precision cache runs with flash attention, Hearth's as llama.cpp without it).
+        #expect(hearth.mean <= 1.08 * llama.mean, "Hearth \(hearth); llama.cpp mean \(llama.mean)")
+        #expect(hearth.agree >= llama.agree - 0.01, "Hearth \(hearth); llama.cpp agreement \(llama.agree)")
+        print("\(name) \(type): Hearth \(hearth); llama.cpp mean \(llama.mean), max \(llama.max), agreement \(llama.agree)")
+    }
+
+    @Test("a Q8_0 cache takes 53% of a half-precision one's bytes and a Q4_0 cache 28%; copies keep the type")
+    func bytesAndCopies() throws {
+        let model = try TransformerModel(path: TestFiles.model(TestFiles.smolLM2), threads: 2)
+        func sequence(_ type: KVCacheType) throws -> SequenceState {
+            try model.makeSequence(contextLength: 256, cacheTypes: KVCacheTypes(keys: type, values: type))
+        }
+        let half = try sequence(.f16), q8 = try sequence(.q8_0), q4 = try sequence(.q4_0)
+        // SmolLM2: 30 layers of 3 key/value heads 64 wide, keys and values.
+        #expect(half.cacheBytes == 256 * 30 * 3 * 2 * 128)
+        #expect(Double(q8.cacheBytes) / Double(half.cacheBytes) == 34.0 / 64)
+        #expect(Double(q4.cacheBytes) / Double(half.cacheBytes) == 18.0 / 64)
+        #expect(model.memoryEstimate(contextLength: 256) - model.memoryEstimate(contextLength: 256, cacheTypes: .init(keys: .q4_0, values: .q4_0))
+                == half.cacheBytes - q4.cacheBytes)
+
+        let prompt = model.tokenizer.encode("The capital of France is", addSpecial: true, parseSpecial: false)
+        try model.evaluate(prompt, sequence: q4)
+        let copy = try sequence(.q4_0)
+        try q4.copyPrefix(prompt.count, to: copy)
+        #expect(copy.tokens == prompt)
+        #expect(throws: HearthError.self) { try q4.copyPrefix(prompt.count, to: half) }
+    }
+
+    @Test("a quantized cache refuses heads it cannot hold in whole blocks, saying what to use")
+    func headsOutsideBlocks() throws {
+        let types = KVCacheTypes(keys: .q8_0, values: .f16)
+        var c = try TransformerModel(path: TestFiles.model(TestFiles.smolLM2), threads: 1).configuration
+        c.headDimension = 80
+        #expect(throws: HearthError.invalidArgument(
+            "A q8_0 KV cache needs heads of a multiple of 32 values; this model's have 80. Use f16.")) { try types.check(c) }
+        c.headDimension = 96
+        try types.check(c)
+        #expect(try KVCacheType(parsing: "Q4_0") == .q4_0)
+        #expect(throws: HearthError.self) { try KVCacheType(parsing: "q4_1") }
+    }
+}
