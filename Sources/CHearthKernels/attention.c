@@ -777,10 +777,72 @@ static void half_values(int isa, const hk_attention *a, const float *w, int64_t 
     values_portable(isa, a, w, count, 1, out);
 }
 
+#ifdef HK_X86
+// Sixteen values of position t's row (a Q8_0 or Q4_0 row of `row_bytes`) from dimension i0 (a
+// multiple of 16), dequantized as hk_dequantize does (the quant as a float times the scale).
+HK_STAGE void dequantize16(uint32_t type, const uint8_t *row, int64_t i0, __m256 *lo, __m256 *hi) {
+    __m128i q;
+    float d;
+    if (type == HK_Q8_0) {
+        const hk_q8_0 *b = (const hk_q8_0 *)row + i0 / 32;
+        d = hk_fp16_to_fp32(b->d);
+        q = _mm_loadu_si128((const __m128i *)(b->qs + i0 % 32));
+    } else {
+        const hk_q4_0 *b = (const hk_q4_0 *)row + i0 / 32;
+        d = hk_fp16_to_fp32(b->d);
+        const __m128i bytes = _mm_loadu_si128((const __m128i *)b->qs);
+        const __m128i nibbles = i0 % 32 ? _mm_srli_epi16(bytes, 4) : bytes;
+        q = _mm_sub_epi8(_mm_and_si128(nibbles, _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
+    }
+    const __m256 scale = _mm256_set1_ps(d);
+    *lo = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), scale);
+    *hi = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8))), scale);
+}
+
+// quantized_values for NQ heads, sixteen dimensions of every head at a time in registers: the
+// same fused multiply-adds in the same order, without a store between positions.
+HK_STAGE void quantized_values_group(const int NQ, uint32_t type, const uint8_t *v, size_t row_bytes, int64_t n_pos,
+                                     int64_t d, const float *scores, float *out) {
+    for (int64_t i0 = 0; i0 < d; i0 += 16) {
+        __m256 acc[4][2];
+        for (int h = 0; h < NQ; h++) acc[h][0] = acc[h][1] = _mm256_setzero_ps();
+        for (int64_t t = 0; t < n_pos; t++) {
+            __m256 lo, hi;
+            dequantize16(type, v + (size_t)t * row_bytes, i0, &lo, &hi);
+            for (int h = 0; h < NQ; h++) {
+                const __m256 w = _mm256_set1_ps(scores[h * n_pos + t]);
+                acc[h][0] = _mm256_fmadd_ps(lo, w, acc[h][0]);
+                acc[h][1] = _mm256_fmadd_ps(hi, w, acc[h][1]);
+            }
+        }
+        for (int h = 0; h < NQ; h++) {
+            _mm256_storeu_ps(out + h * d + i0, acc[h][0]);
+            _mm256_storeu_ps(out + h * d + i0 + 8, acc[h][1]);
+        }
+    }
+}
+
+HK_AVX2 static void quantized_values_avx(uint32_t type, const uint8_t *v, size_t row_bytes, int64_t n_pos, int64_t d,
+                                         const float *scores, int nq, float *out) {
+    switch (nq) {
+    case 4: quantized_values_group(4, type, v, row_bytes, n_pos, d, scores, out); break;
+    case 3: quantized_values_group(3, type, v, row_bytes, n_pos, d, scores, out); break;
+    case 2: quantized_values_group(2, type, v, row_bytes, n_pos, d, scores, out); break;
+    default: quantized_values_group(1, type, v, row_bytes, n_pos, d, scores, out); break;
+    }
+}
+#endif
+
 // Up to four heads' weighted values over a quantized V: each row dequantized once, then one
 // fused multiply-add per head and dimension, position after position.
 static void quantized_values(int isa, uint32_t type, const uint8_t *v, size_t row_bytes, int64_t n_pos, int64_t d,
                              const float *scores, int nq, float *out) {
+#ifdef HK_X86
+    if (isa == HK_ISA_AVX2 && (type == HK_Q8_0 || type == HK_Q4_0) && d % 32 == 0) {
+        quantized_values_avx(type, v, row_bytes, n_pos, d, scores, nq, out);
+        return;
+    }
+#endif
     float row[512];
     for (int64_t e = 0; e < nq * d; e++) out[e] = 0;
     for (int64_t t = 0; t < n_pos; t++) {
@@ -815,6 +877,15 @@ void hk_attention_heads_kv(int isa, const float *q, int64_t n_heads, const void 
     half_v.kv_stride = (int64_t)(v_row_bytes / 2);
     for (int64_t h0 = 0; h0 < n_heads; h0 += 4) {
         const int nq = (int)(n_heads - h0 < 4 ? n_heads - h0 : 4);
+        if (k_type != HK_F16) {
+            // The queries quantized as the keys' products take them (llama.cpp's vec_dot_type),
+            // all heads' scores in one pass over the keys: each gets the bits of its own product.
+            hk_q8_0 blocks[4][512 / 32];
+            const size_t query_bytes = (size_t)(head_dim / 32) * sizeof(hk_q8_0);
+            for (int h = 0; h < nq; h++)
+                hk_quantize_activations(isa, HK_Q8_0, q + (h0 + h) * head_dim, (uint8_t *)blocks + h * query_bytes, head_dim);
+            hk_matmul(isa, k_type, k, k_row_bytes, 0, n_pos, blocks, query_bytes, nq, head_dim, NULL, 0, scores, (size_t)n_pos);
+        }
         for (int h = 0; h < nq; h++) {
             const float *qh = q + (h0 + h) * head_dim;
             float *s = scores + h * n_pos;
@@ -822,10 +893,6 @@ void hk_attention_heads_kv(int isa, const float *q, int64_t n_heads, const void 
                 float rounded[512];
                 half_scores(isa, &half, query_for(isa, &half, qh, rounded), n_pos, s);
             } else {
-                // The query quantized as the keys' products take it (llama.cpp's vec_dot_type).
-                hk_q8_0 blocks[512 / 32];
-                hk_quantize_activations(isa, HK_Q8_0, qh, blocks, head_dim);
-                hk_matvec(isa, k_type, k, k_row_bytes, 0, n_pos, blocks, head_dim, s);
                 cap_all(&half, s, n_pos);
             }
             // Weights go to a half V in half precision, as llama.cpp's product converts them.

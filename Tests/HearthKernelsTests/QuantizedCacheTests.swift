@@ -125,6 +125,39 @@ import Testing
         }
     }
 
+    @Test("query heads sharing a quantized key/value head get each head's bits alone", arguments: [GGMLType.q8_0, .q4_0])
+    func groupedHeads(_ type: GGMLType) {
+        var random = SplitMix64(seed: UInt64(type.rawValue))
+        let d = 64, n = 77, heads = 6
+        let q = randomFloats(heads * d, 2, using: &random)
+        let keys = (0..<n).flatMap { _ in stored(randomFloats(d, 1, using: &random), type) }
+        let values = (0..<n).flatMap { _ in stored(randomFloats(d, 1, using: &random), type) }
+        let row = keys.count / n
+        keys.withUnsafeBytes { k in
+            values.withUnsafeBytes { v in
+                for path in KernelPath.allCases {
+                    var scratch = [Float](repeating: .nan, count: 4 * n)
+                    var together = [Float](repeating: .nan, count: heads * d)
+                    Activations.attentionHeads(query: q, heads: heads, keys: k.baseAddress!, keyType: type, keyRowBytes: row,
+                                               values: v.baseAddress!, valueType: type, valueRowBytes: row, positions: n,
+                                               headDimension: d, scale: 0.125, softcap: 30, single: true, scratch: &scratch,
+                                               output: &together, path: path)
+                    for h in 0..<heads {
+                        var alone = [Float](repeating: .nan, count: d)
+                        q.withUnsafeBufferPointer { q in
+                            Activations.attentionHeads(query: q.baseAddress! + h * d, heads: 1, keys: k.baseAddress!, keyType: type,
+                                                       keyRowBytes: row, values: v.baseAddress!, valueType: type, valueRowBytes: row,
+                                                       positions: n, headDimension: d, scale: 0.125, softcap: 30, single: true,
+                                                       scratch: &scratch, output: &alone, path: path)
+                        }
+                        #expect(zip(together[h * d..<(h + 1) * d], alone).allSatisfy { $0.bitPattern == $1.bitPattern },
+                                "\(type), head \(h), \(path)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("attention over a half cache through the typed entry is the half-precision kernel's, bit for bit")
     func halfThroughTypedEntry() {
         var random = SplitMix64(seed: 16)

@@ -196,7 +196,10 @@ struct Attention {
         // t/s, as fast after none), and costs lone tokens at 64 (tg64 after 4096 positions 21.6
         // and 25.1 -> 20.8 and 22.0 t/s).
         let prompt = spans.contains { !$0.alone }
-        let shared = (headDimension >= 128 || prompt) && n * kvHeads * ((group + 3) / 4) >= 2 * threads
+        // A quantized cache's heads always share: one pass over the keys scores them all, and
+        // each value row is dequantized once for all of them.
+        let quantized = spans.contains { $0.cache.types != .f16 }
+        let shared = (headDimension >= 128 || prompt || quantized) && n * kvHeads * ((group + 3) / 4) >= 2 * threads
         let headsPerTask = shared ? min(group, 4) : 1
         let tasksPerKV = (group + headsPerTask - 1) / headsPerTask
         let scores = pass.workspace.floats(.scores, threads * headsPerTask * longest)
