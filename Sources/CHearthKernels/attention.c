@@ -864,6 +864,13 @@ static void quantized_values(int isa, uint32_t type, const uint8_t *v, size_t ro
 void hk_attention_heads_kv(int isa, const float *q, int64_t n_heads, const void *k, uint32_t k_type, size_t k_row_bytes,
                            const void *v, uint32_t v_type, size_t v_row_bytes, int64_t n_pos, int64_t head_dim,
                            float scale, float softcap, int single, int64_t first, float *scores, float *out) {
+    const int k_ok = k_type == HK_F16 || ((k_type == HK_Q8_0 || k_type == HK_Q4_0) && head_dim % 32 == 0);
+    const int v_ok = v_type == HK_F16 || ((v_type == HK_Q8_0 || v_type == HK_Q4_0) && head_dim % 32 == 0);
+    if (!k_ok || !v_ok || head_dim <= 0 || head_dim > 512) {
+        // Callers keep only these types; never read memory laid out otherwise.
+        for (int64_t e = 0; e < n_heads * head_dim; e++) out[e] = NAN;
+        return;
+    }
     if (k_type == HK_F16 && v_type == HK_F16) {
         hk_attention_heads_f16(isa, q, n_heads, k, v, (int64_t)(k_row_bytes / 2), n_pos, head_dim, scale, softcap, single,
                                first, scores, out);

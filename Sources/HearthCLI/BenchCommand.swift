@@ -266,7 +266,8 @@ struct BenchCommand: AsyncParsableCommand {
             print("| ------: | ---: | ------------: | -----: | --------: | -----------------------: |")
         }
         for threadCount in try threadCounts {
-            let loaded = try await Hearth(configuration: .init(threads: threadCount, contextLength: 1024)).loadModel(model)
+            let loaded = try await Hearth(configuration: .init(threads: threadCount, contextLength: 1024, cacheTypes: cache.types))
+                .loadModel(model)
             var options = GenerationOptions.greedy
             options.maxTokens = 32
             var samples = Array(repeating: [Double](), count: Self.chatTurns.count)

@@ -52,6 +52,10 @@ public enum Activations {
         scratch: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, path: KernelPath = .best
     ) {
         precondition(headDimension > 0 && headDimension <= maximumHeadDimension && positions > 0 && heads > 0)
+        for (type, rowBytes) in [(keyType, keyRowBytes), (valueType, valueRowBytes)] {
+            precondition([.f16, .q8_0, .q4_0].contains(type), "no KV cache of \(type): f16, q8_0 or q4_0")
+            precondition(type.byteCount(elements: headDimension) == rowBytes, "a \(type) row of \(headDimension) values is not \(rowBytes) bytes")
+        }
         hk_attention_heads_kv(path.isa, query, Int64(heads), keys, keyType.rawValue, keyRowBytes, values, valueType.rawValue,
                               valueRowBytes, Int64(positions), Int64(headDimension), scale, softcap, single ? 1 : 0,
                               Int64(firstPosition), scratch, output)

@@ -104,7 +104,44 @@ struct KVCacheTypeTests {
         let copy = try sequence(.q4_0)
         try q4.copyPrefix(prompt.count, to: copy)
         #expect(copy.tokens == prompt)
+        // The copied keys and values are the ones read next: the same token gives the same bits.
+        let next = try model.evaluate([prompt.last!], sequence: q4).argmax
+        let fromCopy = try model.evaluate([prompt.last!], sequence: copy)
+        #expect(fromCopy.argmax == next)
+        #expect(q4.logits.map(\.bitPattern) == fromCopy.map(\.bitPattern))
         #expect(throws: HearthError.self) { try q4.copyPrefix(prompt.count, to: half) }
+    }
+
+    @Test("sequences with caches of different types in one pass each get the bits they get alone",
+          arguments: [TestFiles.smolLM2, TestFiles.gemma3])
+    func mixedTypesInOnePass(_ file: String) throws {
+        let model = try TransformerModel(path: TestFiles.model(file), threads: 2)
+        let types = [KVCacheTypes.f16, KVCacheTypes(keys: .q8_0, values: .q8_0), KVCacheTypes(keys: .f16, values: .q4_0),
+                     KVCacheTypes(keys: .q4_0, values: .f16)]
+        let prompts = ["The capital of France is", "Once upon a time, in a small village,", "Water boils at", "def fibonacci(n):"]
+            .map { model.tokenizer.encode($0, addSpecial: true, parseSpecial: false) }
+        // Alone: each prompt, then one token more.
+        var alone: [[UInt32]] = []
+        for (type, prompt) in zip(types, prompts) {
+            let sequence = try model.makeSequence(contextLength: 128, cacheTypes: type)
+            let first = try model.evaluate(prompt, sequence: sequence).argmax
+            alone.append(sequence.logits.map(\.bitPattern))
+            alone.append(try model.evaluate([first], sequence: sequence).map(\.bitPattern))
+        }
+        // Together: every prompt in one pass, then every next token in one pass.
+        let sequences = try types.map { try model.makeSequence(contextLength: 128, cacheTypes: $0) }
+        var batch = Batch()
+        for (sequence, prompt) in zip(sequences, prompts) { try batch.add(prompt, to: sequence) }
+        try model.evaluate(batch)
+        let firsts = sequences.map { $0.logits.argmax }
+        let promptBits = sequences.map { $0.logits.map(\.bitPattern) }
+        var step = Batch()
+        for (sequence, token) in zip(sequences, firsts) { try step.add([token], to: sequence) }
+        try model.evaluate(step)
+        for i in types.indices {
+            #expect(promptBits[i] == alone[2 * i], "\(types[i]): the prompt's logits")
+            #expect(sequences[i].logits.map(\.bitPattern) == alone[2 * i + 1], "\(types[i]): the next token's logits")
+        }
     }
 
     @Test("a quantized cache refuses heads it cannot hold in whole blocks, saying what to use")

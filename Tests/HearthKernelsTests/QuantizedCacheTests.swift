@@ -125,37 +125,60 @@ import Testing
         }
     }
 
-    @Test("query heads sharing a quantized key/value head get each head's bits alone", arguments: [GGMLType.q8_0, .q4_0])
-    func groupedHeads(_ type: GGMLType) {
-        var random = SplitMix64(seed: UInt64(type.rawValue))
+    @Test("query heads sharing a key/value head get each head's bits alone, whatever the keys' and values' types",
+          arguments: [KVCase(.q8_0, .q8_0), KVCase(.q4_0, .q4_0), KVCase(.f16, .q4_0), KVCase(.q8_0, .f16)])
+    func groupedHeads(_ types: KVCase) {
+        var random = SplitMix64(seed: UInt64(types.keys.rawValue * 10 + types.values.rawValue))
         let d = 64, n = 77, heads = 6
         let q = randomFloats(heads * d, 2, using: &random)
-        let keys = (0..<n).flatMap { _ in stored(randomFloats(d, 1, using: &random), type) }
-        let values = (0..<n).flatMap { _ in stored(randomFloats(d, 1, using: &random), type) }
-        let row = keys.count / n
+        let keys = (0..<n).flatMap { _ in stored(randomFloats(d, 1, using: &random), types.keys) }
+        let values = (0..<n).flatMap { _ in stored(randomFloats(d, 1, using: &random), types.values) }
+        let keyRow = keys.count / n, valueRow = values.count / n
         keys.withUnsafeBytes { k in
             values.withUnsafeBytes { v in
                 for path in KernelPath.allCases {
-                    var scratch = [Float](repeating: .nan, count: 4 * n)
-                    var together = [Float](repeating: .nan, count: heads * d)
-                    Activations.attentionHeads(query: q, heads: heads, keys: k.baseAddress!, keyType: type, keyRowBytes: row,
-                                               values: v.baseAddress!, valueType: type, valueRowBytes: row, positions: n,
-                                               headDimension: d, scale: 0.125, softcap: 30, single: true, scratch: &scratch,
-                                               output: &together, path: path)
-                    for h in 0..<heads {
-                        var alone = [Float](repeating: .nan, count: d)
-                        q.withUnsafeBufferPointer { q in
-                            Activations.attentionHeads(query: q.baseAddress! + h * d, heads: 1, keys: k.baseAddress!, keyType: type,
-                                                       keyRowBytes: row, values: v.baseAddress!, valueType: type, valueRowBytes: row,
-                                                       positions: n, headDimension: d, scale: 0.125, softcap: 30, single: true,
-                                                       scratch: &scratch, output: &alone, path: path)
+                    for (single, first) in [(true, 0), (false, 0), (false, 13), (true, 13)] {
+                        func attend(_ query: UnsafePointer<Float>, _ count: Int, into out: inout [Float]) {
+                            var scratch = [Float](repeating: .nan, count: 4 * n)
+                            Activations.attentionHeads(query: query, heads: count, keys: k.baseAddress!, keyType: types.keys,
+                                                       keyRowBytes: keyRow, values: v.baseAddress!, valueType: types.values,
+                                                       valueRowBytes: valueRow, positions: n, headDimension: d, scale: 0.125,
+                                                       softcap: 30, single: single, firstPosition: first, scratch: &scratch,
+                                                       output: &out, path: path)
                         }
-                        #expect(zip(together[h * d..<(h + 1) * d], alone).allSatisfy { $0.bitPattern == $1.bitPattern },
-                                "\(type), head \(h), \(path)")
+                        var together = [Float](repeating: .nan, count: heads * d)
+                        attend(q, heads, into: &together)
+                        for h in 0..<heads {
+                            var alone = [Float](repeating: .nan, count: d)
+                            q.withUnsafeBufferPointer { attend($0.baseAddress! + h * d, 1, into: &alone) }
+                            #expect(zip(together[h * d..<(h + 1) * d], alone).allSatisfy { $0.bitPattern == $1.bitPattern },
+                                    "\(types), head \(h), single \(single), first \(first), \(path)")
+                        }
                     }
                 }
             }
         }
+    }
+
+    @Test("the Hadamard rotation is the orthonormal Sylvester matrix, and turning twice gives the values back",
+          arguments: [64, 128, 256, 512])
+    func hadamard(chunk: Int) {
+        var random = SplitMix64(seed: UInt64(chunk))
+        let x = randomFloats(2 * chunk, 3, using: &random)
+        var turned = x
+        Activations.hadamardRotate(&turned, count: x.count, chunk: chunk)
+        // Sylvester's matrix: entry (i, j) is (-1)^popcount(i & j) / sqrt(chunk).
+        for c in 0..<2 {
+            for i in 0..<chunk {
+                let expected = (0..<chunk).reduce(0.0) { sum, j in
+                    sum + ((i & j).nonzeroBitCount % 2 == 0 ? 1.0 : -1.0) * Double(x[c * chunk + j])
+                } / Double(chunk).squareRoot()
+                #expect(abs(Double(turned[c * chunk + i]) - expected) <= 1e-5 * max(1, abs(expected)))
+            }
+        }
+        var back = turned
+        Activations.hadamardRotate(&back, count: x.count, chunk: chunk)
+        #expect(zip(back, x).allSatisfy { abs($0 - $1) <= 1e-5 * max(1, abs($1)) })
     }
 
     @Test("attention over a half cache through the typed entry is the half-precision kernel's, bit for bit")

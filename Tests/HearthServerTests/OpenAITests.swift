@@ -202,5 +202,9 @@ struct OpenAITests {
         let model = try #require(running.first { $0["name"] as? String == "smollm2" })
         let fileBytes = try FileManager.default.attributesOfItem(atPath: try TestFiles.model(TestFiles.smolLM2))[.size] as? Int
         #expect(model["size"] as? Int == (fileBytes ?? 0) + cacheBytes)
+        // The digest is the file's, as /api/tags gives it, so clients still match the two lists.
+        let tags = try #require(try await server.get("/api/tags").json()["models"] as? [[String: Any]])
+        let listed = try #require(tags.first { $0["name"] as? String == "smollm2" })
+        #expect(model["digest"] as? String == listed["digest"] as? String)
     }
 }

@@ -144,6 +144,5 @@ void hk_attention_heads_kv(int isa, const float *q, int64_t n_heads, const void 
                            float scale, float softcap, int single, int64_t first, float *scores, float *out);
 
 #ifdef __cplusplus
-}#ifdef __cplusplus
 }
 #endif

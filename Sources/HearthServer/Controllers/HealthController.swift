@@ -32,7 +32,7 @@ struct HealthController: Sendable {
             if case .language(let language, let slots) = model.kind {
                 service.metrics.passes(model: model.name, language.passes)
                 service.metrics.cache(model: model.name, types: language.cacheTypes,
-                                      bytes: language.cacheBytesPerContext * (await slots.count))
+                                      bytes: language.cacheBytesPerContext * slots.slotCount)
                 busy += await slots.busyCount
                 waiting += await slots.waitingCount
             }

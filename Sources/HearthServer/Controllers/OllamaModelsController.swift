@@ -27,6 +27,7 @@ struct OllamaModelsController: Sendable {
                                                isEmbedding: { if case .language = model.kind { false } else { true } }()))
             entry.modified_at = nil
             entry.expires_at = OllamaFormat.timestamp(expiresAt ?? Date.distantFuture)
+            entry.size = model.memoryBytes
             entry.size_vram = 0
             return entry
         }

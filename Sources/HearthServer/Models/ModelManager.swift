@@ -71,6 +71,12 @@ final class LoadedModel: Sendable {
     let url: URL
     /// Bytes of its files on disk.
     let size: Int
+    /// Bytes it holds in memory, as Ollama's /api/ps counts them: its files and, for a language
+    /// model, every slot's KV cache.
+    var memoryBytes: Int {
+        guard case .language(let model, let slots) = kind else { return size }
+        return size + model.cacheBytesPerContext * slots.slotCount
+    }
     let loadedAt: Date
     let loadSeconds: Double
 
@@ -253,8 +259,7 @@ actor ModelManager {
                                            promptCacheBytes: hearth.configuration.promptCacheBytes,
                                            cacheTypes: hearth.configuration.cacheTypes)
                 kind = .language(model, SlotPool(model: model, count: parallel, queueLimit: queueLimit))
-                // What it holds in memory, as Ollama's /api/ps counts it: weights and every slot's KV cache.
-                size = model.engine.gguf.fileSize + model.cacheBytesPerContext * parallel
+                size = model.engine.gguf.fileSize
             }
             return LoadedModel(name: name, kind: kind, url: url, size: size, loadedAt: Date(),
                                loadSeconds: (clock.now - started) / .seconds(1))

@@ -21,11 +21,14 @@ actor SlotPool {
     private var releases: UInt64 = 0
     let modelName: String
     let queueLimit: Int
+    /// Slots it has (fixed when it is made).
+    nonisolated let slotCount: Int
 
     init(model: any LanguageModel, count: Int, queueLimit: Int) {
         slots = (0..<max(1, count)).map { _ in Slot(context: model.makeContext()) }
         modelName = model.name
         self.queueLimit = queueLimit
+        slotCount = max(1, count)
     }
 
     var count: Int { slots.count }
