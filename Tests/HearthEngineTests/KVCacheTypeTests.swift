@@ -32,19 +32,30 @@ struct KVCacheTypeTests {
         try JSONDecoder().decode(CacheDriftReferences.self, from: TestFiles.reference("kv-cache.json"))
     }
 
-    /// Each row's log-softmax over the vocabulary, in double, for every token of `tokens`
+    /// Each row's logits and their log-sum-exp (in double), for every token of `tokens`
     /// evaluated in one pass on a cache of `types`.
-    private func logprobs(_ model: TransformerModel, _ tokens: [Int32], _ types: KVCacheTypes) throws -> [[Double]] {
+    private func rows(_ model: TransformerModel, _ tokens: [Int32], _ types: KVCacheTypes) throws -> [(logits: [Float], total: Double)] {
         let sequence = try model.makeSequence(contextLength: 512, chunkSize: 512, cacheTypes: types)
         var batch = Batch()
         try batch.add(tokens, to: sequence, logits: .all)
-        var rows: [[Double]] = []
+        var rows: [(logits: [Float], total: Double)] = []
         try model.evaluate(batch) { _, _, logits in
             let top = Double(logits.max()!)
-            let total = logits.reduce(0.0) { $0 + Foundation.exp(Double($1) - top) }
-            rows.append(logits.map { Double($0) - top - Foundation.log(total) })
+            let total = top + Foundation.log(logits.reduce(0.0) { $0 + Foundation.exp(Double($1) - top) })
+            rows.append((Array(logits), total))
         }
         return rows
+    }
+
+    /// The `count` highest of `x`, highest first (the lower index first on ties).
+    private func highest(_ x: [Float], _ count: Int) -> [Int] {
+        var best: [Int] = []
+        for i in x.indices where best.count < count || x[i] > x[best.last!] {
+            let place = best.firstIndex { x[i] > x[$0] } ?? best.count
+            best.insert(i, at: place)
+            if best.count > count { best.removeLast() }
+        }
+        return best
     }
 
     /// The fixture's drift: at each position, the largest change among the `top` tokens the
@@ -52,13 +63,12 @@ struct KVCacheTypeTests {
     private func drift(_ model: TransformerModel, _ sequences: [[Int32]], _ types: KVCacheTypes, top: Int) throws -> Drift {
         var result = Drift(), agreeing = 0
         for tokens in sequences {
-            let base = try logprobs(model, tokens, .f16), quantized = try logprobs(model, tokens, types)
-            for (b, q) in zip(base, quantized) {
-                let ranked = b.indices.sorted { b[$0] > b[$1] }.prefix(top)
-                let change = ranked.map { abs(q[$0] - b[$0]) }.max()!
+            for (b, q) in zip(try rows(model, tokens, .f16), try rows(model, tokens, types)) {
+                let ranked = highest(b.logits, top)
+                let change = ranked.map { abs((Double(q.logits[$0]) - q.total) - (Double(b.logits[$0]) - b.total)) }.max()!
                 result.mean += change
                 result.max = Swift.max(result.max, change)
-                if q.indices.max(by: { q[$0] < q[$1] }) == ranked.first { agreeing += 1 }
+                if highest(q.logits, 1) == [ranked[0]] { agreeing += 1 }
                 result.positions += 1
             }
         }
