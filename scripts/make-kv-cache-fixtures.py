@@ -46,7 +46,7 @@ llama-cpp-python 0.3.36 (AVX2 build) and numpy 2.4.6.
 """
 import argparse
 import ctypes
-import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -91,20 +91,11 @@ COMPARISONS = {
 }
 ROTATION_OFF = "LLAMA_ATTN_ROT_DISABLE"
 
-
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def model_path(name):
-    path = os.path.join(models, name)
-    if not os.path.exists(path):
-        sys.exit(f"{path} is missing: run scripts/fetch-models first.")
-    return path
+# The reference script's file helpers (its name is not a module name, so it is loaded by path).
+_spec = importlib.util.spec_from_file_location("make_reference_fixtures", os.path.join(root, "scripts", "make-reference-fixtures.py"))
+_references = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_references)
+sha256, model_path = _references.sha256, _references.model_path
 
 
 def rounded(x):

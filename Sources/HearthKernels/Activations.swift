@@ -52,13 +52,19 @@ public enum Activations {
         scratch: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, path: KernelPath = .best
     ) {
         precondition(headDimension > 0 && headDimension <= maximumHeadDimension && positions > 0 && heads > 0)
-        for (type, rowBytes) in [(keyType, keyRowBytes), (valueType, valueRowBytes)] {
-            precondition([.f16, .q8_0, .q4_0].contains(type), "no KV cache of \(type): f16, q8_0 or q4_0")
-            precondition(type.byteCount(elements: headDimension) == rowBytes, "a \(type) row of \(headDimension) values is not \(rowBytes) bytes")
-        }
+        precondition(isCacheRow(keyType, keyRowBytes, headDimension) && isCacheRow(valueType, valueRowBytes, headDimension),
+                     "KV cache rows are f16, q8_0 or q4_0 of \(headDimension) values")
         hk_attention_heads_kv(path.isa, query, Int64(heads), keys, keyType.rawValue, keyRowBytes, values, valueType.rawValue,
                               valueRowBytes, Int64(positions), Int64(headDimension), scale, softcap, single ? 1 : 0,
                               Int64(firstPosition), scratch, output)
+    }
+
+    /// Whether `rowBytes` is one row of `count` values of a KV cache type (f16, q8_0, q4_0).
+    private static func isCacheRow(_ type: GGMLType, _ rowBytes: Int, _ count: Int) -> Bool {
+        switch type {
+        case .f16, .q8_0, .q4_0: return type.byteCount(elements: count) == rowBytes
+        default: return false
+        }
     }
 
     /// Stores `count` floats as one row of a KV cache of `type` (`.f16`, or `.q8_0` and `.q4_0`
