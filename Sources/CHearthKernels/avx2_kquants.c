@@ -7,6 +7,8 @@
 #include "avx2.h"
 #if HK_HAVE_AVX2
 
+#define HK_VNNI512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
+
 // The eight 6-bit scales and eight 6-bit mins of a Q4_K/Q5_K block as int16 lanes, scales in
 // the low 8 lanes of `sc` (repeated in both 128-bit halves) and mins in `mn`.
 //   scale j < 4: low 6 bits of byte j;      scale j >= 4: low nibble of byte j + 4, top bits of byte j - 4
@@ -398,6 +400,101 @@ static HK_AVX2 void q4k_x8_cols4(const uint8_t *packed, const uint8_t *const *a,
     }
 }
 
+// With AVX-512 VNNI, Q4_K rows sixteen at a time in the same interleaved form (a 512-bit vector
+// holds 4 quant bytes of each of sixteen rows), multiplied by vpdpbusd: each sub-block's 32
+// products become one int32 per row, and the scales come in with an int32 multiply. The
+// integers and the float chains are those of q4k_x8_cols4, row by row.
+//
+// Per super-block, the packed layout of sixteen rows (X16_BLOCK bytes):
+//   qs   [4 chunks][8 words][16 rows] uint32
+//   sc   [8 sub-blocks][16 rows] int32
+//   mn   [4 chunks][16 rows] int16 pairs: the mins of sub-blocks 2 chunk and 2 chunk + 1
+//   d    [16 rows] float, dmin [16 rows] float
+#define X16_QS 0
+#define X16_SC 2048
+#define X16_MN (X16_SC + 512)
+#define X16_D (X16_MN + 256)
+#define X16_DMIN (X16_D + 64)
+#define X16_BLOCK (X16_DMIN + 64)
+
+static HK_AVX2 void q4k_pack16(const uint8_t *w, size_t row_bytes, int64_t nb, uint8_t *dst) {
+    for (int64_t i = 0; i < nb; i++) {
+        uint8_t *blk = dst + (size_t)i * X16_BLOCK;
+        for (int r = 0; r < 16; r++) {
+            const hk_q4_K *x = (const hk_q4_K *)(w + (size_t)r * row_bytes) + i;
+            for (int k = 0; k < 32; k++) memcpy(blk + X16_QS + 64 * k + 4 * r, x->qs + 4 * k, 4);
+            int16_t mn[8];
+            for (int j = 0; j < 8; j++) {
+                uint8_t s, m;
+                hk_scale_min_k4(j, x->scales, &s, &m);
+                const int32_t s32 = s;
+                memcpy(blk + X16_SC + 64 * j + 4 * r, &s32, 4);
+                mn[j] = m;
+            }
+            for (int j = 0; j < 4; j++) memcpy(blk + X16_MN + 64 * j + 4 * r, mn + 2 * j, 4);
+            const float d = hk_half(&x->d), dmin = hk_half(&x->dmin);
+            memcpy(blk + X16_D + 4 * r, &d, 4);
+            memcpy(blk + X16_DMIN + 4 * r, &dmin, 4);
+        }
+    }
+}
+
+HK_INLINE HK_VNNI512 __m512i bcast4_512(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+// Sixteen packed rows against four columns: out[c * out_stride + r].
+static HK_VNNI512 void q4k_x16_cols4(const uint8_t *packed, const uint8_t *const *a, int64_t nb, float *out,
+                                     size_t out_stride) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[4], acc_min[4];
+    for (int c = 0; c < 4; c++) {
+        acc[c] = _mm512_setzero_ps();
+        acc_min[c] = _mm512_setzero_ps();
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = packed + (size_t)i * X16_BLOCK;
+        const hk_q8_K *y[4];
+        for (int c = 0; c < 4; c++) y[c] = (const hk_q8_K *)a[c] + i;
+        const __m512 d = _mm512_load_ps((const float *)(blk + X16_D));
+        for (int j = 0; j < 4; j++) {
+            const uint8_t *q = blk + X16_QS + 512 * j;
+            __m512i lo[4], hi[4];
+            for (int c = 0; c < 4; c++) lo[c] = hi[c] = _mm512_setzero_si512();
+            for (int k = 0; k < 8; k++) {
+                const __m512i v8 = _mm512_load_si512((const void *)(q + 64 * k));
+                const __m512i l = _mm512_and_si512(v8, low4), h = _mm512_and_si512(_mm512_srli_epi16(v8, 4), low4);
+                for (int c = 0; c < 4; c++) {
+                    lo[c] = _mm512_dpbusd_epi32(lo[c], l, bcast4_512(y[c]->qs + 64 * j + 4 * k));
+                    hi[c] = _mm512_dpbusd_epi32(hi[c], h, bcast4_512(y[c]->qs + 64 * j + 32 + 4 * k));
+                }
+            }
+            const __m512i sc_lo = _mm512_load_si512((const void *)(blk + X16_SC + 128 * j));
+            const __m512i sc_hi = _mm512_load_si512((const void *)(blk + X16_SC + 128 * j + 64));
+            for (int c = 0; c < 4; c++) {
+                const __m512i part = _mm512_add_epi32(_mm512_mullo_epi32(lo[c], sc_lo), _mm512_mullo_epi32(hi[c], sc_hi));
+                acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(part), _mm512_mul_ps(d, _mm512_set1_ps(y[c]->d)), acc[c]);
+            }
+        }
+        // The mins: lane r of chunk j is min 2j times the sum of its 32 activations plus min
+        // 2j + 1 times the sum of its.
+        const __m512 dmin = _mm512_load_ps((const float *)(blk + X16_DMIN));
+        for (int c = 0; c < 4; c++) {
+            int16_t pairs[8];
+            for (int l = 0; l < 8; l++) pairs[l] = (int16_t)(y[c]->bsums[2 * l] + y[c]->bsums[2 * l + 1]);
+            const __m512 dm = _mm512_mul_ps(dmin, _mm512_set1_ps(y[c]->d));
+            for (int j = 0; j < 4; j++) {
+                const __m512i m = _mm512_madd_epi16(_mm512_load_si512((const void *)(blk + X16_MN + 64 * j)),
+                                                    bcast4_512(pairs + 2 * j));
+                acc_min[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), dm, acc_min[c]);
+            }
+        }
+    }
+    for (int c = 0; c < 4; c++) _mm512_storeu_ps(out + (size_t)c * out_stride, _mm512_sub_ps(acc[c], acc_min[c]));
+}
+
 // Q6_K rows eight at a time, in the same interleaved form with the 6-bit quants unpacked to
 // bytes: lane r of every integer is row r's. A row's integer per super-block and its float
 // chain are K_TILED's: acc = fma(d * float(sum), dy, acc), where the sum takes the -32 of every
@@ -414,21 +511,26 @@ static HK_AVX2 void q4k_x8_cols4(const uint8_t *packed, const uint8_t *const *a,
 #define X6_D (X6_SP + 256)
 #define X6_BLOCK (X6_D + 32)
 
+// A Q6_K block's 256 quants as bytes 0..63, in the block's element order.
+static void q6k_bytes(const hk_q6_K *x, uint8_t q[QK_K]) {
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = x->ql + 64 * h, *qh = x->qh + 32 * h;
+        for (int l = 0; l < 32; l++) {
+            q[128 * h + l] = (uint8_t)((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+            q[128 * h + 32 + l] = (uint8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+            q[128 * h + 64 + l] = (uint8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+            q[128 * h + 96 + l] = (uint8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+        }
+    }
+}
+
 static HK_AVX2 void q6k_pack8(const uint8_t *w, size_t row_bytes, int64_t nb, uint8_t *dst) {
     for (int64_t i = 0; i < nb; i++) {
         uint8_t *blk = dst + (size_t)i * X6_BLOCK;
         for (int r = 0; r < 8; r++) {
             const hk_q6_K *x = (const hk_q6_K *)(w + (size_t)r * row_bytes) + i;
             uint8_t q[QK_K];
-            for (int h = 0; h < 2; h++) {
-                const uint8_t *ql = x->ql + 64 * h, *qh = x->qh + 32 * h;
-                for (int l = 0; l < 32; l++) {
-                    q[128 * h + l] = (uint8_t)((ql[l] & 0xF) | ((qh[l] & 3) << 4));
-                    q[128 * h + 32 + l] = (uint8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
-                    q[128 * h + 64 + l] = (uint8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-                    q[128 * h + 96 + l] = (uint8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-                }
-            }
+            q6k_bytes(x, q);
             for (int k = 0; k < 64; k++) memcpy(blk + X6_Q + 32 * k + 4 * r, q + 4 * k, 4);
             for (int k = 0; k < 16; k++) {
                 const int16_t pair[2] = {x->scales[k], x->scales[k]};
@@ -497,6 +599,91 @@ static HK_AVX2 void q6k_x8(const uint8_t *packed, const uint8_t *const *a, const
     }
 }
 
+// With AVX-512 VNNI, Q6_K rows sixteen at a time, quants unpacked to bytes as in q6k_pack8:
+// vpdpbusd gives each sub-block's 16 products as one int32 per row, and its scale comes in with
+// an int32 multiply. The integers and the float chains are those of q6k_x8_cols, row by row.
+//
+// Per super-block, the packed layout of sixteen rows (X16Q6_BLOCK bytes):
+//   q    [64 words][16 rows] uint32: row r's quants 4 word ... 4 word + 3, each 0..63
+//   sc   [16 sub-blocks][16 rows] int32
+//   sp   [8 pairs][16 rows] int16 pairs: the scales of sub-blocks 2 pair and 2 pair + 1
+//   d    [16 rows] float
+#define X16Q6_Q 0
+#define X16Q6_SC 4096
+#define X16Q6_SP (X16Q6_SC + 1024)
+#define X16Q6_D (X16Q6_SP + 512)
+#define X16Q6_BLOCK (X16Q6_D + 64)
+
+static HK_AVX2 void q6k_pack16(const uint8_t *w, size_t row_bytes, int64_t nb, uint8_t *dst) {
+    for (int64_t i = 0; i < nb; i++) {
+        uint8_t *blk = dst + (size_t)i * X16Q6_BLOCK;
+        for (int r = 0; r < 16; r++) {
+            const hk_q6_K *x = (const hk_q6_K *)(w + (size_t)r * row_bytes) + i;
+            uint8_t q[QK_K];
+            q6k_bytes(x, q);
+            for (int k = 0; k < 64; k++) memcpy(blk + X16Q6_Q + 64 * k + 4 * r, q + 4 * k, 4);
+            for (int k = 0; k < 16; k++) {
+                const int32_t s = x->scales[k];
+                memcpy(blk + X16Q6_SC + 64 * k + 4 * r, &s, 4);
+            }
+            for (int k = 0; k < 8; k++) {
+                const int16_t pair[2] = {x->scales[2 * k], x->scales[2 * k + 1]};
+                memcpy(blk + X16Q6_SP + 64 * k + 4 * r, pair, 4);
+            }
+            const float d = hk_half(&x->d);
+            memcpy(blk + X16Q6_D + 4 * r, &d, 4);
+        }
+    }
+}
+
+// Sixteen packed Q6_K rows against NC columns (1..4) in the K_TILED order.
+HK_INLINE HK_VNNI512 void q6k_x16_cols(const uint8_t *packed, const uint8_t *const *a, const int NC, int64_t nb,
+                                       float *out, size_t out_stride) {
+    __m512 acc[4];
+    for (int c = 0; c < NC; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = packed + (size_t)i * X16Q6_BLOCK;
+        const hk_q8_K *y[4];
+        __m512i sum[4];
+        for (int c = 0; c < NC; c++) {
+            y[c] = (const hk_q8_K *)a[c] + i;
+            // The -32 of every quant, as in q6k_x8_cols.
+            __m512i off = _mm512_setzero_si512();
+            for (int k = 0; k < 8; k++)
+                off = _mm512_add_epi32(off, _mm512_madd_epi16(_mm512_load_si512((const void *)(blk + X16Q6_SP + 64 * k)),
+                                                              bcast4_512(y[c]->bsums + 2 * k)));
+            sum[c] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(off, 5));
+        }
+        for (int s = 0; s < 16; s++) {
+            const uint8_t *q = blk + X16Q6_Q + 256 * s;
+            const __m512i q0 = _mm512_load_si512((const void *)q), q1 = _mm512_load_si512((const void *)(q + 64));
+            const __m512i q2 = _mm512_load_si512((const void *)(q + 128)), q3 = _mm512_load_si512((const void *)(q + 192));
+            const __m512i sc = _mm512_load_si512((const void *)(blk + X16Q6_SC + 64 * s));
+            for (int c = 0; c < NC; c++) {
+                const int8_t *ys = y[c]->qs + 16 * s;
+                const __m512i p01 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, bcast4_512(ys)), q1,
+                                                        bcast4_512(ys + 4));
+                const __m512i p = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(p01, q2, bcast4_512(ys + 8)), q3, bcast4_512(ys + 12));
+                sum[c] = _mm512_add_epi32(sum[c], _mm512_mullo_epi32(p, sc));
+            }
+        }
+        const __m512 d = _mm512_load_ps((const float *)(blk + X16Q6_D));
+        for (int c = 0; c < NC; c++)
+            acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sum[c])), _mm512_set1_ps(y[c]->d), acc[c]);
+    }
+    for (int c = 0; c < NC; c++) _mm512_storeu_ps(out + (size_t)c * out_stride, acc[c]);
+}
+
+static HK_VNNI512 void q6k_x16(const uint8_t *packed, const uint8_t *const *a, const int NC, int64_t nb, float *out,
+                               size_t out_stride) {
+    switch (NC) {
+    case 4: q6k_x16_cols(packed, a, 4, nb, out, out_stride); break;
+    case 3: q6k_x16_cols(packed, a, 3, nb, out, out_stride); break;
+    case 2: q6k_x16_cols(packed, a, 2, nb, out, out_stride); break;
+    default: q6k_x16_cols(packed, a, 1, nb, out, out_stride); break;
+    }
+}
+
 // Q5_K rows eight at a time, quants unpacked to bytes, in the K_TILED order:
 // acc = fma(fma(-dmin, float(mins), d * float(sum)), dy, acc).
 //
@@ -512,19 +699,23 @@ static HK_AVX2 void q6k_x8(const uint8_t *packed, const uint8_t *const *a, const
 #define X5_DMIN (X5_D + 32)
 #define X5_BLOCK (X5_DMIN + 32)
 
+// A Q5_K block's 256 quants as bytes 0..31, in the block's element order: chunk j of 64 is
+// the low nibbles of qs[32 j ...] with bit 2j of qh, then the high nibbles with bit 2j + 1.
+static void q5k_bytes(const hk_q5_K *x, uint8_t q[QK_K]) {
+    for (int j = 0; j < 4; j++)
+        for (int l = 0; l < 32; l++) {
+            q[64 * j + l] = (uint8_t)((x->qs[32 * j + l] & 0xF) | (((x->qh[l] >> (2 * j)) & 1) << 4));
+            q[64 * j + 32 + l] = (uint8_t)((x->qs[32 * j + l] >> 4) | (((x->qh[l] >> (2 * j + 1)) & 1) << 4));
+        }
+}
+
 static HK_AVX2 void q5k_pack8(const uint8_t *w, size_t row_bytes, int64_t nb, uint8_t *dst) {
     for (int64_t i = 0; i < nb; i++) {
         uint8_t *blk = dst + (size_t)i * X5_BLOCK;
         for (int r = 0; r < 8; r++) {
             const hk_q5_K *x = (const hk_q5_K *)(w + (size_t)r * row_bytes) + i;
             uint8_t q[QK_K];
-            // Chunk j of 64: low nibbles of qs[32 j ...] with bit 2j of qh, then the high nibbles
-            // with bit 2j + 1.
-            for (int j = 0; j < 4; j++)
-                for (int l = 0; l < 32; l++) {
-                    q[64 * j + l] = (uint8_t)((x->qs[32 * j + l] & 0xF) | (((x->qh[l] >> (2 * j)) & 1) << 4));
-                    q[64 * j + 32 + l] = (uint8_t)((x->qs[32 * j + l] >> 4) | (((x->qh[l] >> (2 * j + 1)) & 1) << 4));
-                }
+            q5k_bytes(x, q);
             for (int k = 0; k < 64; k++) memcpy(blk + X5_Q + 32 * k + 4 * r, q + 4 * k, 4);
             pack_scales8(x->scales, &x->d, &x->dmin, r, blk + X5_SC, blk + X5_MN, blk + X5_D, blk + X5_DMIN);
         }
@@ -589,6 +780,102 @@ static HK_AVX2 void q5k_x8(const uint8_t *packed, const uint8_t *const *a, const
     }
 }
 
+// With AVX-512 VNNI, Q5_K rows sixteen at a time, quants unpacked to bytes as in q5k_pack8:
+// vpdpbusd gives each sub-block's 32 products as one int32 per row, and its scale comes in with
+// an int32 multiply. The integers and the float chains are those of q5k_x8_cols, row by row.
+//
+// Per super-block, the packed layout of sixteen rows (X16Q5_BLOCK bytes):
+//   q    [64 words][16 rows] uint32: row r's quants 4 word ... 4 word + 3, each 0..31
+//   sc   [8 sub-blocks][16 rows] int32
+//   mn   [4 pairs][16 rows] int16 pairs: the mins of sub-blocks 2 pair and 2 pair + 1
+//   d    [16 rows] float, dmin [16 rows] float
+#define X16Q5_Q 0
+#define X16Q5_SC 4096
+#define X16Q5_MN (X16Q5_SC + 512)
+#define X16Q5_D (X16Q5_MN + 256)
+#define X16Q5_DMIN (X16Q5_D + 64)
+#define X16Q5_BLOCK (X16Q5_DMIN + 64)
+
+static HK_AVX2 void q5k_pack16(const uint8_t *w, size_t row_bytes, int64_t nb, uint8_t *dst) {
+    for (int64_t i = 0; i < nb; i++) {
+        uint8_t *blk = dst + (size_t)i * X16Q5_BLOCK;
+        for (int r = 0; r < 16; r++) {
+            const hk_q5_K *x = (const hk_q5_K *)(w + (size_t)r * row_bytes) + i;
+            uint8_t q[QK_K];
+            q5k_bytes(x, q);
+            for (int k = 0; k < 64; k++) memcpy(blk + X16Q5_Q + 64 * k + 4 * r, q + 4 * k, 4);
+            int16_t mn[8];
+            for (int j = 0; j < 8; j++) {
+                uint8_t s, m;
+                hk_scale_min_k4(j, x->scales, &s, &m);
+                const int32_t s32 = s;
+                memcpy(blk + X16Q5_SC + 64 * j + 4 * r, &s32, 4);
+                mn[j] = m;
+            }
+            for (int j = 0; j < 4; j++) memcpy(blk + X16Q5_MN + 64 * j + 4 * r, mn + 2 * j, 4);
+            const float d = hk_half(&x->d), dmin = hk_half(&x->dmin);
+            memcpy(blk + X16Q5_D + 4 * r, &d, 4);
+            memcpy(blk + X16Q5_DMIN + 4 * r, &dmin, 4);
+        }
+    }
+}
+
+// Sixteen packed Q5_K rows against NC columns (1..4) in the K_TILED order.
+HK_INLINE HK_VNNI512 void q5k_x16_cols(const uint8_t *packed, const uint8_t *const *a, const int NC, int64_t nb,
+                                       float *out, size_t out_stride) {
+    __m512 acc[4];
+    for (int c = 0; c < NC; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = packed + (size_t)i * X16Q5_BLOCK;
+        const hk_q8_K *y[4];
+        __m512i sum[4];
+        for (int c = 0; c < NC; c++) {
+            y[c] = (const hk_q8_K *)a[c] + i;
+            sum[c] = _mm512_setzero_si512();
+        }
+        for (int s = 0; s < 8; s++) {
+            const uint8_t *q = blk + X16Q5_Q + 512 * s;
+            const __m512i sc = _mm512_load_si512((const void *)(blk + X16Q5_SC + 64 * s));
+            __m512i p0[4], p1[4];
+            for (int c = 0; c < NC; c++) p0[c] = p1[c] = _mm512_setzero_si512();
+            for (int k = 0; k < 8; k += 2) {
+                const __m512i q0 = _mm512_load_si512((const void *)(q + 64 * k));
+                const __m512i q1 = _mm512_load_si512((const void *)(q + 64 * k + 64));
+                for (int c = 0; c < NC; c++) {
+                    const int8_t *ys = y[c]->qs + 32 * s + 4 * k;
+                    p0[c] = _mm512_dpbusd_epi32(p0[c], q0, bcast4_512(ys));
+                    p1[c] = _mm512_dpbusd_epi32(p1[c], q1, bcast4_512(ys + 4));
+                }
+            }
+            for (int c = 0; c < NC; c++)
+                sum[c] = _mm512_add_epi32(sum[c], _mm512_mullo_epi32(_mm512_add_epi32(p0[c], p1[c]), sc));
+        }
+        const __m512 d = _mm512_load_ps((const float *)(blk + X16Q5_D));
+        const __m512 dmin = _mm512_load_ps((const float *)(blk + X16Q5_DMIN));
+        for (int c = 0; c < NC; c++) {
+            int16_t pairs[8];
+            for (int l = 0; l < 8; l++) pairs[l] = (int16_t)(y[c]->bsums[2 * l] + y[c]->bsums[2 * l + 1]);
+            __m512i m = _mm512_setzero_si512();
+            for (int j = 0; j < 4; j++)
+                m = _mm512_add_epi32(m, _mm512_madd_epi16(_mm512_load_si512((const void *)(blk + X16Q5_MN + 64 * j)),
+                                                          bcast4_512(pairs + 2 * j)));
+            const __m512 t = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(m), _mm512_mul_ps(d, _mm512_cvtepi32_ps(sum[c])));
+            acc[c] = _mm512_fmadd_ps(t, _mm512_set1_ps(y[c]->d), acc[c]);
+        }
+    }
+    for (int c = 0; c < NC; c++) _mm512_storeu_ps(out + (size_t)c * out_stride, acc[c]);
+}
+
+static HK_VNNI512 void q5k_x16(const uint8_t *packed, const uint8_t *const *a, const int NC, int64_t nb, float *out,
+                               size_t out_stride) {
+    switch (NC) {
+    case 4: q5k_x16_cols(packed, a, 4, nb, out, out_stride); break;
+    case 3: q5k_x16_cols(packed, a, 3, nb, out, out_stride); break;
+    case 2: q5k_x16_cols(packed, a, 2, nb, out, out_stride); break;
+    default: q5k_x16_cols(packed, a, 1, nb, out, out_stride); break;
+    }
+}
+
 // Rows in chunks that stay in L1 while each group of columns passes over them.
 HK_INLINE HK_AVX2 void k_matmul(const int kind, const uint8_t *w, size_t row_bytes, int64_t rows,
                                 const uint8_t *a, size_t a_stride, int64_t cols, int64_t n,
@@ -615,16 +902,24 @@ HK_INLINE HK_AVX2 void k_matmul(const int kind, const uint8_t *w, size_t row_byt
     int64_t packable = 0;
     for (int64_t gi = 0; gi < ng; gi++) packable += groups[gi].order == packed_order;
     const size_t block_bytes = kind == K_Q4 ? X8_BLOCK : kind == K_Q5 ? X5_BLOCK : X6_BLOCK;
-    _Alignas(32) uint8_t packed_stack[8 * X6_BLOCK];
+    // With AVX-512 VNNI, rows go sixteen at a time while at least sixteen are left.
+    const int x16_ok = rows >= 16 && hk_vnni_kind() == HK_AVX512_VNNI;
+    const size_t block16 = kind == K_Q4 ? X16_BLOCK : kind == K_Q5 ? X16Q5_BLOCK : X16Q6_BLOCK;
+    _Alignas(64) uint8_t packed_stack[8 * X6_BLOCK];
     uint8_t *packed = NULL;
     if (rows >= 8 && packable > 0) {
-        const size_t need = (size_t)nb * block_bytes;
-        packed = need <= sizeof packed_stack ? packed_stack : aligned_alloc(32, need);
+        const size_t need = (size_t)nb * (x16_ok ? block16 : block_bytes);
+        packed = need <= sizeof packed_stack ? packed_stack : aligned_alloc(64, (need + 63) / 64 * 64);
     }
     const int64_t chunk = packed ? 8 : 16;
-    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-        const int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
-        const int x8 = packed && r1 - r0 == 8;
+    for (int64_t r0 = 0, step; r0 < rows; r0 += step) {
+        const int x16 = packed && x16_ok && rows - r0 >= 16;
+        step = x16 ? 16 : chunk;
+        const int64_t r1 = r0 + step < rows ? r0 + step : rows;
+        const int x8 = packed && !x16 && r1 - r0 == 8;
+        if (x16 && kind == K_Q4) q4k_pack16(w + (size_t)r0 * row_bytes, row_bytes, nb, packed);
+        if (x16 && kind == K_Q5) q5k_pack16(w + (size_t)r0 * row_bytes, row_bytes, nb, packed);
+        if (x16 && kind == K_Q6) q6k_pack16(w + (size_t)r0 * row_bytes, row_bytes, nb, packed);
         if (x8 && kind == K_Q4) q4k_pack8(w + (size_t)r0 * row_bytes, row_bytes, nb, packed);
         if (x8 && kind == K_Q5) q5k_pack8(w + (size_t)r0 * row_bytes, row_bytes, nb, packed);
         if (x8 && kind == K_Q6) q6k_pack8(w + (size_t)r0 * row_bytes, row_bytes, nb, packed);
@@ -633,6 +928,12 @@ HK_INLINE HK_AVX2 void k_matmul(const int kind, const uint8_t *w, size_t row_byt
             const uint8_t *ap[4];
             for (int i = 0; i < 4; i++) ap[i] = a + (size_t)(g.first + (i < g.nc ? i : 0)) * a_stride;
             float *o = out + (size_t)g.first * out_stride;
+            if (x16 && g.order == packed_order) {
+                if (kind == K_Q4) q4k_x16_cols4(packed, ap, nb, o + r0, out_stride);
+                else if (kind == K_Q5) q5k_x16(packed, ap, g.nc, nb, o + r0, out_stride);
+                else q6k_x16(packed, ap, g.nc, nb, o + r0, out_stride);
+                continue;
+            }
             if (x8 && g.order == packed_order) {
                 if (kind == K_Q4) q4k_x8_cols4(packed, ap, nb, o + r0, out_stride);
                 else if (kind == K_Q5) q5k_x8(packed, ap, g.nc, nb, o + r0, out_stride);

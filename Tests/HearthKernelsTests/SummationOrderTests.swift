@@ -64,10 +64,20 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
         }
     }
 
-    /// Batches: every column in the order llama.cpp gives it in a batch of that size.
+    /// Batches: every column in the order llama.cpp gives it in a batch of that size, with VNNI
+    /// and without (Q4_K rows go sixteen at a time through AVX-512 VNNI where the CPU has it,
+    /// eight at a time otherwise; 37 rows take both and the rows left over).
     @Test(.enabled(if: avx2), arguments: [GGMLType.q4_K, .q5_K, .q6_K])
     func matMulSumsInLlamaCppOrder(_ type: GGMLType) throws {
-        let count = 1024, rowCount = 9
+        defer { RowKernel.usesVNNI = true }
+        for (rowCount, vnni) in [(9, true), (37, true), (37, false)] {
+            RowKernel.usesVNNI = vnni
+            try matMulSumsInLlamaCppOrder(type, rowCount: rowCount)
+        }
+    }
+
+    private func matMulSumsInLlamaCppOrder(_ type: GGMLType, rowCount: Int) throws {
+        let count = 1024
         for columns in [2, 4, 6, 7, 8, 9, 13] {
             let t = try DotCase(type, path: .best, count: count, rows: rowCount, columns: columns, seed: 500 + UInt64(columns))
             var out = [Float](repeating: .nan, count: rowCount * columns)

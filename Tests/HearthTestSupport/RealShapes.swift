@@ -5,6 +5,7 @@ import HearthFormats
 public enum QuantRecipe: String, CaseIterable, Sendable {
     case q4_0 = "Q4_0"
     case q4_K_M = "Q4_K_M"
+    case q5_K_M = "Q5_K_M"
     case q8_0 = "Q8_0"
 
     /// `general.file_type`: llama.cpp's number for the recipe.
@@ -12,6 +13,7 @@ public enum QuantRecipe: String, CaseIterable, Sendable {
         switch self {
         case .q4_0: 2
         case .q4_K_M: 15
+        case .q5_K_M: 17
         case .q8_0: 7
         }
     }
@@ -29,13 +31,14 @@ public enum QuantRecipe: String, CaseIterable, Sendable {
 
     /// The type of a tensor of `role` in block `layer` of `layers`, whose rows are `rowLength`
     /// long. The output projection (or the token embedding when it is the output too) takes
-    /// Q6_K; Q4_K_M gives the value projection and the feed-forward down projection Q6_K in the
+    /// Q6_K; Q4_K_M and Q5_K_M give the value projection and the feed-forward down projection Q6_K in the
     /// first and last eighths of the blocks and every third block between; a type whose blocks
     /// do not fit the rows falls back to one of 32-weight blocks.
     public func type(of role: Role, layer: Int, layers: Int, rowLength: Int, tiedOutput: Bool) -> GGMLType {
         let base: GGMLType = switch self {
         case .q4_0: .q4_0
         case .q4_K_M: .q4_K
+        case .q5_K_M: .q5_K
         case .q8_0: .q8_0
         }
         let moreBits = layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2
@@ -46,7 +49,7 @@ public enum QuantRecipe: String, CaseIterable, Sendable {
         case .tokenEmbedding:
             type = !tiedOutput || base == .q8_0 ? base : .q6_K
         case .attentionValue, .feedForwardDown:
-            if self == .q4_K_M, moreBits { type = .q6_K }
+            if self == .q4_K_M || self == .q5_K_M, moreBits { type = .q6_K }
         case .other:
             break
         }

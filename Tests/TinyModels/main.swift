@@ -3,7 +3,7 @@ import HearthTestSupport
 
 // tiny-models [FOLDER]: writes every tiny model of TinyModel.catalog into FOLDER (default: the
 // current one), for scripts/make-tiny-model-fixtures.py to run llama.cpp on.
-// tiny-models --shape NAME --type Q4_0|Q4_K_M|Q8_0 [--blocks N] [FOLDER]: writes one model of a
+// tiny-models --shape NAME --type Q4_0|Q4_K_M|Q5_K_M|Q8_0 [--blocks N] [FOLDER]: writes one model of a
 // real shape (TinyModel.realShapeNames) with random weights, for scripts/bench-sizes.
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("tiny-models: \(message)\n".utf8))
@@ -28,7 +28,18 @@ func parse(_ arguments: [String], options: [String]) -> (values: [String: String
     return (values, rest)
 }
 
+let usage = """
+    usage: tiny-models [FOLDER]
+           tiny-models --shape NAME --type \(QuantRecipe.allCases.map(\.rawValue).joined(separator: "|")) [--blocks N] [FOLDER]
+    shapes: \(TinyModel.realShapeNames.joined(separator: ", "))
+    """
 let (values, rest) = parse(Array(CommandLine.arguments.dropFirst()), options: ["--shape", "--type", "--blocks"])
+if rest.contains(where: { $0 == "-h" || $0 == "--help" }) {
+    print(usage)
+    exit(0)
+}
+if let unknown = rest.first(where: { $0.hasPrefix("-") }) { fail("unknown option \(unknown)\n\(usage)") }
+guard rest.count <= 1 else { fail("one folder at most, not \(rest.joined(separator: " "))\n\(usage)") }
 let shape = values["--shape"], typeName = values["--type"], blocks = values["--blocks"]
 let folder = URL(fileURLWithPath: rest.first ?? ".")
 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
