@@ -965,4 +965,127 @@ HK_K_KERNELS(q4_K, K_Q4)
 HK_K_KERNELS(q5_K, K_Q5)
 HK_K_KERNELS(q6_K, K_Q6)
 
+// ---- Q4_K rows interleaved at load (HK_Q4_K_X16P, laid out as internal.h says) -----------------
+
+// The sixteen rows' eight scales (sc) and eight mins (mn) of one super-block, as int32 lanes.
+HK_INLINE HK_VNNI512 void xp_scales(const uint8_t *blk, __m512i sc[8], __m512i mn[8]) {
+    __m128i b[12];
+    for (int i = 0; i < 12; i++) b[i] = _mm_loadu_si128((const __m128i *)(blk + XP_SCALES + 16 * i));
+    const __m128i low6 = _mm_set1_epi8(0x3F), low4 = _mm_set1_epi8(0x0F), top2 = _mm_set1_epi8(0x30);
+    for (int j = 0; j < 4; j++) {
+        sc[j] = _mm512_cvtepu8_epi32(_mm_and_si128(b[j], low6));
+        mn[j] = _mm512_cvtepu8_epi32(_mm_and_si128(b[j + 4], low6));
+        // (byte >> 6) << 4 is (byte >> 2) & 0x30, whatever comes in from the next byte.
+        sc[j + 4] = _mm512_cvtepu8_epi32(
+            _mm_or_si128(_mm_and_si128(b[j + 8], low4), _mm_and_si128(_mm_srli_epi16(b[j], 2), top2)));
+        mn[j + 4] = _mm512_cvtepu8_epi32(_mm_or_si128(_mm_and_si128(_mm_srli_epi16(b[j + 8], 4), low4),
+                                                      _mm_and_si128(_mm_srli_epi16(b[j + 4], 2), top2)));
+    }
+}
+
+// One group of sixteen interleaved rows against one column in the K_BLOCKS order (the gemv
+// order of a lone dot product): out[r] for r = 0..15.
+static HK_VNNI512 void xp_column(const uint8_t *group, const hk_q8_K *y, int64_t nb, float *out) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    __m512 acc = _mm512_setzero_ps(), acc_min = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, y++) {
+        const uint8_t *blk = group + (size_t)i * XP_BLOCK;
+        __m512i sc[8], mn[8];
+        xp_scales(blk, sc, mn);
+        __m512i sumi = _mm512_setzero_si512(), mins = _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) {
+            const uint8_t *q = blk + XP_QS + 512 * j;
+            __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+            for (int k = 0; k < 8; k++) {
+                const __m512i v8 = _mm512_load_si512((const void *)(q + 64 * k));
+                lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(v8, low4), bcast4_512(y->qs + 64 * j + 4 * k));
+                hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(v8, 4), low4),
+                                         bcast4_512(y->qs + 64 * j + 32 + 4 * k));
+            }
+            sumi = _mm512_add_epi32(sumi, _mm512_add_epi32(_mm512_mullo_epi32(lo, sc[2 * j]), _mm512_mullo_epi32(hi, sc[2 * j + 1])));
+        }
+        for (int l = 0; l < 8; l++)
+            mins = _mm512_add_epi32(mins, _mm512_mullo_epi32(mn[l], _mm512_set1_epi32(y->bsums[2 * l] + y->bsums[2 * l + 1])));
+        const __m512 dy = _mm512_set1_ps(y->d);
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + XP_D)));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + XP_DMIN)));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d, dy), acc);
+        acc_min = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins), _mm512_mul_ps(dmin, dy), acc_min);
+    }
+    _mm512_storeu_ps(out, _mm512_sub_ps(acc, acc_min));
+}
+
+// A group's super-blocks in q4k_pack16's layout, for the columns that go in fours.
+static HK_VNNI512 void xp_unpack16(const uint8_t *group, int64_t nb, uint8_t *dst) {
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = group + (size_t)i * XP_BLOCK;
+        uint8_t *out = dst + (size_t)i * X16_BLOCK;
+        memcpy(out + X16_QS, blk + XP_QS, 2048);
+        __m512i sc[8], mn[8];
+        xp_scales(blk, sc, mn);
+        for (int j = 0; j < 8; j++) _mm512_store_si512((void *)(out + X16_SC + 64 * j), sc[j]);
+        // The mins as int16 pairs: mins 2j and 2j + 1 of each row in one int32 lane.
+        for (int j = 0; j < 4; j++)
+            _mm512_store_si512((void *)(out + X16_MN + 64 * j), _mm512_or_si512(mn[2 * j], _mm512_slli_epi32(mn[2 * j + 1], 16)));
+        _mm512_store_ps((float *)(out + X16_D), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + XP_D))));
+        _mm512_store_ps((float *)(out + X16_DMIN), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + XP_DMIN))));
+    }
+}
+
+static HK_VNNI512 void matvec_q4_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const void *a, int64_t n,
+                                       float *out) {
+    const int64_t nb = n / QK_K;
+    for (int64_t g = 0; g < rows / 16; g++) xp_column(w + (size_t)g * 16 * row_bytes, a, nb, out + 16 * g);
+}
+
+// Groups of sixteen rows against every group of columns: columns in fours (K_PAIRS) through the
+// group unpacked once, the others (K_BLOCKS) one at a time from the interleaved rows.
+static HK_VNNI512 void matmul_q4_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a,
+                                       size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs,
+                                       float *out, size_t out_stride) {
+    int64_t total = 0;
+    for (int64_t i = 0; runs && i < n_runs; i++) total += runs[i] > 0 ? runs[i] : 0;
+    if (runs && total != cols) runs = NULL;
+    const int64_t nb = n / QK_K;
+    k_group *groups = malloc((size_t)cols * sizeof(k_group));
+    uint8_t *unpacked = aligned_alloc(64, (size_t)nb * X16_BLOCK);
+    if (groups && unpacked) {
+        const int64_t ng = k_groups(K_Q4, cols, runs, n_runs, groups);
+        for (int64_t g = 0; g < rows / 16; g++) {
+            const uint8_t *group = w + (size_t)g * 16 * row_bytes;
+            int unpacked_once = 0;
+            for (int64_t gi = 0; gi < ng; gi++) {
+                const k_group cg = groups[gi];
+                float *o = out + (size_t)cg.first * out_stride + 16 * g;
+                if (cg.order == K_PAIRS) {
+                    if (!unpacked_once) xp_unpack16(group, nb, unpacked);
+                    unpacked_once = 1;
+                    const uint8_t *ap[4];
+                    for (int i = 0; i < 4; i++) ap[i] = a + (size_t)(cg.first + i) * a_stride;
+                    q4k_x16_cols4(unpacked, ap, nb, o, out_stride);
+                    continue;
+                }
+                float col[16];
+                for (int i = 0; i < cg.nc; i++) {
+                    xp_column(group, (const hk_q8_K *)(a + (size_t)(cg.first + i) * a_stride), nb, col);
+                    memcpy(o + (size_t)i * out_stride, col, sizeof col);
+                }
+            }
+        }
+    }
+    free(groups);
+    free(unpacked);
+}
+
+HK_AVX2 void hk_avx2_matvec_q4_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const void *a, int64_t n, float *out) {
+    matvec_q4_Kx16p(w, row_bytes, rows, a, n, out);
+}
+
+HK_AVX2 void hk_avx2_matmul_q4_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a, size_t a_stride,
+                                     int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs, float *out,
+                                     size_t out_stride) {
+    matmul_q4_Kx16p(w, row_bytes, rows, a, a_stride, cols, n, runs, n_runs, out, out_stride);
+}
+
+
 #endif

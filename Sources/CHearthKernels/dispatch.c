@@ -1,6 +1,10 @@
 // Entry points: pick the kernel for a type and path, and loop over rows and columns.
 #include "internal.h"
 
+static int interleaved_layout(uint32_t type) {
+    return type == HK_Q4_0_X8P || type == HK_Q8_0_X16P || type == HK_Q4_K_X16P;
+}
+
 static const hk_kernel *kernel_for(int isa, uint32_t type) {
 #if HK_HAVE_AVX2
     if (isa == HK_ISA_AVX2) return hk_avx2_kernel(type);
@@ -15,7 +19,7 @@ int32_t hk_activation_type(uint32_t weight_type) {
     case HK_F16: return HK_F16;
     case HK_Q4_0: case HK_Q4_0_X8: case HK_Q4_0_X8P: case HK_Q5_0: case HK_Q8_0: case HK_Q8_0_X16P: return HK_Q8_0;
     case HK_Q4_1: case HK_Q5_1: return HK_Q8_1;
-    case HK_Q4_K: case HK_Q5_K: case HK_Q6_K: return HK_Q8_K;
+    case HK_Q4_K: case HK_Q4_K_X16P: case HK_Q5_K: case HK_Q6_K: return HK_Q8_K;
     default: return -1;
     }
 }
@@ -42,7 +46,7 @@ float hk_dot(int isa, uint32_t weight_type, const void *w, const void *a, int64_
 void hk_matvec(int isa, uint32_t weight_type, const void *w, size_t row_bytes,
                int64_t r0, int64_t r1, const void *a, int64_t n, float *out) {
     const hk_kernel *k = kernel_for(isa, weight_type);
-    if ((weight_type == HK_Q4_0_X8P || weight_type == HK_Q8_0_X16P) && r1 > r0) {
+    if (interleaved_layout(weight_type) && r1 > r0) {
         hk_interleaved_products(isa, weight_type, k, w, row_bytes, r0, r1, a, 0, 1, n, NULL, 0, out - r0, 0);
         return;
     }
@@ -59,7 +63,7 @@ void hk_matmul(int isa, uint32_t weight_type, const void *w, size_t row_bytes,
                int64_t r0, int64_t r1, const void *a, size_t a_stride, int64_t cols,
                int64_t n, const int64_t *runs, int64_t n_runs, float *out, size_t out_stride) {
     const hk_kernel *k = kernel_for(isa, weight_type);
-    if ((weight_type == HK_Q4_0_X8P || weight_type == HK_Q8_0_X16P) && r1 > r0 && cols > 0) {
+    if (interleaved_layout(weight_type) && r1 > r0 && cols > 0) {
         hk_interleaved_products(isa, weight_type, k, w, row_bytes, r0, r1, a, a_stride, cols, n, runs, n_runs, out, out_stride);
         return;
     }

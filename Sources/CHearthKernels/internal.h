@@ -21,6 +21,16 @@ typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } hk_q5_1;
 typedef struct { uint16_t d; int8_t qs[32]; } hk_q8_0;
 typedef struct { uint16_t d, s; int8_t qs[32]; } hk_q8_1;
 typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } hk_q4_K;
+
+// HK_Q4_K_X16P: a group of sixteen rows' super-block (2304 bytes, as many as the rows' blocks):
+//   qs      [4 chunks][8 words][16 rows] uint32: row r's qs[32 chunk + 4 word ...]
+//   scales  [12 bytes][16 rows]: byte b of each row's packed scales and mins
+//   d       [16 rows] f16, dmin [16 rows] f16
+#define XP_QS 0
+#define XP_SCALES 2048
+#define XP_D (XP_SCALES + 192)
+#define XP_DMIN (XP_D + 32)
+#define XP_BLOCK (XP_DMIN + 32)
 typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } hk_q5_K;
 typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } hk_q6_K;
 typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } hk_q8_K;

@@ -390,6 +390,59 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
         }
     }
 
+    /// Q4_K matrices interleaved 16 rows at a time (where the CPU has AVX-512 VNNI) give the
+    /// plain rows' products bit for bit: matVec in the lone dot product's order, matMul with runs
+    /// that mix the order of columns in fours and that of the rest, for any row range (rows cut
+    /// from their group go one at a time), with VNNI turned off after the interleaving; and the
+    /// same rows.
+    @Test(arguments: [256, 2048])
+    func interleavedQ4_KSumsAsPlainRows(count: Int) throws {
+        let (rowCount, runs) = (48, [4, 3, 1, 8, 5])
+        let columns = runs.reduce(0, +)
+        defer { RowKernel.usesVNNI = true }
+        let t = try DotCase(.q4_K, path: .best, count: count, rows: rowCount, columns: columns, seed: 1300 + UInt64(count))
+        let kernel = try RowKernel(weightType: .q4_K, rows: rowCount)
+        func multiply(_ matrix: BlockMatrix, rows: Range<Int>) -> (vector: [Float], product: [Float]) {
+            var vector = [Float](repeating: .nan, count: rowCount), product = [Float](repeating: .nan, count: rowCount * columns)
+            t.activations.withUnsafeBytes { a in
+                runs.withUnsafeBufferPointer { runs in
+                    matrix.kernel.matVec(weights: matrix.base, rowBytes: matrix.rowBytes, rows: rows, activations: a.baseAddress!,
+                                         count: count, output: &vector)
+                    matrix.kernel.matMul(weights: matrix.base, rowBytes: matrix.rowBytes, rows: rows, activations: a.baseAddress!,
+                                         activationStride: t.activationStride, columns: columns, count: count, runs: runs,
+                                         output: &product, outputStride: rowCount)
+                }
+            }
+            return (vector, product)
+        }
+        try t.weights.withUnsafeBytes { w in
+            let plain = BlockMatrix(w.baseAddress!, rows: rowCount, columns: count, kernel: kernel)
+            let matrix = plain.interleaved()
+            #expect(matrix.kernel.readsInterleavedRows == (kernel.interleaved != nil))
+            #expect(matrix.weightBytes == plain.weightBytes)
+            let want = multiply(plain, rows: 0..<rowCount)
+            for vnni in [true, false] {
+                RowKernel.usesVNNI = vnni
+                for rows in [0..<rowCount, 3..<rowCount, 5..<rowCount - 2, 17..<20, 16..<32] {
+                    let got = multiply(matrix, rows: rows)
+                    for r in rows {
+                        #expect(got.vector[r - rows.lowerBound].bitPattern == want.vector[r].bitPattern, "vnni \(vnni): matVec \(rows), row \(r)")
+                        for c in 0..<columns {
+                            #expect(got.product[c * rowCount + r].bitPattern == want.product[c * rowCount + r].bitPattern,
+                                    "vnni \(vnni): matMul \(rows), row \(r) column \(c)")
+                        }
+                    }
+                }
+            }
+            var got = [Float](repeating: .nan, count: count), expected = got
+            for r in 0..<rowCount {
+                matrix.row(r, into: &got)
+                try dequantizeRow(.q4_K, w.baseAddress! + r * t.rowBytes, into: &expected, count: count)
+                #expect(got == expected, "row \(r)")
+            }
+        }
+    }
+
     /// The matVec of `matrix` with `t`'s first column and its matMul with `columns` columns, for
     /// `rows`: out[r - rows.lowerBound] and out[c * matrix.rows + r], NaN elsewhere.
     static func products(_ matrix: BlockMatrix, _ t: DotCase, rows: Range<Int>, columns: Int) -> (vector: [Float], product: [Float]) {
