@@ -83,6 +83,8 @@ void hk_avx2_matvec_q8_0x16p(const uint8_t *, size_t, int64_t, const void *, int
 void hk_avx2_matmul_q8_0x16p(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
 void hk_avx2_matvec_q4_Kx16p(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
 void hk_avx2_matmul_q4_Kx16p(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
+void hk_avx2_matvec_q6_Kx16p(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
+void hk_avx2_matmul_q6_Kx16p(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
 void hk_avx2_matvec_q4_0x8p(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
 void hk_avx2_matmul_q4_0x8p(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
 

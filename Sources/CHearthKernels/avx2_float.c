@@ -307,6 +307,7 @@ static const hk_kernel k_q4_0x8p = {NULL, hk_avx2_matvec_q4_0x8p, hk_avx2_matmul
 static const hk_kernel k_q8_0x16p = {NULL, hk_avx2_matvec_q8_0x16p, hk_avx2_matmul_q8_0x16p};
 static const hk_kernel k_q4_K = {hk_avx2_dot_q4_K, NULL, hk_avx2_matmul_q4_K};
 static const hk_kernel k_q4_Kx16p = {NULL, hk_avx2_matvec_q4_Kx16p, hk_avx2_matmul_q4_Kx16p};
+static const hk_kernel k_q6_Kx16p = {NULL, hk_avx2_matvec_q6_Kx16p, hk_avx2_matmul_q6_Kx16p};
 static const hk_kernel k_q5_K = {hk_avx2_dot_q5_K, NULL, hk_avx2_matmul_q5_K};
 static const hk_kernel k_q6_K = {hk_avx2_dot_q6_K, NULL, hk_avx2_matmul_q6_K};
 
@@ -321,6 +322,7 @@ const hk_kernel *hk_avx2_kernel(uint32_t type) {
     // Its kernels need AVX-512 VNNI; without it (turned off) the rows go one at a time.
     case HK_Q8_0_X16P: return hk_vnni_kind() == HK_AVX512_VNNI ? &k_q8_0x16p : NULL;
     case HK_Q4_K_X16P: return hk_vnni_kind() == HK_AVX512_VNNI ? &k_q4_Kx16p : NULL;
+    case HK_Q6_K_X16P: return hk_vnni_kind() == HK_AVX512_VNNI ? &k_q6_Kx16p : NULL;
     case HK_Q4_1: return &k_q4_1;
     case HK_Q5_0: return &k_q5_0;
     case HK_Q5_1: return &k_q5_1;

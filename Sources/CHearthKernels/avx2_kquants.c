@@ -997,7 +997,7 @@ static HK_VNNI512 void xp_column(const uint8_t *group, const hk_q8_K *y, int64_t
             const uint8_t *q = blk + XP_QS + 512 * j;
             __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
             for (int k = 0; k < 8; k++) {
-                const __m512i v8 = _mm512_load_si512((const void *)(q + 64 * k));
+                const __m512i v8 = _mm512_loadu_si512((const void *)(q + 64 * k));
                 lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(v8, low4), bcast4_512(y->qs + 64 * j + 4 * k));
                 hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(v8, 4), low4),
                                          bcast4_512(y->qs + 64 * j + 32 + 4 * k));
@@ -1087,5 +1087,145 @@ HK_AVX2 void hk_avx2_matmul_q4_Kx16p(const uint8_t *w, size_t row_bytes, int64_t
     matmul_q4_Kx16p(w, row_bytes, rows, a, a_stride, cols, n, runs, n_runs, out, out_stride);
 }
 
+
+// ---- Q6_K rows interleaved at load (HK_Q6_K_X16P, laid out as internal.h says) -----------------
+
+// Scale i of a group's super-block as int32 lanes (sixteen rows).
+HK_INLINE HK_VNNI512 __m512i x6p_scale(const uint8_t *blk, int i) {
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + X6P_SCALES + 16 * i)));
+}
+
+// Two int32 lanes' low halves as one lane's int16 pair: a below, b above.
+HK_INLINE HK_VNNI512 __m512i pair16(__m512i a, __m512i b) {
+    return _mm512_or_si512(_mm512_and_si512(a, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(b, 16));
+}
+
+// Half h's 6-bit quants of word l of each 32-quant chunk k (quants 128h + 32k + 4l ... + 3 of
+// sixteen rows), k = 0..3, as unsigned bytes.
+HK_INLINE HK_VNNI512 void x6p_quants(const uint8_t *blk, int h, int l, __m512i q[4]) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+    const uint8_t *words = blk + X6P_WORDS(h, l);
+    const __m512i a = _mm512_loadu_si512((const void *)words), b = _mm512_loadu_si512((const void *)(words + 64));
+    const __m512i hb = _mm512_loadu_si512((const void *)(words + 128));
+    q[0] = _mm512_or_si512(_mm512_and_si512(a, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 4), bits45));
+    q[1] = _mm512_or_si512(_mm512_and_si512(b, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 2), bits45));
+    q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), low4), _mm512_and_si512(hb, bits45));
+    q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b, 4), low4),
+                           _mm512_and_si512(_mm512_srli_epi16(hb, 2), bits45));
+}
+
+// One group of sixteen interleaved rows against one column in the K_LANES order of
+// ggml_vec_dot_q6_K_q8_K: lane l of a row's eight takes bytes 4l..4l+3 of every 32-quant chunk,
+// each chunk's four times the scale of its sub-block, less 32 times the scales of sub-blocks
+// 2l and 2l + 1 times their activation sums; out[r] for r = 0..15.
+static HK_VNNI512 void x6p_column(const uint8_t *group, const hk_q8_K *y, int64_t nb, float *out) {
+    __m512 acc[8];
+    for (int l = 0; l < 8; l++) acc[l] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, y++) {
+        const uint8_t *blk = group + (size_t)i * X6P_BLOCK;
+        __m512i lanes[8];
+        // Lanes 0..3 take the even sub-blocks' scales, lanes 4..7 the odd ones'.
+        for (int odd = 0; odd < 2; odd++) {
+            __m512i scale[8];
+            for (int m = 0; m < 8; m++) {
+                const __m512i v = x6p_scale(blk, 2 * m + odd);
+                scale[m] = pair16(v, v);
+            }
+            for (int l = 4 * odd; l < 4 * odd + 4; l++) {
+                int32_t pair;
+                memcpy(&pair, y->bsums + 2 * l, 4);
+                const __m512i off = _mm512_madd_epi16(pair16(x6p_scale(blk, 2 * l), x6p_scale(blk, 2 * l + 1)), _mm512_set1_epi32(pair));
+                __m512i lane = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(off, 5));
+                for (int h = 0; h < 2; h++) {
+                    __m512i q[4];
+                    x6p_quants(blk, h, l, q);
+                    for (int k = 0; k < 4; k++) {
+                        const __m512i p = _mm512_maddubs_epi16(q[k], bcast4_512(y->qs + 128 * h + 32 * k + 4 * l));
+                        lane = _mm512_add_epi32(lane, _mm512_madd_epi16(p, scale[4 * h + k]));
+                    }
+                }
+                lanes[l] = lane;
+            }
+        }
+        const __m512 dx = _mm512_mul_ps(_mm512_set1_ps(y->d), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + X6P_D))));
+        for (int l = 0; l < 8; l++) acc[l] = _mm512_fmadd_ps(dx, _mm512_cvtepi32_ps(lanes[l]), acc[l]);
+    }
+    const __m512 even = _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6]));
+    const __m512 odd = _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7]));
+    _mm512_storeu_ps(out, _mm512_add_ps(even, odd));
+}
+
+// A group's super-blocks in q6k_pack16's layout, for runs that take the tiled order.
+static HK_VNNI512 void x6p_unpack16(const uint8_t *group, int64_t nb, uint8_t *dst) {
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = group + (size_t)i * X6P_BLOCK;
+        uint8_t *out = dst + (size_t)i * X16Q6_BLOCK;
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 8; l++) {
+                __m512i q[4];
+                x6p_quants(blk, h, l, q);
+                for (int k = 0; k < 4; k++) _mm512_store_si512((void *)(out + X16Q6_Q + 64 * (32 * h + 8 * k + l)), q[k]);
+            }
+        for (int k = 0; k < 16; k++) _mm512_store_si512((void *)(out + X16Q6_SC + 64 * k), x6p_scale(blk, k));
+        for (int k = 0; k < 8; k++)
+            _mm512_store_si512((void *)(out + X16Q6_SP + 64 * k), pair16(x6p_scale(blk, 2 * k), x6p_scale(blk, 2 * k + 1)));
+        _mm512_store_ps((float *)(out + X16Q6_D), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + X6P_D))));
+    }
+}
+
+static HK_VNNI512 void matvec_q6_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const void *a, int64_t n,
+                                       float *out) {
+    const int64_t nb = n / QK_K;
+    for (int64_t g = 0; g < rows / 16; g++) x6p_column(w + (size_t)g * 16 * row_bytes, a, nb, out + 16 * g);
+}
+
+// Groups of sixteen rows against every group of columns: runs of 8 or more (K_TILED) through the
+// group unpacked once, the others (K_LANES) one column at a time from the interleaved rows.
+static HK_VNNI512 void matmul_q6_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a,
+                                       size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs,
+                                       float *out, size_t out_stride) {
+    int64_t total = 0;
+    for (int64_t i = 0; runs && i < n_runs; i++) total += runs[i] > 0 ? runs[i] : 0;
+    if (runs && total != cols) runs = NULL;
+    const int64_t nb = n / QK_K;
+    k_group *groups = malloc((size_t)cols * sizeof(k_group));
+    uint8_t *unpacked = aligned_alloc(64, (size_t)nb * X16Q6_BLOCK);
+    if (groups && unpacked) {
+        const int64_t ng = k_groups(K_Q6, cols, runs, n_runs, groups);
+        for (int64_t g = 0; g < rows / 16; g++) {
+            const uint8_t *group = w + (size_t)g * 16 * row_bytes;
+            int unpacked_once = 0;
+            for (int64_t gi = 0; gi < ng; gi++) {
+                const k_group cg = groups[gi];
+                float *o = out + (size_t)cg.first * out_stride + 16 * g;
+                if (cg.order == K_TILED) {
+                    if (!unpacked_once) x6p_unpack16(group, nb, unpacked);
+                    unpacked_once = 1;
+                    const uint8_t *ap[4];
+                    for (int i = 0; i < 4; i++) ap[i] = a + (size_t)(cg.first + (i < cg.nc ? i : 0)) * a_stride;
+                    q6k_x16(unpacked, ap, cg.nc, nb, o, out_stride);
+                    continue;
+                }
+                float col[16];
+                for (int i = 0; i < cg.nc; i++) {
+                    x6p_column(group, (const hk_q8_K *)(a + (size_t)(cg.first + i) * a_stride), nb, col);
+                    memcpy(o + (size_t)i * out_stride, col, sizeof col);
+                }
+            }
+        }
+    }
+    free(groups);
+    free(unpacked);
+}
+
+HK_AVX2 void hk_avx2_matvec_q6_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const void *a, int64_t n, float *out) {
+    matvec_q6_Kx16p(w, row_bytes, rows, a, n, out);
+}
+
+HK_AVX2 void hk_avx2_matmul_q6_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a, size_t a_stride,
+                                     int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs, float *out,
+                                     size_t out_stride) {
+    matmul_q6_Kx16p(w, row_bytes, rows, a, a_stride, cols, n, runs, n_runs, out, out_stride);
+}
 
 #endif

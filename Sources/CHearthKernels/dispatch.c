@@ -2,7 +2,7 @@
 #include "internal.h"
 
 static int interleaved_layout(uint32_t type) {
-    return type == HK_Q4_0_X8P || type == HK_Q8_0_X16P || type == HK_Q4_K_X16P;
+    return type == HK_Q4_0_X8P || type == HK_Q8_0_X16P || type == HK_Q4_K_X16P || type == HK_Q6_K_X16P;
 }
 
 static const hk_kernel *kernel_for(int isa, uint32_t type) {
@@ -19,7 +19,7 @@ int32_t hk_activation_type(uint32_t weight_type) {
     case HK_F16: return HK_F16;
     case HK_Q4_0: case HK_Q4_0_X8: case HK_Q4_0_X8P: case HK_Q5_0: case HK_Q8_0: case HK_Q8_0_X16P: return HK_Q8_0;
     case HK_Q4_1: case HK_Q5_1: return HK_Q8_1;
-    case HK_Q4_K: case HK_Q4_K_X16P: case HK_Q5_K: case HK_Q6_K: return HK_Q8_K;
+    case HK_Q4_K: case HK_Q4_K_X16P: case HK_Q5_K: case HK_Q6_K: case HK_Q6_K_X16P: return HK_Q8_K;
     default: return -1;
     }
 }

@@ -13,6 +13,7 @@ typedef struct { int group; size_t block; int64_t values; uint32_t plain, type; 
 static layout_shape shape_of(uint32_t layout) {
     if (layout == HK_Q8_0_X16P) return (layout_shape){16, sizeof(hk_q8_0), QK, HK_Q8_0, HK_Q8_0};
     if (layout == HK_Q4_K_X16P) return (layout_shape){16, sizeof(hk_q4_K), QK_K, HK_Q4_K, HK_Q4_K};
+    if (layout == HK_Q6_K_X16P) return (layout_shape){16, sizeof(hk_q6_K), QK_K, HK_Q6_K, HK_Q6_K};
     return (layout_shape){8, sizeof(hk_q4_0), QK, HK_Q4_0_X8, HK_Q4_0};
 }
 
@@ -23,6 +24,7 @@ uint32_t hk_interleaved_layout(uint32_t kernel_type, int32_t *group_rows) {
         if (kernel_type == HK_Q4_0_X8) layout = HK_Q4_0_X8P;
         if (kernel_type == HK_Q8_0 && hk_vnni_kind() == HK_AVX512_VNNI) layout = HK_Q8_0_X16P;
         if (kernel_type == HK_Q4_K && hk_vnni_kind() == HK_AVX512_VNNI) layout = HK_Q4_K_X16P;
+        if (kernel_type == HK_Q6_K && hk_vnni_kind() == HK_AVX512_VNNI) layout = HK_Q6_K_X16P;
     }
 #else
     (void)kernel_type;
@@ -51,11 +53,30 @@ static void move_q4_K(uint8_t *p, int lane, uint8_t *x, int to_group) {
     }
 }
 
+// Block b of row `lane` in a Q6_K group's super-block `p` <-> the plain block `x`.
+static void move_q6_K(uint8_t *p, int lane, uint8_t *x, int to_group) {
+    hk_q6_K *b = (hk_q6_K *)x;
+    for (int k = 0; k < 32; k++) {
+        uint8_t *word = p + X6P_WORDS(k / 16, k % 8) + (k % 16 >= 8 ? 64 : 0) + 4 * lane;
+        if (to_group) memcpy(word, b->ql + 4 * k, 4); else memcpy(b->ql + 4 * k, word, 4);
+    }
+    for (int k = 0; k < 16; k++) {
+        uint8_t *word = p + X6P_WORDS(k / 8, k % 8) + 128 + 4 * lane;
+        if (to_group) memcpy(word, b->qh + 4 * k, 4); else memcpy(b->qh + 4 * k, word, 4);
+    }
+    for (int i = 0; i < 16; i++) {
+        if (to_group) p[X6P_SCALES + 16 * i + lane] = (uint8_t)b->scales[i];
+        else b->scales[i] = (int8_t)p[X6P_SCALES + 16 * i + lane];
+    }
+    if (to_group) memcpy(p + X6P_D + 2 * lane, &b->d, 2);
+    else memcpy(&b->d, p + X6P_D + 2 * lane, 2);
+}
+
 // Block b's bytes of row `lane` in a group's block `p` <-> the plain block `x`: the scale, then
 // the quants in pieces of 4 (Q8_0's each plus 128).
 static void move_block(uint32_t layout, uint8_t *p, int lane, uint8_t *x, int to_group) {
-    if (layout == HK_Q4_K_X16P) {
-        move_q4_K(p, lane, x, to_group);
+    if (layout == HK_Q4_K_X16P || layout == HK_Q6_K_X16P) {
+        if (layout == HK_Q4_K_X16P) move_q4_K(p, lane, x, to_group); else move_q6_K(p, lane, x, to_group);
         return;
     }
     if (layout == HK_Q8_0_X16P) {
@@ -119,7 +140,7 @@ static void rows_one_by_one(int isa, uint32_t layout, const void *w, int64_t r0,
     for (int64_t r = r0; r < r1; r++) {
         unpack_row(layout, w, r, nb, row);
         // K-quant columns sum in an order that depends on their runs: the plain rows' matmul.
-        if (s.plain == HK_Q4_K && cols > 1) {
+        if ((s.plain == HK_Q4_K || s.plain == HK_Q6_K) && cols > 1) {
             hk_matmul(isa, s.plain, row, (size_t)nb * s.block, 0, 1, a, a_stride, cols, n, runs, n_runs, out + r, out_stride);
             continue;
         }

@@ -33,6 +33,17 @@ typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } hk_q4_
 #define XP_BLOCK (XP_DMIN + 32)
 typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } hk_q5_K;
 typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } hk_q6_K;
+
+// HK_Q6_K_X16P: a group of sixteen rows' super-block (3360 bytes, as many as the rows' blocks),
+// in the order the kernels read it:
+//   scales  [16][16 rows] int8
+//   quants  [8 words l][2 halves h][3][16 rows] uint32: of each row, ql word 16h + l, ql word
+//           16h + 8 + l and qh word 8h + l (the bits of quants 128h + 32k + 4l ... + 3, k = 0..3)
+//   d       [16 rows] f16
+#define X6P_SCALES 0
+#define X6P_WORDS(h, l) (256 + 192 * (2 * (l) + (h)))
+#define X6P_D 3328
+#define X6P_BLOCK (X6P_D + 32)
 typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } hk_q8_K;
 
 _Static_assert(sizeof(hk_q4_0) == 18, "q4_0");

@@ -97,7 +97,7 @@ public struct RowKernel: Sendable {
     /// The kernel for the same rows once `interleave(_:rowBytes:rows:into:)` has written them a
     /// group at a time side by side, the layout the fastest products of their type read on this
     /// CPU (as llama.cpp repacks Q4_0 into block_q4_0x8): Q4_0 in llama.cpp's repacked order 8 rows
-    /// at a time, Q8_0 and Q4_K 16 rows at a time where the CPU has AVX-512 VNNI. Nil when there is none
+    /// at a time, Q8_0, Q4_K and Q6_K 16 rows at a time where the CPU has AVX-512 VNNI. Nil when there is none
     /// (or on the portable path). It sums as this kernel does; its `dot` does not apply.
     public var interleaved: RowKernel? {
         guard path == .best, !readsInterleavedRows else { return nil }

@@ -390,18 +390,18 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
         }
     }
 
-    /// Q4_K matrices interleaved 16 rows at a time (where the CPU has AVX-512 VNNI) give the
-    /// plain rows' products bit for bit: matVec in the lone dot product's order, matMul with runs
-    /// that mix the order of columns in fours and that of the rest, for any row range (rows cut
-    /// from their group go one at a time), with VNNI turned off after the interleaving; and the
-    /// same rows.
-    @Test(arguments: [256, 2048])
-    func interleavedQ4_KSumsAsPlainRows(count: Int) throws {
-        let (rowCount, runs) = (48, [4, 3, 1, 8, 5])
+    /// Q4_K and Q6_K matrices interleaved 16 rows at a time (where the CPU has AVX-512 VNNI) give
+    /// the plain rows' products bit for bit: matVec in the lone dot product's order, matMul with
+    /// runs that mix the orders (Q4_K's columns in fours and the rest, Q6_K's runs of 8 or more
+    /// and the shorter), for any row range (rows cut from their group go one at a time), with
+    /// VNNI turned off after the interleaving; and the same rows.
+    @Test(arguments: [(GGMLType.q4_K, 256), (.q4_K, 2048), (.q6_K, 512), (.q6_K, 2048)])
+    func interleavedKQuantsSumAsPlainRows(type: GGMLType, count: Int) throws {
+        let (rowCount, runs) = (48, [4, 3, 1, 9, 5, 12])
         let columns = runs.reduce(0, +)
         defer { RowKernel.usesVNNI = true }
-        let t = try DotCase(.q4_K, path: .best, count: count, rows: rowCount, columns: columns, seed: 1300 + UInt64(count))
-        let kernel = try RowKernel(weightType: .q4_K, rows: rowCount)
+        let t = try DotCase(type, path: .best, count: count, rows: rowCount, columns: columns, seed: 1300 + UInt64(count))
+        let kernel = try RowKernel(weightType: type, rows: rowCount)
         func multiply(_ matrix: BlockMatrix, rows: Range<Int>) -> (vector: [Float], product: [Float]) {
             var vector = [Float](repeating: .nan, count: rowCount), product = [Float](repeating: .nan, count: rowCount * columns)
             t.activations.withUnsafeBytes { a in
@@ -418,6 +418,8 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
         try t.weights.withUnsafeBytes { w in
             let plain = BlockMatrix(w.baseAddress!, rows: rowCount, columns: count, kernel: kernel)
             let matrix = plain.interleaved()
+            // Interleaved where Q8_0 is: where the CPU has AVX-512 VNNI.
+            #expect((kernel.interleaved != nil) == (try RowKernel(weightType: .q8_0, rows: 16).interleaved != nil))
             #expect(matrix.kernel.readsInterleavedRows == (kernel.interleaved != nil))
             #expect(matrix.weightBytes == plain.weightBytes)
             let want = multiply(plain, rows: 0..<rowCount)
@@ -437,8 +439,8 @@ func batchOrder(_ type: GGMLType, _ path: KernelPath, column: Int, of columns: I
             var got = [Float](repeating: .nan, count: count), expected = got
             for r in 0..<rowCount {
                 matrix.row(r, into: &got)
-                try dequantizeRow(.q4_K, w.baseAddress! + r * t.rowBytes, into: &expected, count: count)
-                #expect(got == expected, "row \(r)")
+                try dequantizeRow(type, w.baseAddress! + r * t.rowBytes, into: &expected, count: count)
+                #expect(got == expected, "\(type.name) row \(r)")
             }
         }
     }

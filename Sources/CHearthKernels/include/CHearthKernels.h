@@ -44,11 +44,18 @@ extern "C" {
 /// AVX-512 VNNI.
 #define HK_Q4_K_X16P 0x10005
 
+/// Not a GGML type: Q6_K rows interleaved sixteen at a time by `hk_interleave`: for each group
+/// of 16 rows and each super-block, byte i of the rows' scales for i = 0..15, then for l = 0..7
+/// and h = 0..1 the words ql[16h + l], ql[16h + 8 + l] and qh[8h + l] (4 bytes each) of rows 0 to
+/// 15 in turn, then their f16 d (3360 bytes, as many as the 16 rows' blocks). It sums as HK_Q6_K does;
+/// its kernels need AVX-512 VNNI.
+#define HK_Q6_K_X16P 0x10006
+
 // In an interleaved layout rows stay `row_bytes` apart on average: group g of G rows starts at
 // g * G * row_bytes. The matrix kernels take any row range; `hk_dot` does not apply.
 
 /// The interleaved layout that the best path multiplies fastest for `kernel_type` (HK_Q4_0_X8,
-/// HK_Q8_0 or HK_Q4_K) on this CPU, or 0 when there is none; `*group_rows` gets its rows per group.
+/// HK_Q8_0, HK_Q4_K or HK_Q6_K) on this CPU, or 0 when there is none; `*group_rows` gets its rows per group.
 uint32_t hk_interleaved_layout(uint32_t kernel_type, int32_t *group_rows);
 
 /// Writes `rows` (a multiple of the layout's group) rows of `row_bytes` from `src` to `dst`
@@ -58,7 +65,7 @@ void hk_interleave(uint32_t layout, const void *src, size_t row_bytes, int64_t r
 /// Row `row` of `n` values of the matrix at `w` in `layout`, as floats.
 void hk_interleaved_row(uint32_t layout, const void *w, int64_t row, int64_t n, float *out);
 
-/// Whether the AVX2 path's HK_Q4_0_X8, HK_Q4_0_X8P, HK_Q8_0_X16P and HK_Q4_K_X16P products use VNNI's byte dot products (AVX-512 VNNI or
+/// Whether the AVX2 path's HK_Q4_0_X8, HK_Q4_0_X8P, HK_Q8_0_X16P, HK_Q4_K_X16P and HK_Q6_K_X16P products use VNNI's byte dot products (AVX-512 VNNI or
 /// AVX-VNNI) where the CPU has them: they do unless `allowed` was 0; pass 1 to allow them
 /// again, -1 to only ask. The results are the same bits either way.
 int hk_use_vnni(int allowed);
