@@ -1032,60 +1032,6 @@ static HK_VNNI512 void xp_unpack16(const uint8_t *group, int64_t nb, uint8_t *ds
     }
 }
 
-static HK_VNNI512 void matvec_q4_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const void *a, int64_t n,
-                                       float *out) {
-    const int64_t nb = n / QK_K;
-    for (int64_t g = 0; g < rows / 16; g++) xp_column(w + (size_t)g * 16 * row_bytes, a, nb, out + 16 * g);
-}
-
-// Groups of sixteen rows against every group of columns: columns in fours (K_PAIRS) through the
-// group unpacked once, the others (K_BLOCKS) one at a time from the interleaved rows.
-static HK_VNNI512 void matmul_q4_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a,
-                                       size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs,
-                                       float *out, size_t out_stride) {
-    int64_t total = 0;
-    for (int64_t i = 0; runs && i < n_runs; i++) total += runs[i] > 0 ? runs[i] : 0;
-    if (runs && total != cols) runs = NULL;
-    const int64_t nb = n / QK_K;
-    k_group *groups = malloc((size_t)cols * sizeof(k_group));
-    uint8_t *unpacked = aligned_alloc(64, (size_t)nb * X16_BLOCK);
-    if (groups && unpacked) {
-        const int64_t ng = k_groups(K_Q4, cols, runs, n_runs, groups);
-        for (int64_t g = 0; g < rows / 16; g++) {
-            const uint8_t *group = w + (size_t)g * 16 * row_bytes;
-            int unpacked_once = 0;
-            for (int64_t gi = 0; gi < ng; gi++) {
-                const k_group cg = groups[gi];
-                float *o = out + (size_t)cg.first * out_stride + 16 * g;
-                if (cg.order == K_PAIRS) {
-                    if (!unpacked_once) xp_unpack16(group, nb, unpacked);
-                    unpacked_once = 1;
-                    const uint8_t *ap[4];
-                    for (int i = 0; i < 4; i++) ap[i] = a + (size_t)(cg.first + i) * a_stride;
-                    q4k_x16_cols4(unpacked, ap, nb, o, out_stride);
-                    continue;
-                }
-                float col[16];
-                for (int i = 0; i < cg.nc; i++) {
-                    xp_column(group, (const hk_q8_K *)(a + (size_t)(cg.first + i) * a_stride), nb, col);
-                    memcpy(o + (size_t)i * out_stride, col, sizeof col);
-                }
-            }
-        }
-    }
-    free(groups);
-    free(unpacked);
-}
-
-HK_AVX2 void hk_avx2_matvec_q4_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const void *a, int64_t n, float *out) {
-    matvec_q4_Kx16p(w, row_bytes, rows, a, n, out);
-}
-
-HK_AVX2 void hk_avx2_matmul_q4_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a, size_t a_stride,
-                                     int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs, float *out,
-                                     size_t out_stride) {
-    matmul_q4_Kx16p(w, row_bytes, rows, a, a_stride, cols, n, runs, n_runs, out, out_stride);
-}
 
 
 // ---- Q6_K rows interleaved at load (HK_Q6_K_X16P, laid out as internal.h says) -----------------
@@ -1173,42 +1119,57 @@ static HK_VNNI512 void x6p_unpack16(const uint8_t *group, int64_t nb, uint8_t *d
     }
 }
 
-static HK_VNNI512 void matvec_q6_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const void *a, int64_t n,
-                                       float *out) {
-    const int64_t nb = n / QK_K;
-    for (int64_t g = 0; g < rows / 16; g++) x6p_column(w + (size_t)g * 16 * row_bytes, a, nb, out + 16 * g);
+
+// ---- both interleaved K-quant layouts ------------------------------------------------------------
+
+// Sixteen interleaved rows (kind K_Q4 or K_Q6) against one column in a lone dot product's order.
+HK_INLINE HK_VNNI512 void x16p_column(const int kind, const uint8_t *group, const hk_q8_K *y, int64_t nb, float *out) {
+    if (kind == K_Q4) xp_column(group, y, nb, out);
+    else x6p_column(group, y, nb, out);
 }
 
-// Groups of sixteen rows against every group of columns: runs of 8 or more (K_TILED) through the
-// group unpacked once, the others (K_LANES) one column at a time from the interleaved rows.
-static HK_VNNI512 void matmul_q6_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a,
-                                       size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs,
-                                       float *out, size_t out_stride) {
+HK_INLINE HK_VNNI512 void x16p_matvec(const int kind, const uint8_t *w, size_t row_bytes, int64_t rows, const void *a,
+                                      int64_t n, float *out) {
+    const int64_t nb = n / QK_K;
+    for (int64_t g = 0; g < rows / 16; g++) x16p_column(kind, w + (size_t)g * 16 * row_bytes, a, nb, out + 16 * g);
+}
+
+// Groups of sixteen rows against every group of columns: the groups in the packed kernels' order
+// (Q4_K's columns in fours, Q6_K's runs of 8 or more) through the rows unpacked once a group, the
+// others one column at a time from the interleaved rows.
+HK_INLINE HK_VNNI512 void x16p_matmul(const int kind, const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a,
+                                      size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs,
+                                      float *out, size_t out_stride) {
     int64_t total = 0;
     for (int64_t i = 0; runs && i < n_runs; i++) total += runs[i] > 0 ? runs[i] : 0;
     if (runs && total != cols) runs = NULL;
     const int64_t nb = n / QK_K;
+    const int packed_order = kind == K_Q4 ? K_PAIRS : K_TILED;
     k_group *groups = malloc((size_t)cols * sizeof(k_group));
-    uint8_t *unpacked = aligned_alloc(64, (size_t)nb * X16Q6_BLOCK);
+    uint8_t *unpacked = aligned_alloc(64, (size_t)nb * (kind == K_Q4 ? X16_BLOCK : X16Q6_BLOCK));
     if (groups && unpacked) {
-        const int64_t ng = k_groups(K_Q6, cols, runs, n_runs, groups);
+        const int64_t ng = k_groups(kind, cols, runs, n_runs, groups);
         for (int64_t g = 0; g < rows / 16; g++) {
             const uint8_t *group = w + (size_t)g * 16 * row_bytes;
             int unpacked_once = 0;
             for (int64_t gi = 0; gi < ng; gi++) {
                 const k_group cg = groups[gi];
                 float *o = out + (size_t)cg.first * out_stride + 16 * g;
-                if (cg.order == K_TILED) {
-                    if (!unpacked_once) x6p_unpack16(group, nb, unpacked);
+                if (cg.order == packed_order) {
+                    if (!unpacked_once) {
+                        if (kind == K_Q4) xp_unpack16(group, nb, unpacked);
+                        else x6p_unpack16(group, nb, unpacked);
+                    }
                     unpacked_once = 1;
                     const uint8_t *ap[4];
                     for (int i = 0; i < 4; i++) ap[i] = a + (size_t)(cg.first + (i < cg.nc ? i : 0)) * a_stride;
-                    q6k_x16(unpacked, ap, cg.nc, nb, o, out_stride);
+                    if (kind == K_Q4) q4k_x16_cols4(unpacked, ap, nb, o, out_stride);
+                    else q6k_x16(unpacked, ap, cg.nc, nb, o, out_stride);
                     continue;
                 }
                 float col[16];
                 for (int i = 0; i < cg.nc; i++) {
-                    x6p_column(group, (const hk_q8_K *)(a + (size_t)(cg.first + i) * a_stride), nb, col);
+                    x16p_column(kind, group, (const hk_q8_K *)(a + (size_t)(cg.first + i) * a_stride), nb, col);
                     memcpy(o + (size_t)i * out_stride, col, sizeof col);
                 }
             }
@@ -1218,14 +1179,27 @@ static HK_VNNI512 void matmul_q6_Kx16p(const uint8_t *w, size_t row_bytes, int64
     free(unpacked);
 }
 
-HK_AVX2 void hk_avx2_matvec_q6_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const void *a, int64_t n, float *out) {
-    matvec_q6_Kx16p(w, row_bytes, rows, a, n, out);
-}
+#define HK_X16P_KERNELS(name, kind)                                                                        \
+    static HK_VNNI512 void matvec_##name(const uint8_t *w, size_t rb, int64_t rows, const void *a, int64_t n,  \
+                                         float *out) {                                                      \
+        x16p_matvec(kind, w, rb, rows, a, n, out);                                                          \
+    }                                                                                                       \
+    static HK_VNNI512 void matmul_##name(const uint8_t *w, size_t rb, int64_t rows, const uint8_t *a,       \
+                                         size_t as, int64_t cols, int64_t n, const int64_t *runs,           \
+                                         int64_t n_runs, float *out, size_t os) {                           \
+        x16p_matmul(kind, w, rb, rows, a, as, cols, n, runs, n_runs, out, os);                              \
+    }                                                                                                       \
+    HK_AVX2 void hk_avx2_matvec_##name(const uint8_t *w, size_t rb, int64_t rows, const void *a, int64_t n, \
+                                       float *out) {                                                        \
+        matvec_##name(w, rb, rows, a, n, out);                                                              \
+    }                                                                                                       \
+    HK_AVX2 void hk_avx2_matmul_##name(const uint8_t *w, size_t rb, int64_t rows, const uint8_t *a,         \
+                                       size_t as, int64_t cols, int64_t n, const int64_t *runs,             \
+                                       int64_t n_runs, float *out, size_t os) {                             \
+        matmul_##name(w, rb, rows, a, as, cols, n, runs, n_runs, out, os);                                  \
+    }
 
-HK_AVX2 void hk_avx2_matmul_q6_Kx16p(const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a, size_t a_stride,
-                                     int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs, float *out,
-                                     size_t out_stride) {
-    matmul_q6_Kx16p(w, row_bytes, rows, a, a_stride, cols, n, runs, n_runs, out, out_stride);
-}
+HK_X16P_KERNELS(q4_Kx16p, K_Q4)
+HK_X16P_KERNELS(q6_Kx16p, K_Q6)
 
 #endif
