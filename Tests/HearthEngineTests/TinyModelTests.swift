@@ -28,7 +28,7 @@ extension TinyLlama {
         ("no key/value heads", [("llama.attention.head_count_kv", .uint32(0))]),
         ("heads that do not group", [("llama.attention.head_count_kv", .uint32(3))]),
         ("mixture of experts", [("llama.expert_count", .uint32(8))]),
-        ("RoPE scaling", [("llama.rope.scaling.type", .string("yarn"))]),
+        ("unknown RoPE scaling", [("llama.rope.scaling.type", .string("longrope"))]),
         ("NaN epsilon", [("llama.attention.layer_norm_rms_epsilon", .float32(.nan))]),
         ("unknown architecture", [("general.architecture", .string("mamba"))]),
         ("unknown pre-tokenizer", [("tokenizer.ggml.pre", .string("nonesuch"))]),

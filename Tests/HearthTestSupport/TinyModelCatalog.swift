@@ -11,6 +11,8 @@ extension TinyModel {
         qwen("qwen2-b", "qwen2", kQuants: true),
         qwen("qwen3-a", "qwen3"),
         qwen("qwen3-b", "qwen3", kQuants: true),
+        // Qwen3 with YaRN RoPE scaling (factor 4 over a trained context of 256 positions).
+        qwen("qwen3-yarn", "qwen3", yarn: true),
         qwen("qwen3moe-a", "qwen3moe"),
         qwen("qwen3moe-b", "qwen3moe", kQuants: true),
         phi3("phi3-a", longContext: false),
@@ -34,9 +36,13 @@ extension TinyModel {
         return model
     }
 
-    private static func qwen(_ name: String, _ architecture: String, kQuants: Bool = false) -> TinyModel {
+    private static func qwen(_ name: String, _ architecture: String, kQuants: Bool = false, yarn: Bool = false) -> TinyModel {
         var model = base(name, architecture, vocabulary: "llama-cpp-vocab/ggml-vocab-qwen2.gguf", kQuants: kQuants)
         model.ropeBase = 1_000_000
+        if yarn {
+            model.extraMetadata = [("rope.scaling.type", .string("yarn")), ("rope.scaling.factor", .float32(4)),
+                                   ("rope.scaling.original_context_length", .uint32(256))]
+        }
         model.attentionBiases = architecture == "qwen2"
         model.headNorms = architecture != "qwen2"
         if architecture == "qwen3moe" {

@@ -84,30 +84,64 @@ final class RotaryEmbedding: Sendable {
 
 extension RotaryEmbedding {
     /// The RoPE a file describes for `c.architecture`, as llama.cpp reads it: `rope.freq_base`
-    /// (or `base`), `rope.scaling.type` (none or linear) with `rope.scaling.factor` (or the old
-    /// `rope.scale_linear`), `rope.scaling.attn_factor`, and the per-frequency divisors of
+    /// (or `base`), `rope.scaling.type` (none, linear or yarn) with `rope.scaling.factor` (or the
+    /// old `rope.scale_linear`), `rope.scaling.attn_factor`, and the per-frequency divisors of
     /// `factors` when the file has that tensor (Llama 3's `rope_freqs.weight`). Other scaling
     /// types are refused by name.
+    ///
+    /// YaRN (`yarn`) interpolates the angles by the factor, keeps the fastest-turning pairs
+    /// extrapolated with a ramp between (the pairs that turn more than 32 and fewer than once
+    /// over `rope.scaling.original_context_length` positions, or the trained context), and
+    /// scales cos and sin by 1 + 0.1 ln(factor), with llama.cpp's defaults and roundings.
     static func read(_ gguf: GGUFFile, configuration c: ModelConfiguration, pairing: Pairing, base: Float? = nil,
                      factors: String? = "rope_freqs.weight", scaled: Bool = true) throws -> RotaryEmbedding {
         let a = c.architecture
         let type = gguf.string("\(a).rope.scaling.type") ?? "linear"
-        guard type == "linear" || type == "none" else {
+        guard type == "linear" || type == "none" || type == "yarn" else {
             throw HearthError.unsupportedModel(reason: "\(a) models with \(type) RoPE scaling")
         }
         let factor = gguf.float("\(a).rope.scaling.factor") ?? gguf.float("\(a).rope.scale_linear") ?? 0
         guard factor.isFinite, factor >= 0 else {
             throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "\(a).rope.scaling.factor is \(factor)")
         }
-        let attentionFactor = gguf.float("\(a).rope.scaling.attn_factor") ?? 1
+        var attentionFactor = gguf.float("\(a).rope.scaling.attn_factor") ?? 1
         guard attentionFactor.isFinite, attentionFactor > 0 else {
             throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "\(a).rope.scaling.attn_factor is \(attentionFactor)")
         }
+        let base = base ?? c.ropeBase
+        let frequencyScale: Float = scaled && type != "none" && factor != 0 ? 1 / factor : 1
+        var yarn: YaRN?
+        if scaled && type == "yarn" {
+            let original = gguf.int("\(a).rope.scaling.original_context_length") ?? c.contextLength
+            guard original > 0 else {
+                throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "\(a).rope.scaling.original_context_length is \(original)")
+            }
+            yarn = YaRN(dimensions: c.ropeDimensions, originalContext: original, base: base)
+            // llama.cpp's magnitude: 1 + 0.1 ln(factor) divided out again before the kernel
+            // multiplies it back in, each step rounded to float.
+            let scale = 1 / frequencyScale
+            if scale > 1 { attentionFactor = (0.1 * logf(scale) + 1) * (1 / (1 + 0.1 * logf(scale))) * attentionFactor }
+        }
         return RotaryEmbedding(
-            dimensions: c.ropeDimensions, base: base ?? c.ropeBase, pairing: pairing,
+            dimensions: c.ropeDimensions, base: base, pairing: pairing,
             frequencyFactors: try factors.flatMap { try loadOptionalVector(gguf, $0, count: c.ropeDimensions / 2) },
-            frequencyScale: scaled && type == "linear" && factor != 0 ? 1 / factor : 1,
-            attentionFactor: attentionFactor)
+            frequencyScale: frequencyScale, attentionFactor: attentionFactor, yarn: yarn)
+    }
+}
+
+extension RotaryEmbedding.YaRN {
+    /// YaRN with llama.cpp's defaults (extrapolation factor 1, β fast 32 and slow 1): the ramp
+    /// runs over the pairs that turn between 32 times and once over `originalContext` positions
+    /// (`ggml_rope_yarn_corr_dims`).
+    init(dimensions: Int, originalContext: Int, base: Float, betaFast: Float = 32, betaSlow: Float = 1) {
+        // (float)M_PI, rounded to nearest (Float.pi is rounded down).
+        let pi = Float(Double.pi)
+        func pair(turning rotations: Float) -> Float {
+            Float(dimensions) * logf(Float(originalContext) / (rotations * 2 * pi)) / (2 * logf(base))
+        }
+        factor = 1
+        low = max(0, floorf(pair(turning: betaFast)))
+        high = min(Float(dimensions - 1), ceilf(pair(turning: betaSlow)))
     }
 }
 
