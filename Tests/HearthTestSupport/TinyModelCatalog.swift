@@ -19,6 +19,7 @@ extension TinyModel {
         phi3("phi3-b", longContext: true, kQuants: true),
         gemma2("gemma2-a"),
         gemma2("gemma2-b", kQuants: true),
+        smollm3("smollm3-a"),
     ]
 
     private static func base(_ name: String, _ architecture: String, vocabulary: String, kQuants: Bool) -> TinyModel {
@@ -74,6 +75,14 @@ extension TinyModel {
         model.types.output = nil
         model.extraMetadata = [("attention.sliding_window", .uint32(16)), ("attn_logit_softcapping", .float32(50)),
                                ("final_logit_softcapping", .float32(30))]
+        return model
+    }
+
+    /// SmolLM3 with Llama 3's tokenizer and five blocks, the fourth without RoPE.
+    private static func smollm3(_ name: String) -> TinyModel {
+        var model = base(name, "smollm3", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: false)
+        model.layers = 5
+        model.ropeBase = 5_000_000
         return model
     }
 

@@ -24,6 +24,7 @@ enum ArchitectureRegistry {
         ("phi3", Phi3.self, "Phi-3 (Phi-3.5, Phi-4-mini)"),
         ("gemma2", Gemma2.self, "Gemma 2"),
         ("gemma3", Gemma3.self, "Gemma 3"),
+        ("smollm3", SmolLM3.self, "SmolLM3"),
     ]
 
     /// The type that runs `architecture`, or nil.

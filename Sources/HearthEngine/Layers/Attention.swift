@@ -49,7 +49,9 @@ struct Attention {
     let bias: FloatBuffer?
     let queryNorm: RMSNorm?            // (headDim), applied to each query head
     let keyNorm: RMSNorm?              // (headDim), applied to each key head
-    let rope: RotaryEmbedding
+    /// The rotation of queries and keys, or nil for a layer without positions (SmolLM3's NoPE
+    /// layers).
+    let rope: RotaryEmbedding?
     /// The RoPE of sequences whose context is longer than `beyond` positions (Phi-3's
     /// LongRoPE long factors), or nil.
     let longContextRope: (rope: RotaryEmbedding, beyond: Int)?
@@ -67,7 +69,7 @@ struct Attention {
     /// The attention of block `layer` (tensor names `blk.N.attn_*`), reading separate or fused
     /// QKV weights and any biases the file has; Q/K norms when `headNorms` says the family has
     /// them.
-    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, rope: RotaryEmbedding,
+    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, rope: RotaryEmbedding?,
          longContextRope: (rope: RotaryEmbedding, beyond: Int)? = nil, headNorms: Bool = false,
          window: Int? = nil, softCap: Float? = nil, scale: Scale) throws {
         let p = "blk.\(layer)."
@@ -121,7 +123,7 @@ struct Attention {
         let qkv = pass.workspace.floats(.qkv, n * qkvWidth)
         pass.project(input, columns: dim, through: projection.matrices, into: qkv, outputStride: qkvWidth)
 
-        let table = pass.rotaryTable(rope)
+        let table = rope.map { pass.rotaryTable($0) }
         let longTable = longContextRope.map { (table: pass.rotaryTable($0.rope), beyond: $0.beyond) }
         // Norms and rotations cost several operations a value.
         pass.forEachRow(width: 4 * qkvWidth) { row in
@@ -130,12 +132,14 @@ struct Attention {
             if let bias { TensorMath.add(bias.pointer, to: q, count: qkvWidth) }
             queryNorm?.perHead(q, heads: heads)
             keyNorm?.perHead(k, heads: kvHeads)
-            var rowTable = table + row * rope.tableWidth
-            if let longTable, pass.sequence(ofRow: row).contextLength > longTable.beyond {
-                rowTable = longTable.table + row * rope.tableWidth
+            if let rope, let table {
+                var rowTable = table + row * rope.tableWidth
+                if let longTable, pass.sequence(ofRow: row).contextLength > longTable.beyond {
+                    rowTable = longTable.table + row * rope.tableWidth
+                }
+                rope.rotate(q, heads: heads, headDimension: headDimension, table: rowTable)
+                rope.rotate(k, heads: kvHeads, headDimension: headDimension, table: rowTable)
             }
-            rope.rotate(q, heads: heads, headDimension: headDimension, table: rowTable)
-            rope.rotate(k, heads: kvHeads, headDimension: headDimension, table: rowTable)
             if case .queries(let factor) = scale {
                 for j in 0..<queryWidth { q[j] *= factor }
             }

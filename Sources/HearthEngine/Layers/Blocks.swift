@@ -49,14 +49,14 @@ struct PreNormBlock: DecoderBlock {
     }
 
     /// Llama's stack: each block's attention over `rope` (over `longContextRope` for contexts
-    /// longer than its `beyond`), with per-head query and key norms when `headNorms`, and a
-    /// SwiGLU feed-forward network.
+    /// longer than its `beyond`; no rotation in the blocks `rotates` says no to), with per-head
+    /// query and key norms when `headNorms`, and a SwiGLU feed-forward network.
     static func llama(_ gguf: GGUFFile, configuration c: ModelConfiguration, rope: RotaryEmbedding,
                       longContextRope: (rope: RotaryEmbedding, beyond: Int)? = nil, headNorms: Bool = false,
-                      scale: Attention.Scale) throws -> [PreNormBlock] {
+                      rotates: (Int) -> Bool = { _ in true }, scale: Attention.Scale) throws -> [PreNormBlock] {
         try stack(gguf, configuration: c) { i in
-            (try Attention(gguf, layer: i, configuration: c, rope: rope, longContextRope: longContextRope,
-                           headNorms: headNorms, scale: scale),
+            (try Attention(gguf, layer: i, configuration: c, rope: rotates(i) ? rope : nil,
+                           longContextRope: longContextRope, headNorms: headNorms, scale: scale),
              try FeedForward(gguf, layer: i, configuration: c, activation: .silu))
         }
     }
