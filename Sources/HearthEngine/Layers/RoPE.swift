@@ -117,10 +117,11 @@ extension RotaryEmbedding {
                 throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "\(a).rope.scaling.original_context_length is \(original)")
             }
             yarn = YaRN(dimensions: c.ropeDimensions, originalContext: original, base: base)
-            // llama.cpp's magnitude: 1 + 0.1 ln(factor) divided out again before the kernel
-            // multiplies it back in, each step rounded to float.
+            // llama.cpp's magnitude: 1 + 0.1 ln(factor) (1 for a factor up to 1), divided by the
+            // 1 + 0.1 ln(factor) the rotation multiplies back in, each step rounded to float.
             let scale = 1 / frequencyScale
-            if scale > 1 { attentionFactor = (0.1 * logf(scale) + 1) * (1 / (1 + 0.1 * logf(scale))) * attentionFactor }
+            let magnitude: Float = scale <= 1 ? 1 : 0.1 * logf(scale) + 1
+            attentionFactor = magnitude * (1 / (1 + 0.1 * logf(scale))) * attentionFactor
         }
         return RotaryEmbedding(
             dimensions: c.ropeDimensions, base: base, pairing: pairing,
