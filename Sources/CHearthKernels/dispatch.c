@@ -6,6 +6,8 @@ static int interleaved_layout(uint32_t type) {
 }
 
 static const hk_kernel *kernel_for(int isa, uint32_t type) {
+    const hk_kernel *lowbit = hk_lowbit_kernel(isa, type);
+    if (lowbit) return lowbit;
 #if HK_HAVE_AVX2
     if (isa == HK_ISA_AVX2) return hk_avx2_kernel(type);
 #endif
@@ -17,9 +19,11 @@ int32_t hk_activation_type(uint32_t weight_type) {
     switch (weight_type) {
     case HK_F32: case HK_BF16: return HK_F32;
     case HK_F16: return HK_F16;
-    case HK_Q4_0: case HK_Q4_0_X8: case HK_Q4_0_X8P: case HK_Q5_0: case HK_Q8_0: case HK_Q8_0_X16P: return HK_Q8_0;
+    case HK_Q4_0: case HK_Q4_0_X8: case HK_Q4_0_X8P: case HK_Q5_0: case HK_Q8_0: case HK_Q8_0_X16P:
+    case HK_IQ4_NL: case HK_IQ4_NL_X8: return HK_Q8_0;
     case HK_Q4_1: case HK_Q5_1: return HK_Q8_1;
-    case HK_Q4_K: case HK_Q4_K_X16P: case HK_Q5_K: case HK_Q6_K: case HK_Q6_K_X16P: return HK_Q8_K;
+    case HK_Q2_K: case HK_Q3_K: case HK_Q4_K: case HK_Q4_K_X16P: case HK_Q5_K: case HK_Q6_K: case HK_Q6_K_X16P:
+    case HK_IQ4_XS: return HK_Q8_K;
     default: return -1;
     }
 }
@@ -32,6 +36,7 @@ int hk_quantize_activations(int isa, uint32_t type, const float *x, void *dst, i
 }
 
 int hk_dequantize(int isa, uint32_t type, const void *src, float *dst, int64_t n) {
+    if (hk_lowbit_dequantize(type, src, dst, n) == 0) return 0;
 #if HK_HAVE_AVX2
     if (isa == HK_ISA_AVX2) return hk_avx2_dequantize(type, src, dst, n);
 #endif

@@ -159,6 +159,65 @@ public struct Q8_KBlock: GGMLBlock {
     public var bsums: Int16x16
 }
 
+/// Q2_K: 256 weights in 16 sub-blocks of 16, w = d * sc[j] * q - dmin * m[j] with 2-bit q and
+/// 4-bit sc (low nibble of scales[j]) and m (high nibble). Bits 2s..2s+1 of qs[32i + l] hold
+/// element 128i + 32s + l. 84 bytes: 2.625 bits per weight.
+public struct Q2_KBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .q2_K }
+    /// Sub-block scales (low nibbles) and minimums (high nibbles).
+    public var scales: Bytes16
+    /// Packed 2-bit quants.
+    public var qs: Bytes64
+    /// Super-block scale of the sub-block scales.
+    public var d: Half
+    /// Super-block scale of the sub-block minimums.
+    public var dmin: Half
+}
+
+/// Q3_K: 256 weights in 16 sub-blocks of 16, w = d * (sc[j] - 32) * (q - 4) with 3-bit q: its
+/// low two bits laid out as Q2_K's, its high bit (4 when set) bit 4i + s of hmask[l] for element
+/// 128i + 32s + l; the 6-bit sc packed in `scales`. 110 bytes: 3.4375 bits per weight.
+public struct Q3_KBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .q3_K }
+    /// High bits of the quants.
+    public var hmask: Bytes32
+    /// Low two bits of the quants.
+    public var qs: Bytes64
+    /// Sixteen 6-bit scales.
+    public var scales: Bytes12
+    /// Super-block scale.
+    public var d: Half
+}
+
+/// IQ4_NL: 32 weights, w = d * v[q] with 4-bit q into a fixed table of 16 non-uniform values
+/// (-127 ... 113), nibbles as in Q4_0. 18 bytes: 4.5 bits per weight.
+public struct IQ4_NLBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .iq4_nl }
+    /// Scale.
+    public var d: Half
+    /// Packed nibbles.
+    public var qs: Bytes16
+}
+
+/// IQ4_XS: 256 weights in 8 sub-blocks of 32, w = d * (ls[j] - 32) * v[q] with IQ4_NL's values
+/// and 6-bit ls (low four bits in scales_l, high two in scales_h); each sub-block's nibbles as
+/// in Q4_0. 136 bytes: 4.25 bits per weight.
+public struct IQ4_XSBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .iq4_xs }
+    /// Super-block scale.
+    public var d: Half
+    /// High two bits of the eight sub-block scales.
+    public var scalesHigh: UInt16
+    /// Low four bits of the sub-block scales, two to a byte.
+    public var scalesLow: Bytes4
+    /// Packed nibbles.
+    public var qs: Bytes128
+}
+
 /// F32: one weight per "block". 32 bits per weight.
 public struct F32Block: GGMLBlock {
     /// Type of the block.
@@ -200,6 +259,10 @@ extension GGMLType {
         case .q5_K: return Q5_KBlock.self
         case .q6_K: return Q6_KBlock.self
         case .q8_K: return Q8_KBlock.self
+        case .q2_K: return Q2_KBlock.self
+        case .q3_K: return Q3_KBlock.self
+        case .iq4_nl: return IQ4_NLBlock.self
+        case .iq4_xs: return IQ4_XSBlock.self
         default: return nil
         }
     }

@@ -13,6 +13,9 @@ func halfFieldOffsets(_ type: GGMLType) -> [Int] {
     case .q4_0, .q5_0, .q8_0: return [0]
     case .q4_1, .q5_1, .q4_K, .q5_K: return [0, 2]
     case .q6_K: return [208]
+    case .q2_K: return [80, 82]
+    case .q3_K: return [108]
+    case .iq4_nl, .iq4_xs: return [0]
     default: return []
     }
 }

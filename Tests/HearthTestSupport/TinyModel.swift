@@ -309,6 +309,44 @@ public enum RandomWeights {
                 for _ in 0..<16 { out.append(UInt8(16 + byte() % 48)) }
                 half(blockScale(scale / (18.5 * 40)))
             }
+        case .q2_K:
+            for _ in 0..<count / 256 {
+                // Scales and mins of 8..15 under d and dmin chosen to centre the quants (0..3).
+                for _ in 0..<16 { out.append((8 + byte() % 8) | ((8 + byte() % 8) << 4)) }
+                bytes(64)
+                let d = blockScale(scale / (1.12 * 11.5))
+                half(d)
+                half(d * 1.5)
+            }
+        case .q3_K:
+            for _ in 0..<count / 256 {
+                bytes(32 + 64)
+                // Sixteen 6-bit scales of 40..63 (8..31 once 32 comes off), packed as llama.cpp packs them.
+                let scales = (0..<16).map { _ in UInt8(40 + byte() % 24) }
+                var packed = [UInt8](repeating: 0, count: 12)
+                for j in 0..<16 {
+                    let low = scales[j] & 0xF, high = scales[j] >> 4
+                    packed[j % 8] |= j < 8 ? low : low << 4
+                    packed[8 + j % 4] |= high << (2 * (j / 4))
+                }
+                out += packed
+                half(blockScale(scale / (2.3 * 20)))
+            }
+        case .iq4_nl:
+            for _ in 0..<count / 32 {
+                half(blockScale(scale / 66))
+                bytes(16)
+            }
+        case .iq4_xs:
+            for _ in 0..<count / 256 {
+                // Eight 6-bit scales of 40..63 (8..31 once 32 comes off).
+                let scales = (0..<8).map { _ in UInt16(40 + byte() % 24) }
+                half(blockScale(scale / (66 * 20)))
+                let high = (0..<8).reduce(UInt16(0)) { $0 | ((scales[$1] >> 4) << (2 * $1)) }
+                withUnsafeBytes(of: high.littleEndian) { out += $0 }
+                for j in 0..<4 { out.append(UInt8(scales[2 * j] & 0xF) | UInt8(scales[2 * j + 1] & 0xF) << 4) }
+                bytes(128)
+            }
         default:
             preconditionFailure("no random weights for \(type.name)")
         }

@@ -7,6 +7,9 @@ extension TinyModel {
         // Llama 3.x: the llama-bpe vocabulary and per-frequency RoPE factors.
         llama("llama3-a", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", ropeFactors: true),
         llama("llama3-b", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: true, ropeFactors: true),
+        // The low-bit formats of the dynamic quantizations: Q2_K, Q3_K, IQ4_NL and IQ4_XS.
+        llama("llama3-lowbit", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: true, ropeFactors: true,
+              types: Types(embedding: .q3_K, attention: .iq4_nl, feedForward: .q2_K, down: .iq4_xs, output: .q3_K)),
         qwen("qwen2-a", "qwen2"),
         qwen("qwen2-b", "qwen2", kQuants: true),
         qwen("qwen3-a", "qwen3"),
@@ -86,8 +89,10 @@ extension TinyModel {
         return model
     }
 
-    private static func llama(_ name: String, vocabulary: String, kQuants: Bool = false, ropeFactors: Bool = false) -> TinyModel {
+    private static func llama(_ name: String, vocabulary: String, kQuants: Bool = false, ropeFactors: Bool = false,
+                              types: Types? = nil) -> TinyModel {
         var model = base(name, "llama", vocabulary: vocabulary, kQuants: kQuants)
+        if let types { model.types = types }
         model.ropeBase = 500_000
         if ropeFactors { model.globalTensors.append(("rope_freqs.weight", [model.headDimension / 2], .f32)) }
         return model

@@ -51,6 +51,11 @@ extern "C" {
 /// its kernels need AVX-512 VNNI.
 #define HK_Q6_K_X16P 0x10006
 
+/// Not a GGML type: IQ4_NL weights of a matrix whose row count is a multiple of 8, summed as
+/// llama.cpp sums the block_iq4_nlx8 it repacks them into on AVX2 (one fused multiply-add per
+/// block). The data is plain IQ4_NL; pass this in place of the type to the dot and matrix kernels.
+#define HK_IQ4_NL_X8 0x10007
+
 // In an interleaved layout rows stay `row_bytes` apart on average: group g of G rows starts at
 // g * G * row_bytes. The matrix kernels take any row range; `hk_dot` does not apply.
 

@@ -1,0 +1,392 @@
+// Q2_K, Q3_K, IQ4_NL and IQ4_XS: dequantization, and products with int8 activations (Q8_K, and
+// Q8_0 for IQ4_NL) that give llama.cpp's AVX2 results bit for bit on both paths.
+//
+// A product's integers are exact in any order; what llama.cpp's kernels fix is which partial
+// sums become floats and how the floats are accumulated. Each kernel here computes the same
+// partial sums ("lanes") on either path — vector code on AVX2, scalar code elsewhere — and then
+// runs one shared float sequence over them:
+//
+// - ggml_vec_dot_*: per super-block eight int32 lanes, lane k gathering the elements e with
+//   (e % 32) / 4 == k, each product weighted by its sub-block's scale; each lane is scaled by
+//   d(weights) · d(activations) into its own float lane (Q2_K first adds its mins' lanes under
+//   -dmin · d), and the eight float lanes are added at the end. IQ4_NL's blocks of 32 alternate
+//   between two such float accumulators, and a last odd block is fused in as a scalar.
+// - The tiled kernel llama.cpp uses for K-quant batches of 8 or more columns (Q2_K, Q3_K,
+//   IQ4_XS): one integer per super-block, scaled by d(weights) (Q2_K's mins fused in with
+//   -dmin), then fused with d(activations) into one float per row and column.
+// - IQ4_NL repacked eight rows at a time (block_iq4_nlx8, matrices whose rows are a multiple
+//   of 8): one integer per block of 32, fused with d(weights) · d(activations).
+#pragma STDC FP_CONTRACT OFF
+#include <math.h>
+#include "internal.h"
+#if HK_HAVE_AVX2
+#include "avx2.h"
+#endif
+
+// ---- the formats ---------------------------------------------------------------------------
+
+// Q3_K's sixteen 6-bit scales, less 32.
+static void q3k_scales(const uint8_t *packed, int sc[16]) {
+    uint32_t aux[4];
+    memcpy(aux, packed, 12);
+    const uint32_t low4 = 0x0f0f0f0f, low2 = 0x03030303, top = aux[2];
+    aux[2] = ((aux[0] >> 4) & low4) | (((top >> 4) & low2) << 4);
+    aux[3] = ((aux[1] >> 4) & low4) | (((top >> 6) & low2) << 4);
+    aux[0] = (aux[0] & low4) | ((top & low2) << 4);
+    aux[1] = (aux[1] & low4) | (((top >> 2) & low2) << 4);
+    const uint8_t *b = (const uint8_t *)aux;
+    for (int i = 0; i < 16; i++) sc[i] = (int)b[i] - 32;
+}
+
+// IQ4_XS's scale of sub-block ib (0..7), less 32.
+static inline int iq4xs_scale(const hk_iq4_xs *x, int ib) {
+    const int ls = ((x->scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((x->scales_h >> (2 * ib)) & 3) << 4);
+    return ls - 32;
+}
+
+// Element e of a 256-element block stored 2 bits per weight, 32 bytes per 128 elements:
+// bits 2s..2s+1 of byte 32j + (e % 32) hold element 128j + 32s + (e % 32).
+static inline int two_bits(const uint8_t *qs, int e) {
+    return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
+
+static inline int q3k_value(const hk_q3_K *x, int e) {
+    const int high = (x->hmask[e % 32] >> (4 * (e / 128) + (e % 128) / 32)) & 1;
+    return two_bits(x->qs, e) - (high ? 0 : 4);
+}
+
+// Element t (0..31) of 16 bytes of nibbles: low nibbles first, then high.
+static inline int nibble(const uint8_t *qs, int t) {
+    return t < 16 ? qs[t] & 0xF : qs[t - 16] >> 4;
+}
+
+// ---- dequantize (GGML's dequantize_row_*) --------------------------------------------------
+
+static void deq_q2_K(const hk_q2_K *x, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, y += QK_K) {
+        const float d = hk_fp16_to_fp32(x[i].d), dmin = hk_fp16_to_fp32(x[i].dmin);
+        for (int s = 0; s < 16; s++) {
+            const float dl = d * (float)(x[i].scales[s] & 0xF), ml = dmin * (float)(x[i].scales[s] >> 4);
+            for (int e = 16 * s; e < 16 * s + 16; e++) y[e] = dl * (float)two_bits(x[i].qs, e) - ml;
+        }
+    }
+}
+
+static void deq_q3_K(const hk_q3_K *x, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, y += QK_K) {
+        const float d = hk_fp16_to_fp32(x[i].d);
+        int sc[16];
+        q3k_scales(x[i].scales, sc);
+        for (int s = 0; s < 16; s++) {
+            const float dl = d * (float)sc[s];
+            for (int e = 16 * s; e < 16 * s + 16; e++) y[e] = dl * (float)q3k_value(&x[i], e);
+        }
+    }
+}
+
+static void deq_iq4_nl(const hk_iq4_nl *x, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, y += QK) {
+        const float d = hk_fp16_to_fp32(x[i].d);
+        for (int t = 0; t < 32; t++) y[t] = d * (float)hk_iq4_values[nibble(x[i].qs, t)];
+    }
+}
+
+static void deq_iq4_xs(const hk_iq4_xs *x, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, y += QK_K) {
+        const float d = hk_fp16_to_fp32(x[i].d);
+        for (int ib = 0; ib < 8; ib++) {
+            const float dl = d * (float)iq4xs_scale(&x[i], ib);
+            for (int t = 0; t < 32; t++) y[32 * ib + t] = dl * (float)hk_iq4_values[nibble(x[i].qs + 16 * ib, t)];
+        }
+    }
+}
+
+int hk_lowbit_dequantize(uint32_t type, const void *src, float *dst, int64_t n) {
+    switch (type) {
+    case HK_Q2_K: deq_q2_K(src, dst, n / QK_K); return 0;
+    case HK_Q3_K: deq_q3_K(src, dst, n / QK_K); return 0;
+    case HK_IQ4_NL: deq_iq4_nl(src, dst, n / QK); return 0;
+    case HK_IQ4_XS: deq_iq4_xs(src, dst, n / QK_K); return 0;
+    default: return -1;
+    }
+}
+
+// ---- lanes, scalar -------------------------------------------------------------------------
+
+// lane[k] = Σ over elements e with (e % 32) / 4 == k of scale(e) · w(e) · a(e).
+static void q2k_lanes_scalar(const hk_q2_K *x, const hk_q8_K *y, int32_t lane[8], int32_t mins[8]) {
+    memset(lane, 0, 8 * sizeof *lane);
+    for (int e = 0; e < QK_K; e++) lane[(e % 32) / 4] += (x->scales[e / 16] & 0xF) * two_bits(x->qs, e) * y->qs[e];
+    // The mins pair up the sub-blocks' activation sums: lane k holds sub-blocks 2k and 2k + 1.
+    for (int k = 0; k < 8; k++)
+        mins[k] = (x->scales[2 * k] >> 4) * y->bsums[2 * k] + (x->scales[2 * k + 1] >> 4) * y->bsums[2 * k + 1];
+}
+
+static void q3k_lanes_scalar(const hk_q3_K *x, const hk_q8_K *y, int32_t lane[8]) {
+    int sc[16];
+    q3k_scales(x->scales, sc);
+    memset(lane, 0, 8 * sizeof *lane);
+    for (int e = 0; e < QK_K; e++) lane[(e % 32) / 4] += sc[e / 16] * q3k_value(x, e) * y->qs[e];
+}
+
+static void iq4xs_lanes_scalar(const hk_iq4_xs *x, const hk_q8_K *y, int32_t lane[8]) {
+    memset(lane, 0, 8 * sizeof *lane);
+    for (int ib = 0; ib < 8; ib++) {
+        const int sc = iq4xs_scale(x, ib);
+        for (int t = 0; t < 32; t++)
+            lane[t / 4] += sc * hk_iq4_values[nibble(x->qs + 16 * ib, t)] * y->qs[32 * ib + t];
+    }
+}
+
+static void iq4nl_lanes_scalar(const hk_iq4_nl *x, const hk_q8_0 *y, int32_t lane[8]) {
+    memset(lane, 0, 8 * sizeof *lane);
+    for (int t = 0; t < 32; t++) lane[t / 4] += hk_iq4_values[nibble(x->qs, t)] * y->qs[t];
+}
+
+// ---- lanes, AVX2 ---------------------------------------------------------------------------
+
+#if HK_HAVE_AVX2
+HK_INLINE HK_AVX2 __m256i scale_pair(int lo, int hi) {
+    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
+}
+
+static HK_AVX2 void q2k_lanes_avx2(const hk_q2_K *x, const hk_q8_K *y, int32_t lane[8], int32_t mins[8]) {
+    const __m256i three = _mm256_set1_epi8(3);
+    const __m128i packed = _mm_loadu_si128((const __m128i *)x->scales);
+    const __m256i mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0xF)));
+    _mm256_storeu_si256((__m256i *)mins, _mm256_madd_epi16(mn, hk_load256(y->bsums)));
+    __m256i sum = _mm256_setzero_si256();
+    for (int j = 0; j < 2; j++) {
+        const __m256i q = hk_load256(x->qs + 32 * j);
+        for (int s = 0; s < 4; s++) {
+            const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three);
+            const __m256i p = _mm256_maddubs_epi16(u, hk_load256(y->qs + 128 * j + 32 * s));
+            const int sb = 8 * j + 2 * s;
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, scale_pair(x->scales[sb] & 0xF, x->scales[sb + 1] & 0xF)));
+        }
+    }
+    _mm256_storeu_si256((__m256i *)lane, sum);
+}
+
+static HK_AVX2 void q3k_lanes_avx2(const hk_q3_K *x, const hk_q8_K *y, int32_t lane[8]) {
+    const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), four = _mm256_set1_epi8(4);
+    int sc[16];
+    q3k_scales(x->scales, sc);
+    const __m256i hm = hk_load256(x->hmask);
+    __m256i sum = _mm256_setzero_si256();
+    for (int j = 0; j < 2; j++) {
+        const __m256i q = hk_load256(x->qs + 32 * j);
+        for (int s = 0; s < 4; s++) {
+            // Values 0..7 (the weight plus 4); the 4 comes off each pair of products exactly.
+            const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * j + s), one);
+            const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three), _mm256_slli_epi16(high, 2));
+            const __m256i a = hk_load256(y->qs + 128 * j + 32 * s);
+            const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(u, a), _mm256_maddubs_epi16(four, a));
+            const int sb = 8 * j + 2 * s;
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, scale_pair(sc[sb], sc[sb + 1])));
+        }
+    }
+    _mm256_storeu_si256((__m256i *)lane, sum);
+}
+
+// 32 IQ4 values of 16 bytes of nibbles times 32 int8 activations, as int16 pair sums. The
+// values are at most 127 in size and Q8 activations never -128, so no pair saturates.
+HK_INLINE HK_AVX2 __m256i iq4_pairs(const uint8_t *qs, const int8_t *a) {
+    const __m128i values = _mm_loadu_si128((const __m128i *)hk_iq4_values), low4 = _mm_set1_epi8(0xF);
+    const __m128i bytes = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i v = _mm256_set_m128i(_mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(bytes, 4), low4)),
+                                       _mm_shuffle_epi8(values, _mm_and_si128(bytes, low4)));
+    return _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(hk_load256(a), v));
+}
+
+static HK_AVX2 void iq4xs_lanes_avx2(const hk_iq4_xs *x, const hk_q8_K *y, int32_t lane[8]) {
+    __m256i sum = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ib++)
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(iq4_pairs(x->qs + 16 * ib, y->qs + 32 * ib),
+                                                      _mm256_set1_epi16((short)iq4xs_scale(x, ib))));
+    _mm256_storeu_si256((__m256i *)lane, sum);
+}
+
+static HK_AVX2 void iq4nl_lanes_avx2(const hk_iq4_nl *x, const hk_q8_0 *y, int32_t lane[8]) {
+    _mm256_storeu_si256((__m256i *)lane, _mm256_madd_epi16(iq4_pairs(x->qs, y->qs), _mm256_set1_epi16(1)));
+}
+
+static HK_AVX2 float fma_avx2(float a, float b, float c) { return hk_fma(a, b, c); }
+#endif
+
+// ---- the float sequences -------------------------------------------------------------------
+
+typedef struct {
+    void (*q2k)(const hk_q2_K *, const hk_q8_K *, int32_t *, int32_t *);
+    void (*q3k)(const hk_q3_K *, const hk_q8_K *, int32_t *);
+    void (*iq4xs)(const hk_iq4_xs *, const hk_q8_K *, int32_t *);
+    void (*iq4nl)(const hk_iq4_nl *, const hk_q8_0 *, int32_t *);
+    float (*fma)(float, float, float);
+} lanes_path;
+
+static const lanes_path scalar_path = {q2k_lanes_scalar, q3k_lanes_scalar, iq4xs_lanes_scalar, iq4nl_lanes_scalar, fmaf};
+#if HK_HAVE_AVX2
+static const lanes_path avx2_path = {q2k_lanes_avx2, q3k_lanes_avx2, iq4xs_lanes_avx2, iq4nl_lanes_avx2, fma_avx2};
+#endif
+
+static inline int32_t lane_total(const int32_t lane[8]) {
+    int32_t s = 0;
+    for (int k = 0; k < 8; k++) s += lane[k];
+    return s;
+}
+
+// The eight float lanes added as hsum_float_8 adds them.
+static inline float lanes_hsum(const float a[8]) {
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+enum { ORDER_LANES, ORDER_TILED, ORDER_BLOCKS };
+
+// One 256-element row of type (Q2_K, Q3_K or IQ4_XS) against one Q8_K row, nb super-blocks.
+static float kdot(const lanes_path *p, uint32_t type, int order, const uint8_t *w, const hk_q8_K *y, int64_t nb) {
+    float acc[8] = {0}, total = 0;
+    int32_t lane[8], mins[8];
+    for (int64_t i = 0; i < nb; i++) {
+        float d, dmin = 0;
+        if (type == HK_Q2_K) {
+            const hk_q2_K *x = (const hk_q2_K *)w + i;
+            p->q2k(x, &y[i], lane, mins);
+            d = hk_fp16_to_fp32(x->d);
+            dmin = hk_fp16_to_fp32(x->dmin);
+        } else if (type == HK_Q3_K) {
+            const hk_q3_K *x = (const hk_q3_K *)w + i;
+            p->q3k(x, &y[i], lane);
+            d = hk_fp16_to_fp32(x->d);
+        } else {
+            const hk_iq4_xs *x = (const hk_iq4_xs *)w + i;
+            p->iq4xs(x, &y[i], lane);
+            d = hk_fp16_to_fp32(x->d);
+        }
+        if (order == ORDER_TILED) {
+            float r = d * (float)lane_total(lane);
+            if (type == HK_Q2_K) r = p->fma(-dmin, (float)lane_total(mins), r);
+            total = p->fma(r, y[i].d, total);
+            continue;
+        }
+        const float dd = type == HK_IQ4_XS ? d * y[i].d : y[i].d * d;
+        if (type == HK_Q2_K) {
+            const float dm = -y[i].d * dmin;
+            for (int k = 0; k < 8; k++) acc[k] = p->fma(dm, (float)mins[k], acc[k]);
+        }
+        for (int k = 0; k < 8; k++) acc[k] = p->fma(dd, (float)lane[k], acc[k]);
+    }
+    return order == ORDER_TILED ? total : lanes_hsum(acc);
+}
+
+// One IQ4_NL row against one Q8_0 row, nb blocks of 32.
+static float iq4nl_dot(const lanes_path *p, int order, const hk_iq4_nl *x, const hk_q8_0 *y, int64_t nb) {
+    int32_t lane[8];
+    if (order == ORDER_BLOCKS) {
+        float acc = 0;
+        for (int64_t i = 0; i < nb; i++) {
+            p->iq4nl(&x[i], &y[i], lane);
+            acc = p->fma((float)lane_total(lane), hk_fp16_to_fp32(x[i].d) * hk_fp16_to_fp32(y[i].d), acc);
+        }
+        return acc;
+    }
+    float acc[2][8] = {{0}};
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        for (int h = 0; h < 2; h++) {
+            p->iq4nl(&x[i + h], &y[i + h], lane);
+            const float d = hk_fp16_to_fp32(y[i + h].d) * hk_fp16_to_fp32(x[i + h].d);
+            for (int k = 0; k < 8; k++) acc[h][k] = p->fma(d, (float)lane[k], acc[h][k]);
+        }
+    }
+    float both[8];
+    for (int k = 0; k < 8; k++) both[k] = acc[0][k] + acc[1][k];
+    float sum = lanes_hsum(both);
+    for (; i < nb; i++) {
+        p->iq4nl(&x[i], &y[i], lane);
+        sum = p->fma(hk_fp16_to_fp32(y[i].d) * hk_fp16_to_fp32(x[i].d), (float)lane_total(lane), sum);
+    }
+    return sum;
+}
+
+// ---- kernels -------------------------------------------------------------------------------
+
+static const lanes_path *path_of(int isa) {
+#if HK_HAVE_AVX2
+    if (isa == HK_ISA_AVX2) return &avx2_path;
+#endif
+    (void)isa;
+    return &scalar_path;
+}
+
+#define LOWBIT_KERNELS(NAME, ISA, TYPE, SINGLE)                                                    \
+    static float NAME##_dot(const void *w, const void *a, int64_t n) {                            \
+        return TYPE == HK_IQ4_NL || TYPE == HK_IQ4_NL_X8                                          \
+                   ? iq4nl_dot(path_of(ISA), SINGLE, w, a, n / QK)                                \
+                   : kdot(path_of(ISA), TYPE, SINGLE, w, a, n / QK_K);                            \
+    }                                                                                             \
+    static void NAME##_matmul(const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a, \
+                              size_t a_stride, int64_t cols, int64_t n, const int64_t *runs,      \
+                              int64_t n_runs, float *out, size_t out_stride) {                    \
+        matmul_runs(path_of(ISA), TYPE, SINGLE, w, row_bytes, rows, a, a_stride, cols, n, runs,   \
+                    n_runs, out, out_stride);                                                     \
+    }                                                                                             \
+    static const hk_kernel NAME = {NAME##_dot, NULL, NAME##_matmul};
+
+// Each run of columns (one sequence's rows) is summed as llama.cpp sums a batch of its length:
+// the tiled order from 8 columns on for the super-block types, their single order below that.
+static void matmul_runs(const lanes_path *p, uint32_t type, int single, const uint8_t *w, size_t row_bytes, int64_t rows,
+                        const uint8_t *a, size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs,
+                        float *out, size_t out_stride) {
+    int64_t col = 0;
+    for (int64_t ri = 0; ri < (runs ? n_runs : 1); ri++) {
+        const int64_t len = runs ? runs[ri] : cols;
+        const int tiled = type != HK_IQ4_NL && type != HK_IQ4_NL_X8 && len >= 8;
+        for (int64_t c = col; c < col + len; c++) {
+            const uint8_t *ac = a + (size_t)c * a_stride;
+            for (int64_t r = 0; r < rows; r++) {
+                const uint8_t *wr = w + (size_t)r * row_bytes;
+                out[(size_t)c * out_stride + (size_t)r] =
+                    type == HK_IQ4_NL || type == HK_IQ4_NL_X8
+                        ? iq4nl_dot(p, single, (const hk_iq4_nl *)wr, (const hk_q8_0 *)ac, n / QK)
+                        : kdot(p, type, tiled ? ORDER_TILED : single, wr, (const hk_q8_K *)ac, n / QK_K);
+            }
+        }
+        col += len;
+    }
+}
+
+LOWBIT_KERNELS(k_q2_K_portable, HK_ISA_PORTABLE, HK_Q2_K, ORDER_LANES)
+LOWBIT_KERNELS(k_q3_K_portable, HK_ISA_PORTABLE, HK_Q3_K, ORDER_LANES)
+LOWBIT_KERNELS(k_iq4_xs_portable, HK_ISA_PORTABLE, HK_IQ4_XS, ORDER_LANES)
+LOWBIT_KERNELS(k_iq4_nl_portable, HK_ISA_PORTABLE, HK_IQ4_NL, ORDER_LANES)
+LOWBIT_KERNELS(k_iq4_nl_x8_portable, HK_ISA_PORTABLE, HK_IQ4_NL_X8, ORDER_BLOCKS)
+#if HK_HAVE_AVX2
+LOWBIT_KERNELS(k_q2_K_avx2, HK_ISA_AVX2, HK_Q2_K, ORDER_LANES)
+LOWBIT_KERNELS(k_q3_K_avx2, HK_ISA_AVX2, HK_Q3_K, ORDER_LANES)
+LOWBIT_KERNELS(k_iq4_xs_avx2, HK_ISA_AVX2, HK_IQ4_XS, ORDER_LANES)
+LOWBIT_KERNELS(k_iq4_nl_avx2, HK_ISA_AVX2, HK_IQ4_NL, ORDER_LANES)
+LOWBIT_KERNELS(k_iq4_nl_x8_avx2, HK_ISA_AVX2, HK_IQ4_NL_X8, ORDER_BLOCKS)
+#endif
+
+const hk_kernel *hk_lowbit_kernel(int isa, uint32_t type) {
+#if HK_HAVE_AVX2
+    if (isa == HK_ISA_AVX2) {
+        switch (type) {
+        case HK_Q2_K: return &k_q2_K_avx2;
+        case HK_Q3_K: return &k_q3_K_avx2;
+        case HK_IQ4_XS: return &k_iq4_xs_avx2;
+        case HK_IQ4_NL: return &k_iq4_nl_avx2;
+        case HK_IQ4_NL_X8: return &k_iq4_nl_x8_avx2;
+        default: return NULL;
+        }
+    }
+#endif
+    switch (type) {
+    case HK_Q2_K: return &k_q2_K_portable;
+    case HK_Q3_K: return &k_q3_K_portable;
+    case HK_IQ4_XS: return &k_iq4_xs_portable;
+    case HK_IQ4_NL: return &k_iq4_nl_portable;
+    case HK_IQ4_NL_X8: return &k_iq4_nl_x8_portable;
+    default: return NULL;
+    }
+}
