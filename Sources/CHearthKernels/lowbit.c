@@ -150,45 +150,6 @@ HK_INLINE HK_AVX2 __m256i scale_pair(int lo, int hi) {
     return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
 }
 
-static HK_AVX2 void q2k_lanes_avx2(const hk_q2_K *x, const hk_q8_K *y, int32_t lane[8], int32_t mins[8]) {
-    const __m256i three = _mm256_set1_epi8(3);
-    const __m128i packed = _mm_loadu_si128((const __m128i *)x->scales);
-    const __m256i mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0xF)));
-    _mm256_storeu_si256((__m256i *)mins, _mm256_madd_epi16(mn, hk_load256(y->bsums)));
-    __m256i sum = _mm256_setzero_si256();
-    for (int j = 0; j < 2; j++) {
-        const __m256i q = hk_load256(x->qs + 32 * j);
-        for (int s = 0; s < 4; s++) {
-            const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three);
-            const __m256i p = _mm256_maddubs_epi16(u, hk_load256(y->qs + 128 * j + 32 * s));
-            const int sb = 8 * j + 2 * s;
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, scale_pair(x->scales[sb] & 0xF, x->scales[sb + 1] & 0xF)));
-        }
-    }
-    _mm256_storeu_si256((__m256i *)lane, sum);
-}
-
-static HK_AVX2 void q3k_lanes_avx2(const hk_q3_K *x, const hk_q8_K *y, int32_t lane[8]) {
-    const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), four = _mm256_set1_epi8(4);
-    int sc[16];
-    q3k_scales(x->scales, sc);
-    const __m256i hm = hk_load256(x->hmask);
-    __m256i sum = _mm256_setzero_si256();
-    for (int j = 0; j < 2; j++) {
-        const __m256i q = hk_load256(x->qs + 32 * j);
-        for (int s = 0; s < 4; s++) {
-            // Values 0..7 (the weight plus 4); the 4 comes off each pair of products exactly.
-            const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * j + s), one);
-            const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three), _mm256_slli_epi16(high, 2));
-            const __m256i a = hk_load256(y->qs + 128 * j + 32 * s);
-            const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(u, a), _mm256_maddubs_epi16(four, a));
-            const int sb = 8 * j + 2 * s;
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, scale_pair(sc[sb], sc[sb + 1])));
-        }
-    }
-    _mm256_storeu_si256((__m256i *)lane, sum);
-}
-
 // 32 IQ4 values of 16 bytes of nibbles times 32 int8 activations, as int16 pair sums. The
 // values are at most 127 in size and Q8 activations never -128, so no pair saturates.
 HK_INLINE HK_AVX2 __m256i iq4_pairs(const uint8_t *qs, const int8_t *a) {
@@ -197,14 +158,6 @@ HK_INLINE HK_AVX2 __m256i iq4_pairs(const uint8_t *qs, const int8_t *a) {
     const __m256i v = _mm256_set_m128i(_mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(bytes, 4), low4)),
                                        _mm_shuffle_epi8(values, _mm_and_si128(bytes, low4)));
     return _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(hk_load256(a), v));
-}
-
-static HK_AVX2 void iq4xs_lanes_avx2(const hk_iq4_xs *x, const hk_q8_K *y, int32_t lane[8]) {
-    __m256i sum = _mm256_setzero_si256();
-    for (int ib = 0; ib < 8; ib++)
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(iq4_pairs(x->qs + 16 * ib, y->qs + 32 * ib),
-                                                      _mm256_set1_epi16((short)iq4xs_scale(x, ib))));
-    _mm256_storeu_si256((__m256i *)lane, sum);
 }
 
 static HK_AVX2 void iq4nl_lanes_avx2(const hk_iq4_nl *x, const hk_q8_0 *y, int32_t lane[8]) {
@@ -226,7 +179,8 @@ typedef struct {
 
 static const lanes_path scalar_path = {q2k_lanes_scalar, q3k_lanes_scalar, iq4xs_lanes_scalar, iq4nl_lanes_scalar, fmaf};
 #if HK_HAVE_AVX2
-static const lanes_path avx2_path = {q2k_lanes_avx2, q3k_lanes_avx2, iq4xs_lanes_avx2, iq4nl_lanes_avx2, fma_avx2};
+// IQ4_NL's lanes on AVX2; the super-block types have kernels of their own there (kcols below).
+static const lanes_path avx2_path = {q2k_lanes_scalar, q3k_lanes_scalar, iq4xs_lanes_scalar, iq4nl_lanes_avx2, fma_avx2};
 #endif
 
 static inline int32_t lane_total(const int32_t lane[8]) {
@@ -308,6 +262,186 @@ static float iq4nl_dot(const lanes_path *p, int order, const hk_iq4_nl *x, const
     return sum;
 }
 
+// ---- AVX2: one row against up to four columns ----------------------------------------------
+
+#if HK_HAVE_AVX2
+// One super-block of Q2_K, Q3_K or IQ4_XS unpacked once for all the columns: the 32-element
+// chunks of its weights as bytes (Q2_K's 0..3, Q3_K's weight plus 4, IQ4_XS's |value| with its
+// signs apart), each chunk's two int16 scales (of its first and second 16 elements), and Q2_K's
+// sixteen mins.
+typedef struct {
+    __m256i u[8], sign[8], scale[8], mins;
+    float d, dmin;
+} unpacked;
+
+HK_INLINE HK_AVX2 void unpack(const uint32_t type, const uint8_t *w, unpacked *b) {
+    const __m256i three = _mm256_set1_epi8(3);
+    if (type == HK_Q2_K) {
+        const hk_q2_K *x = (const hk_q2_K *)w;
+        const __m128i packed = _mm_loadu_si128((const __m128i *)x->scales);
+        b->mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0xF)));
+        for (int j = 0; j < 2; j++) {
+            const __m256i q = hk_load256(x->qs + 32 * j);
+            for (int s = 0; s < 4; s++) {
+                const int ch = 4 * j + s;
+                b->u[ch] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three);
+                b->scale[ch] = scale_pair(x->scales[2 * ch] & 0xF, x->scales[2 * ch + 1] & 0xF);
+            }
+        }
+        b->d = hk_half(&x->d);
+        b->dmin = hk_half(&x->dmin);
+    } else if (type == HK_Q3_K) {
+        const hk_q3_K *x = (const hk_q3_K *)w;
+        const __m256i one = _mm256_set1_epi8(1), hm = hk_load256(x->hmask);
+        int sc[16];
+        q3k_scales(x->scales, sc);
+        for (int j = 0; j < 2; j++) {
+            const __m256i q = hk_load256(x->qs + 32 * j);
+            for (int s = 0; s < 4; s++) {
+                const int ch = 4 * j + s;
+                const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * j + s), one);
+                b->u[ch] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three), _mm256_slli_epi16(high, 2));
+                b->scale[ch] = scale_pair(sc[2 * ch], sc[2 * ch + 1]);
+            }
+        }
+        b->d = hk_half(&x->d);
+    } else {
+        const hk_iq4_xs *x = (const hk_iq4_xs *)w;
+        const __m128i values = _mm_loadu_si128((const __m128i *)hk_iq4_values), low4 = _mm_set1_epi8(0xF);
+        for (int ch = 0; ch < 8; ch++) {
+            const __m128i bytes = _mm_loadu_si128((const __m128i *)(x->qs + 16 * ch));
+            const __m256i v = _mm256_set_m128i(_mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(bytes, 4), low4)),
+                                               _mm_shuffle_epi8(values, _mm_and_si128(bytes, low4)));
+            b->u[ch] = _mm256_sign_epi8(v, v);
+            b->sign[ch] = v;
+            b->scale[ch] = _mm256_set1_epi16((short)iq4xs_scale(x, ch));
+        }
+        b->d = hk_half(&x->d);
+    }
+}
+
+// The eight lanes of one unpacked super-block against one Q8_K block.
+HK_INLINE HK_AVX2 __m256i block_lanes(const uint32_t type, const unpacked *b, const hk_q8_K *y) {
+    const __m256i four = _mm256_set1_epi8(4);
+    __m256i sum = _mm256_setzero_si256();
+    for (int ch = 0; ch < 8; ch++) {
+        const __m256i a = hk_load256(y->qs + 32 * ch);
+        __m256i p;
+        if (type == HK_IQ4_XS) p = _mm256_maddubs_epi16(b->u[ch], _mm256_sign_epi8(a, b->sign[ch]));
+        else p = _mm256_maddubs_epi16(b->u[ch], a);
+        if (type == HK_Q3_K) p = _mm256_sub_epi16(p, _mm256_maddubs_epi16(four, a));
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, b->scale[ch]));
+    }
+    return sum;
+}
+
+HK_INLINE HK_AVX2 int hsum_lanes(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+// One row of nb super-blocks against NC (1..4) Q8_K columns in `order`: out[c * out_stride].
+HK_INLINE HK_AVX2 void kcols(const uint32_t type, const int order, const uint8_t *w, const uint8_t *const *a, const int NC,
+                             int64_t nb, float *out, size_t out_stride) {
+    const size_t wb = type == HK_Q2_K ? sizeof(hk_q2_K) : type == HK_Q3_K ? sizeof(hk_q3_K) : sizeof(hk_iq4_xs);
+    __m256 acc[4];
+    float total[4];
+    for (int c = 0; c < NC; c++) {
+        acc[c] = _mm256_setzero_ps();
+        total[c] = 0;
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        unpacked b;
+        unpack(type, w + (size_t)i * wb, &b);
+        for (int c = 0; c < NC; c++) {
+            const hk_q8_K *y = (const hk_q8_K *)a[c] + i;
+            const __m256i lanes = block_lanes(type, &b, y);
+            __m256i mins = _mm256_setzero_si256();
+            if (type == HK_Q2_K) mins = _mm256_madd_epi16(b.mins, hk_load256(y->bsums));
+            if (order == ORDER_TILED) {
+                float r = b.d * (float)hsum_lanes(lanes);
+                if (type == HK_Q2_K) r = hk_fma(-b.dmin, (float)hsum_lanes(mins), r);
+                total[c] = hk_fma(r, y->d, total[c]);
+            } else {
+                if (type == HK_Q2_K) acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(-y->d * b.dmin), _mm256_cvtepi32_ps(mins), acc[c]);
+                const float dd = type == HK_IQ4_XS ? b.d * y->d : y->d * b.d;
+                acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(lanes), acc[c]);
+            }
+        }
+    }
+    for (int c = 0; c < NC; c++) out[(size_t)c * out_stride] = order == ORDER_TILED ? total[c] : hk_hsum(acc[c]);
+}
+
+static HK_AVX2 void kcols_any(const uint32_t type, const int order, const uint8_t *w, const uint8_t *const *a, const int NC,
+                              int64_t nb, float *out, size_t out_stride) {
+#define KCOLS(T)                                                                                          \
+    switch (NC) {                                                                                         \
+    case 4: kcols(T, order, w, a, 4, nb, out, out_stride); break;                                         \
+    case 3: kcols(T, order, w, a, 3, nb, out, out_stride); break;                                         \
+    case 2: kcols(T, order, w, a, 2, nb, out, out_stride); break;                                         \
+    default: kcols(T, order, w, a, 1, nb, out, out_stride); break;                                        \
+    }
+    switch (type) {
+    case HK_Q2_K: KCOLS(HK_Q2_K) break;
+    case HK_Q3_K: KCOLS(HK_Q3_K) break;
+    default: KCOLS(HK_IQ4_XS) break;
+    }
+#undef KCOLS
+}
+
+// Rows against runs of columns, four columns at a time, each run in the order of its length.
+static HK_AVX2 void kmatmul_avx2(const uint32_t type, const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a,
+                                 size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs, float *out,
+                                 size_t out_stride) {
+    int64_t col = 0;
+    for (int64_t ri = 0; ri < (runs ? n_runs : 1); ri++) {
+        const int64_t len = runs ? runs[ri] : cols;
+        const int order = len >= 8 ? ORDER_TILED : ORDER_LANES;
+        for (int64_t c0 = col; c0 < col + len; c0 += 4) {
+            const int nc = (int)(col + len - c0 < 4 ? col + len - c0 : 4);
+            const uint8_t *ac[4];
+            for (int c = 0; c < nc; c++) ac[c] = a + (size_t)(c0 + c) * a_stride;
+            for (int64_t r = 0; r < rows; r++)
+                kcols_any(type, order, w + (size_t)r * row_bytes, ac, nc, n / QK_K, out + (size_t)c0 * out_stride + (size_t)r,
+                          out_stride);
+        }
+        col += len;
+    }
+}
+
+static HK_AVX2 float kdot_avx2(const uint32_t type, const void *w, const void *a, int64_t n) {
+    const uint8_t *ac[1] = {a};
+    float out;
+    kcols_any(type, ORDER_LANES, w, ac, 1, n / QK_K, &out, 1);
+    return out;
+}
+
+static HK_AVX2 void kmatvec_avx2(const uint32_t type, const uint8_t *w, size_t row_bytes, int64_t rows, const void *a, int64_t n,
+                                 float *out) {
+    const uint8_t *ac[1] = {a};
+    for (int64_t r = 0; r < rows; r++) kcols_any(type, ORDER_LANES, w + (size_t)r * row_bytes, ac, 1, n / QK_K, out + r, 1);
+}
+
+#define KQUANT_AVX2(NAME, TYPE)                                                                         \
+    static HK_AVX2 float NAME##_dot(const void *w, const void *a, int64_t n) { return kdot_avx2(TYPE, w, a, n); } \
+    static HK_AVX2 void NAME##_matvec(const uint8_t *w, size_t row_bytes, int64_t rows, const void *a, int64_t n, \
+                                      float *out) {                                                    \
+        kmatvec_avx2(TYPE, w, row_bytes, rows, a, n, out);                                              \
+    }                                                                                                   \
+    static HK_AVX2 void NAME##_matmul(const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a, size_t a_stride, \
+                                      int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs, float *out, \
+                                      size_t out_stride) {                                              \
+        kmatmul_avx2(TYPE, w, row_bytes, rows, a, a_stride, cols, n, runs, n_runs, out, out_stride);    \
+    }                                                                                                   \
+    static const hk_kernel NAME = {NAME##_dot, NAME##_matvec, NAME##_matmul};
+
+KQUANT_AVX2(k_q2_K_avx2, HK_Q2_K)
+KQUANT_AVX2(k_q3_K_avx2, HK_Q3_K)
+KQUANT_AVX2(k_iq4_xs_avx2, HK_IQ4_XS)
+#endif
+
 // ---- kernels -------------------------------------------------------------------------------
 
 static const lanes_path *path_of(int isa) {
@@ -361,9 +495,6 @@ LOWBIT_KERNELS(k_iq4_xs_portable, HK_ISA_PORTABLE, HK_IQ4_XS, ORDER_LANES)
 LOWBIT_KERNELS(k_iq4_nl_portable, HK_ISA_PORTABLE, HK_IQ4_NL, ORDER_LANES)
 LOWBIT_KERNELS(k_iq4_nl_x8_portable, HK_ISA_PORTABLE, HK_IQ4_NL_X8, ORDER_BLOCKS)
 #if HK_HAVE_AVX2
-LOWBIT_KERNELS(k_q2_K_avx2, HK_ISA_AVX2, HK_Q2_K, ORDER_LANES)
-LOWBIT_KERNELS(k_q3_K_avx2, HK_ISA_AVX2, HK_Q3_K, ORDER_LANES)
-LOWBIT_KERNELS(k_iq4_xs_avx2, HK_ISA_AVX2, HK_IQ4_XS, ORDER_LANES)
 LOWBIT_KERNELS(k_iq4_nl_avx2, HK_ISA_AVX2, HK_IQ4_NL, ORDER_LANES)
 LOWBIT_KERNELS(k_iq4_nl_x8_avx2, HK_ISA_AVX2, HK_IQ4_NL_X8, ORDER_BLOCKS)
 #endif
