@@ -14,11 +14,12 @@ llama-server runs with flash attention off (-fa off), the arithmetic Hearth foll
 and a context of 1024 positions per sequence (which matters to models whose RoPE depends on
 the context, such as Phi-3's LongRoPE).
 
-    LLAMA_SERVER=/path/to/llama-server scripts/make-tiny-model-fixtures.py [NAME ...]
+    LLAMA_SERVER=/path/to/llama-server [LLAMA_BUILD="how it was built"] scripts/make-tiny-model-fixtures.py [NAME ...]
 
 llama-server is not part of Hearth: build it from llama.cpp (these fixtures were made with the
-vendor/llama.cpp of the llama-cpp-python 0.3.36 sdist, cmake -DGGML_NATIVE=ON). The tiny
-models need the vocab GGUFs that scripts/fetch-models brings.
+vendor/llama.cpp of the llama-cpp-python 0.3.36 sdist: those whose `reference` names no build
+with cmake -DGGML_NATIVE=ON on an AVX-512 host, the others as their `reference` says, LLAMA_BUILD's
+words). The tiny models need the vocab GGUFs that scripts/fetch-models brings.
 """
 import hashlib
 import json
@@ -118,6 +119,8 @@ def main():
             with open(path, "rb") as f:
                 digest = hashlib.sha256(f.read()).hexdigest()
             build, cases = run_model(server, path)
+            if os.environ.get("LLAMA_BUILD"):
+                build += f" ({os.environ['LLAMA_BUILD']})"
             fixture = {
                 "model": name,
                 "sha256": digest,

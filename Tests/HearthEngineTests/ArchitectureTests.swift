@@ -81,4 +81,36 @@ struct ArchitectureTests {
             }
         }
     }
+
+    @Test("eight sequences in shared passes give each the logits it gets alone, bit for bit", arguments: try fixtures())
+    fileprivate func tinyModelBatchedEqualsAlone(_ fixture: TinyFixture) throws {
+        let model = try TransformerModel(path: modelPath(fixture.model, sha256: fixture.sha256), threads: 2)
+        // The fixture's prompts and three shorter ones beside them, each followed by three of its
+        // reference tokens one pass at a time.
+        var prompts = fixture.cases.map(\.prompt_ids)
+        prompts += fixture.cases.prefix(3).enumerated().map { i, c in Array(c.prompt_ids.prefix(2 + 3 * i)) }
+        let followers = prompts.indices.map { i in Array(fixture.cases[i % fixture.cases.count].ids.prefix(3)) }
+        var alone: [[[UInt32]]] = []
+        for (prompt, next) in zip(prompts, followers) {
+            let sequence = try model.makeSequence(contextLength: 256)
+            var steps = [Array(try model.evaluate(prompt, sequence: sequence)).map(\.bitPattern)]
+            for token in next { steps.append(Array(try model.evaluate([token], sequence: sequence)).map(\.bitPattern)) }
+            alone.append(steps)
+        }
+        let sequences = try prompts.map { _ in try model.makeSequence(contextLength: 256) }
+        var first = Batch()
+        for (prompt, sequence) in zip(prompts, sequences) { try first.add(prompt, to: sequence) }
+        try model.evaluate(first)
+        for (index, sequence) in sequences.enumerated() {
+            #expect(Array(sequence.logits).map(\.bitPattern) == alone[index][0], "\(fixture.model) sequence \(index): the prompts' pass")
+        }
+        for step in 0..<3 {
+            var batch = Batch()
+            for (index, sequence) in sequences.enumerated() { try batch.add([followers[index][step]], to: sequence) }
+            try model.evaluate(batch)
+            for (index, sequence) in sequences.enumerated() {
+                #expect(Array(sequence.logits).map(\.bitPattern) == alone[index][step + 1], "\(fixture.model) sequence \(index): step \(step + 1)")
+            }
+        }
+    }
 }
