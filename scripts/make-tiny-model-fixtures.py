@@ -11,7 +11,10 @@ logits (null for a step whose token ends inside a UTF-8 character: the server do
 those).
 
 llama-server runs with flash attention off (-fa off), the arithmetic Hearth follows, 2 threads,
-and a context of 1024 positions per sequence (which matters to models whose RoPE depends on
+and a context of 1024 positions per sequence; for the held-back models also with --swa-full, which
+keeps a sliding-window layer's keys and values in the order of their positions as Hearth does
+(otherwise llama.cpp reuses the cells of positions that left the window, and its sums over the
+cells run in another order, which the F16 rounding of the attention weights can make visible) (which matters to models whose RoPE depends on
 the context, such as Phi-3's LongRoPE).
 
     LLAMA_SERVER=/path/to/llama-server [LLAMA_BUILD="how it was built"] scripts/make-tiny-model-fixtures.py [NAME ...]
@@ -64,10 +67,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_model(server, path):
+def run_model(server, path, all_steps=False, swa_full=False):
     port = free_port()
     process = subprocess.Popen([server, "-m", path, "-fa", "off", "-t", "2", "-c", str(CONTEXT), "-np", "1",
-                                "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                "--port", str(port)] + (["--swa-full"] if swa_full else []),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 120
         while True:
@@ -94,7 +98,7 @@ def run_model(server, path):
                     steps.append([{"id": t["id"], "logprob": t["logprob"]} for t in probabilities.pop(0)["top_logprobs"]])
                 else:
                     steps.append(None)
-            cases.append({"prompt": prompt, "prompt_ids": ids, "ids": tokens, "top_logprobs": steps[:8]})
+            cases.append({"prompt": prompt, "prompt_ids": ids, "ids": tokens, "top_logprobs": steps if all_steps else steps[:8]})
         return build, cases
     finally:
         process.terminate()
@@ -105,30 +109,35 @@ def main():
     server = os.environ.get("LLAMA_SERVER")
     if not server:
         sys.exit("Set LLAMA_SERVER to a llama-server binary (see this script's docstring).")
-    wanted = set(sys.argv[1:])
+    # --held-back: the held-back models (TinyModel.heldBack) into Tests/Fixtures/tiny-models-avx2.
+    held_back = "--held-back" in sys.argv[1:]
+    wanted = set(a for a in sys.argv[1:] if a != "--held-back")
+    out = fixtures + "-avx2" if held_back else fixtures
     with tempfile.TemporaryDirectory() as folder:
         subprocess.run(["swift", "build", "-c", "release", "--product", "tiny-models"], cwd=root, check=True,
                        stdout=subprocess.DEVNULL)
-        paths = subprocess.run([os.path.join(root, ".build", "release", "tiny-models"), folder], cwd=root, check=True,
+        paths = subprocess.run([os.path.join(root, ".build", "release", "tiny-models")] + (["--held-back"] if held_back else [])
+                               + [folder], cwd=root, check=True,
                                capture_output=True, text=True).stdout.split()
-        os.makedirs(fixtures, exist_ok=True)
+        os.makedirs(out, exist_ok=True)
         for path in paths:
             name = os.path.basename(path)[:-len(".gguf")]
             if wanted and name not in wanted:
                 continue
             with open(path, "rb") as f:
                 digest = hashlib.sha256(f.read()).hexdigest()
-            build, cases = run_model(server, path)
+            build, cases = run_model(server, path, all_steps=held_back, swa_full=held_back)
             if os.environ.get("LLAMA_BUILD"):
                 build += f" ({os.environ['LLAMA_BUILD']})"
             fixture = {
                 "model": name,
                 "sha256": digest,
-                "reference": f"llama.cpp {build}: llama-server -fa off -t 2 -c {CONTEXT}, /completion with the prompt's "
+                "reference": f"llama.cpp {build}: llama-server -fa off -t 2 -c {CONTEXT}{' --swa-full' if held_back else ''}, "
+                             f"/completion with the prompt's "
                              f"token ids, temperature 0, n_probs {TOP}",
                 "cases": cases,
             }
-            with open(os.path.join(fixtures, name + ".json"), "w") as f:
+            with open(os.path.join(out, name + ".json"), "w") as f:
                 json.dump(fixture, f, indent=1, ensure_ascii=False)
                 f.write("\n")
             print(f"{name}: {len(cases)} prompts, first continuation {cases[0]['ids'][:8]}")

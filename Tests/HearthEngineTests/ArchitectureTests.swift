@@ -24,8 +24,8 @@ private struct TinyFixture: Decodable, Sendable, CustomTestStringConvertible {
     var testDescription: String { model }
 }
 
-private func fixtures() throws -> [TinyFixture] {
-    let folder = TestFiles.packageRoot.appendingPathComponent("Tests/Fixtures/tiny-models")
+private func fixtures(_ name: String = "tiny-models") throws -> [TinyFixture] {
+    let folder = TestFiles.packageRoot.appendingPathComponent("Tests/Fixtures/\(name)")
     let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }.sorted()
     return try names.map { try JSONDecoder().decode(TinyFixture.self, from: Data(contentsOf: folder.appendingPathComponent($0))) }
 }
@@ -36,7 +36,8 @@ private let folder = FileManager.default.temporaryDirectory.appendingPathCompone
 
 private func modelPath(_ name: String, sha256: String) throws -> String {
     if let path = written.withLock({ $0[name] }) { return path }
-    let spec = try #require(TinyModel.catalog.first { $0.name == name }, "\(name) is not in TinyModel.catalog")
+    let spec = try #require((TinyModel.catalog + TinyModel.heldBack).first { $0.name == name },
+                            "\(name) is not in TinyModel.catalog or TinyModel.heldBack")
     let bytes = try spec.data()
     #expect(TinyModel.sha256(bytes) == sha256,
             "\(name): the model written differs from the one llama.cpp ran; rerun scripts/make-tiny-model-fixtures.py")
@@ -82,7 +83,8 @@ struct ArchitectureTests {
         }
     }
 
-    @Test("eight sequences in shared passes give each the logits it gets alone, bit for bit", arguments: try fixtures())
+    @Test("eight sequences in shared passes give each the logits it gets alone, bit for bit",
+          arguments: try fixtures() + fixtures("tiny-models-avx2"))
     fileprivate func tinyModelBatchedEqualsAlone(_ fixture: TinyFixture) throws {
         let model = try TransformerModel(path: modelPath(fixture.model, sha256: fixture.sha256), threads: 2)
         // The fixture's prompts and three shorter ones beside them, each followed by three of its
@@ -110,6 +112,49 @@ struct ArchitectureTests {
             try model.evaluate(batch)
             for (index, sequence) in sequences.enumerated() {
                 #expect(Array(sequence.logits).map(\.bitPattern) == alone[index][step + 1], "\(fixture.model) sequence \(index): step \(step + 1)")
+            }
+        }
+    }
+
+    /// The held-back models (other seeds, F16 attention and Q8_0, Q4_K_M and IQ4_XS mixes of every
+    /// family) against llama.cpp built for AVX2, every step of 32: greedy tokens equal until a step
+    /// where llama.cpp's top two are within 1e-4 (a tie that any change of summation order may
+    /// break), and the top-5 log-probabilities within 1e-3 up to and including that step.
+    @Test("held-back models: greedy tokens equal llama.cpp's (AVX2) but at near-ties, top-5 log-probabilities within 1e-3",
+          arguments: try fixtures("tiny-models-avx2"))
+    fileprivate func heldBackModelMatchesLlamaCpp(_ fixture: TinyFixture) throws {
+        let model = try TransformerModel(path: modelPath(fixture.model, sha256: fixture.sha256), threads: 2)
+        for (index, reference) in fixture.cases.enumerated() {
+            var options = GenerationOptions(sampling: .greedy, maxTokens: reference.ids.count)
+            options.logprobs = true
+            options.topLogprobs = 5
+            var ids: [Int32] = [], tops: [[TokenLogprob]] = []
+            let sequence = try model.makeSequence(contextLength: 1024)
+            try model.generate(prompt: reference.prompt_ids, options: options, sequence: sequence) { chunk in
+                if let token = chunk.token {
+                    ids.append(token)
+                    tops.append(chunk.topLogprobs)
+                }
+                return true
+            }
+            let parting = zip(ids, reference.ids).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            let compared = parting.map { $0 + 1 } ?? min(ids.count, reference.top_logprobs.count)
+            for step in 0..<compared {
+                guard let expected = reference.top_logprobs[step] else { continue }
+                for candidate in expected {
+                    let got: Float = tops[step].first { $0.token == candidate.id }?.logprob ?? -.infinity
+                    #expect(abs(got - candidate.logprob) <= 1e-3,
+                            "\(fixture.model) prompt \(index) step \(step): token \(candidate.id) \(got) against \(candidate.logprob)")
+                }
+            }
+            if let parting {
+                let expected = try #require(reference.top_logprobs[parting], "\(fixture.model) prompt \(index): no logprobs where the tokens part")
+                #expect(expected.count >= 2 && abs(expected[0].logprob - expected[1].logprob) <= 1e-4
+                            && expected.prefix(2).contains { $0.id == ids[parting] },
+                        "\(fixture.model) prompt \(index): tokens part at step \(parting) (\(ids[parting]) against \(reference.ids[parting])) without a near-tie: \(expected.prefix(2))")
+            } else {
+                // llama.cpp's count includes an end-of-generation token, which Hearth reports as the finish.
+                #expect(reference.ids.count - ids.count <= 1, "\(fixture.model) prompt \(index): \(ids.count) tokens against \(reference.ids.count)")
             }
         }
     }

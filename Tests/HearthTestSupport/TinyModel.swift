@@ -321,8 +321,9 @@ public enum RandomWeights {
         case .q3_K:
             for _ in 0..<count / 256 {
                 bytes(32 + 64)
-                // Sixteen 6-bit scales of 40..63 (8..31 once 32 comes off), packed as llama.cpp packs them.
-                let scales = (0..<16).map { _ in UInt8(40 + byte() % 24) }
+                // Sixteen 6-bit scales of 32 ± 8..31 (either sign once 32 comes off, so that the
+                // quants' mean of -1/2 does not bias the rows), packed as llama.cpp packs them.
+                let scales = (0..<16).map { _ in byte() & 1 == 0 ? UInt8(40 + byte() % 24) : UInt8(24 - byte() % 24) }
                 var packed = [UInt8](repeating: 0, count: 12)
                 for j in 0..<16 {
                     let low = scales[j] & 0xF, high = scales[j] >> 4
@@ -334,13 +335,14 @@ public enum RandomWeights {
             }
         case .iq4_nl:
             for _ in 0..<count / 32 {
-                half(blockScale(scale / 66))
+                // Either sign: the sixteen values' mean is not zero.
+                half((byte() & 1 == 0 ? 1 : -1) * blockScale(scale / 66))
                 bytes(16)
             }
         case .iq4_xs:
             for _ in 0..<count / 256 {
-                // Eight 6-bit scales of 40..63 (8..31 once 32 comes off).
-                let scales = (0..<8).map { _ in UInt16(40 + byte() % 24) }
+                // Eight 6-bit scales of 32 ± 8..31 (either sign once 32 comes off: the values' mean is not zero).
+                let scales = (0..<8).map { _ in byte() & 1 == 0 ? UInt16(40 + byte() % 24) : UInt16(24 - byte() % 24) }
                 half(blockScale(scale / (66 * 20)))
                 let high = (0..<8).reduce(UInt16(0)) { $0 | ((scales[$1] >> 4) << (2 * $1)) }
                 withUnsafeBytes(of: high.littleEndian) { out += $0 }

@@ -25,6 +25,27 @@ extension TinyModel {
         smollm3("smollm3-a"),
     ]
 
+    /// Held-back copies of every family's 256-wide model, written with other seeds (other names)
+    /// in three mixes — F16 attention with Q8_0 elsewhere, llama-quantize's Q4_K_M recipe, and
+    /// IQ4_XS with Q6_K feed-forward down projections — for comparison with llama.cpp built for
+    /// AVX2, the arithmetic Hearth follows.
+    public static let heldBack: [TinyModel] = {
+        let families = catalog.filter { $0.name.hasSuffix("-b") } + [smollm3("smollm3-b", kQuants: true)]
+        return families.flatMap { family -> [TinyModel] in
+            let stem = family.name.dropLast(2)
+            var f16 = family, q4km = family, iq4xs = family
+            f16.name = "\(stem)-avx2-f16"
+            f16.types = Types(embedding: .q8_0, attention: .f16, feedForward: .q8_0, down: .q8_0,
+                              output: family.types.output == nil ? nil : .q8_0)
+            q4km.name = "\(stem)-avx2-q4km"
+            q4km.recipe = .q4_K_M
+            iq4xs.name = "\(stem)-avx2-iq4xs"
+            iq4xs.types = Types(embedding: .iq4_xs, attention: .iq4_xs, feedForward: .iq4_xs, down: .q6_K,
+                                output: family.types.output == nil ? nil : .q6_K)
+            return [f16, q4km, iq4xs]
+        }
+    }()
+
     private static func base(_ name: String, _ architecture: String, vocabulary: String, kQuants: Bool) -> TinyModel {
         var model = TinyModel(name: name, architecture: architecture, vocabulary: vocabulary)
         if kQuants {
@@ -82,8 +103,8 @@ extension TinyModel {
     }
 
     /// SmolLM3 with Llama 3's tokenizer and five blocks, the fourth without RoPE.
-    private static func smollm3(_ name: String) -> TinyModel {
-        var model = base(name, "smollm3", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: false)
+    private static func smollm3(_ name: String, kQuants: Bool = false) -> TinyModel {
+        var model = base(name, "smollm3", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: kQuants)
         model.layers = 5
         model.ropeBase = 5_000_000
         return model

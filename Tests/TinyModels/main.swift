@@ -1,8 +1,9 @@
 import Foundation
 import HearthTestSupport
 
-// tiny-models [FOLDER]: writes every tiny model of TinyModel.catalog into FOLDER (default: the
-// current one), for scripts/make-tiny-model-fixtures.py to run llama.cpp on.
+// tiny-models [--held-back] [FOLDER]: writes every tiny model of TinyModel.catalog (or of
+// TinyModel.heldBack) into FOLDER (default: the current one), for
+// scripts/make-tiny-model-fixtures.py to run llama.cpp on.
 // tiny-models --shape NAME --type Q4_0|Q4_K_M|Q5_K_M|Q8_0 [--blocks N] [FOLDER]: writes one model of a
 // real shape (TinyModel.realShapeNames) with random weights, for scripts/bench-sizes.
 func fail(_ message: String) -> Never {
@@ -29,11 +30,13 @@ func parse(_ arguments: [String], options: [String]) -> (values: [String: String
 }
 
 let usage = """
-    usage: tiny-models [FOLDER]
+    usage: tiny-models [--held-back] [FOLDER]
            tiny-models --shape NAME --type \(QuantRecipe.allCases.map(\.rawValue).joined(separator: "|")) [--blocks N] [FOLDER]
     shapes: \(TinyModel.realShapeNames.joined(separator: ", "))
     """
-let (values, rest) = parse(Array(CommandLine.arguments.dropFirst()), options: ["--shape", "--type", "--blocks"])
+var (values, rest) = parse(Array(CommandLine.arguments.dropFirst()), options: ["--shape", "--type", "--blocks"])
+let heldBack = rest.contains("--held-back")
+rest.removeAll { $0 == "--held-back" }
 if rest.contains(where: { $0 == "-h" || $0 == "--help" }) {
     print(usage)
     exit(0)
@@ -53,7 +56,7 @@ if let shape {
     }
     print(try model.write(in: folder))
 } else {
-    for model in TinyModel.catalog {
+    for model in heldBack ? TinyModel.heldBack : TinyModel.catalog {
         print(try model.write(in: folder))
     }
 }
