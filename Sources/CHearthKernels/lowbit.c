@@ -146,8 +146,18 @@ static void iq4nl_lanes_scalar(const hk_iq4_nl *x, const hk_q8_0 *y, int32_t lan
 // ---- lanes, AVX2 ---------------------------------------------------------------------------
 
 #if HK_HAVE_AVX2
-HK_INLINE HK_AVX2 __m256i scale_pair(int lo, int hi) {
-    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
+// The sixteen int16 scales of a super-block's sub-blocks of 16, spread over its eight chunks of
+// 32 elements: chunk c gets scale 2c in its low 128 bits and scale 2c + 1 in its high 128 bits.
+HK_INLINE HK_AVX2 void spread_scales(__m256i sc16, __m256i out[8]) {
+    for (int j = 0; j < 2; j++) {
+        const __m256i half = j == 0 ? _mm256_permute4x64_epi64(sc16, 0x44) : _mm256_permute4x64_epi64(sc16, 0xEE);
+        for (int s = 0; s < 4; s++) {
+            const char lo = (char)(4 * s), hi = (char)(4 * s + 2);
+            const __m256i pick = _mm256_setr_epi8(lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1,
+                                                  hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1);
+            out[4 * j + s] = _mm256_shuffle_epi8(half, pick);
+        }
+    }
 }
 
 // 32 IQ4 values of 16 bytes of nibbles times 32 int8 activations, as int16 pair sums. The
@@ -280,13 +290,10 @@ HK_INLINE HK_AVX2 void unpack(const uint32_t type, const uint8_t *w, unpacked *b
         const hk_q2_K *x = (const hk_q2_K *)w;
         const __m128i packed = _mm_loadu_si128((const __m128i *)x->scales);
         b->mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0xF)));
+        spread_scales(_mm256_cvtepu8_epi16(_mm_and_si128(packed, _mm_set1_epi8(0xF))), b->scale);
         for (int j = 0; j < 2; j++) {
             const __m256i q = hk_load256(x->qs + 32 * j);
-            for (int s = 0; s < 4; s++) {
-                const int ch = 4 * j + s;
-                b->u[ch] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three);
-                b->scale[ch] = scale_pair(x->scales[2 * ch] & 0xF, x->scales[2 * ch + 1] & 0xF);
-            }
+            for (int s = 0; s < 4; s++) b->u[4 * j + s] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three);
         }
         b->d = hk_half(&x->d);
         b->dmin = hk_half(&x->dmin);
@@ -295,13 +302,14 @@ HK_INLINE HK_AVX2 void unpack(const uint32_t type, const uint8_t *w, unpacked *b
         const __m256i one = _mm256_set1_epi8(1), hm = hk_load256(x->hmask);
         int sc[16];
         q3k_scales(x->scales, sc);
+        int16_t sc16[16];
+        for (int i = 0; i < 16; i++) sc16[i] = (int16_t)sc[i];
+        spread_scales(hk_load256(sc16), b->scale);
         for (int j = 0; j < 2; j++) {
             const __m256i q = hk_load256(x->qs + 32 * j);
             for (int s = 0; s < 4; s++) {
-                const int ch = 4 * j + s;
                 const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * j + s), one);
-                b->u[ch] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three), _mm256_slli_epi16(high, 2));
-                b->scale[ch] = scale_pair(sc[2 * ch], sc[2 * ch + 1]);
+                b->u[4 * j + s] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three), _mm256_slli_epi16(high, 2));
             }
         }
         b->d = hk_half(&x->d);
@@ -342,12 +350,12 @@ HK_INLINE HK_AVX2 int hsum_lanes(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
-// One row of nb super-blocks against NC (1..4) Q8_K columns in `order`: out[c * out_stride].
+// One row of nb super-blocks against NC (1..8) Q8_K columns in `order`: out[c * out_stride].
 HK_INLINE HK_AVX2 void kcols(const uint32_t type, const int order, const uint8_t *w, const uint8_t *const *a, const int NC,
                              int64_t nb, float *out, size_t out_stride) {
     const size_t wb = type == HK_Q2_K ? sizeof(hk_q2_K) : type == HK_Q3_K ? sizeof(hk_q3_K) : sizeof(hk_iq4_xs);
-    __m256 acc[4];
-    float total[4];
+    __m256 acc[8];
+    float total[8];
     for (int c = 0; c < NC; c++) {
         acc[c] = _mm256_setzero_ps();
         total[c] = 0;
@@ -378,6 +386,10 @@ static HK_AVX2 void kcols_any(const uint32_t type, const int order, const uint8_
                               int64_t nb, float *out, size_t out_stride) {
 #define KCOLS(T)                                                                                          \
     switch (NC) {                                                                                         \
+    case 8: kcols(T, order, w, a, 8, nb, out, out_stride); break;                                         \
+    case 7: kcols(T, order, w, a, 7, nb, out, out_stride); break;                                         \
+    case 6: kcols(T, order, w, a, 6, nb, out, out_stride); break;                                         \
+    case 5: kcols(T, order, w, a, 5, nb, out, out_stride); break;                                         \
     case 4: kcols(T, order, w, a, 4, nb, out, out_stride); break;                                         \
     case 3: kcols(T, order, w, a, 3, nb, out, out_stride); break;                                         \
     case 2: kcols(T, order, w, a, 2, nb, out, out_stride); break;                                         \
@@ -391,7 +403,7 @@ static HK_AVX2 void kcols_any(const uint32_t type, const int order, const uint8_
 #undef KCOLS
 }
 
-// Rows against runs of columns, four columns at a time, each run in the order of its length.
+// Rows against runs of columns, eight columns at a time, each run in the order of its length.
 static HK_AVX2 void kmatmul_avx2(const uint32_t type, const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a,
                                  size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs, float *out,
                                  size_t out_stride) {
@@ -399,9 +411,9 @@ static HK_AVX2 void kmatmul_avx2(const uint32_t type, const uint8_t *w, size_t r
     for (int64_t ri = 0; ri < (runs ? n_runs : 1); ri++) {
         const int64_t len = runs ? runs[ri] : cols;
         const int order = len >= 8 ? ORDER_TILED : ORDER_LANES;
-        for (int64_t c0 = col; c0 < col + len; c0 += 4) {
-            const int nc = (int)(col + len - c0 < 4 ? col + len - c0 : 4);
-            const uint8_t *ac[4];
+        for (int64_t c0 = col; c0 < col + len; c0 += 8) {
+            const int nc = (int)(col + len - c0 < 8 ? col + len - c0 : 8);
+            const uint8_t *ac[8];
             for (int c = 0; c < nc; c++) ac[c] = a + (size_t)(c0 + c) * a_stride;
             for (int64_t r = 0; r < rows; r++)
                 kcols_any(type, order, w + (size_t)r * row_bytes, ac, nc, n / QK_K, out + (size_t)c0 * out_stride + (size_t)r,
