@@ -35,12 +35,14 @@ import numpy as np
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 out_dir = os.path.join(root, "Tests", "Fixtures", "quants")
 
-# name: (ggml type number, elements per block, bytes per block, byte offsets of f16 scales in a block)
+# name: (ggml type number, elements per block, bytes per block, byte offsets of f16 scales in a
+# block, byte offsets of E8M0 exponents)
 TYPES = {
-    "Q2_K": (10, 256, 84, [80, 82]),
-    "Q3_K": (11, 256, 110, [108]),
-    "IQ4_NL": (20, 32, 18, [0]),
-    "IQ4_XS": (23, 256, 136, [0]),
+    "Q2_K": (10, 256, 84, [80, 82], []),
+    "Q3_K": (11, 256, 110, [108], []),
+    "IQ4_NL": (20, 32, 18, [0], []),
+    "IQ4_XS": (23, 256, 136, [0], []),
+    "MXFP4": (39, 32, 17, [], [0]),
 }
 
 libdir = os.environ.get("LIBGGML_DIR")
@@ -99,9 +101,12 @@ def b64(data: bytes) -> str:
     return base64.b64encode(bytes(data)).decode()
 
 
-def random_blocks(rng, nblocks: int, block_bytes: int, half_offsets) -> bytes:
+def random_blocks(rng, nblocks: int, block_bytes: int, half_offsets, exponent_offsets=()) -> bytes:
     raw = bytearray(rng.integers(0, 256, size=nblocks * block_bytes, dtype=np.uint8).tobytes())
     for b in range(nblocks):
+        for off in exponent_offsets:
+            # 2^-12 .. 2^-1 once halved.
+            raw[b * block_bytes + off] = int(rng.integers(116, 128))
         for off in half_offsets:
             # A finite scale of either sign, 2^-10 .. 2^-3 in size.
             value = np.float16(rng.choice([-1.0, 1.0]) * 2.0 ** rng.uniform(-10, -3))
@@ -166,18 +171,18 @@ def matrix_product(type_id: int, weights: bytes, rows: int, n: int, columns: np.
 
 
 def fixture(name: str) -> dict:
-    type_id, block, block_bytes, halves = TYPES[name]
+    type_id, block, block_bytes, halves, exponents = TYPES[name]
     rng = np.random.default_rng(0x5EED + type_id)
     cases = []
     for n in ([256, 512, 1024] if block == 256 else [32, 96, 256, 288]):
         cases.append(case(type_id, quantized_rows(type_id, float_rows(rng, 1, n)), n, rng))
-        cases.append(case(type_id, random_blocks(rng, n // block, block_bytes, halves), n, rng))
-    # IQ4_NL matrices are repacked in llama.cpp's models (their products are checked on tiny
+        cases.append(case(type_id, random_blocks(rng, n // block, block_bytes, halves, exponents), n, rng))
+    # IQ4_NL and MXFP4 matrices are repacked in llama.cpp's models (their products are checked on tiny
     # models against llama-server); a plain graph would sum them in yet another order.
     matrices = []
     for rows, n, cols, random_bytes in [] if block == 32 else [(16, 512, 1, False), (16, 512, 4, True), (16, 512, 7, False),
                                         (16, 512, 8, True), (24, 768, 13, False), (16, 1024, 32, True)]:
-        weights = (random_blocks(rng, rows * n // block, block_bytes, halves) if random_bytes
+        weights = (random_blocks(rng, rows * n // block, block_bytes, halves, exponents) if random_bytes
                    else quantized_rows(type_id, float_rows(rng, rows, n)))
         columns = float_rows(rng, cols, n)
         product = matrix_product(type_id, weights, rows, n, columns)

@@ -8,7 +8,7 @@
 enum {
     HK_F32 = 0, HK_F16 = 1, HK_Q4_0 = 2, HK_Q4_1 = 3, HK_Q5_0 = 6, HK_Q5_1 = 7,
     HK_Q8_0 = 8, HK_Q8_1 = 9, HK_Q2_K = 10, HK_Q3_K = 11, HK_Q4_K = 12, HK_Q5_K = 13, HK_Q6_K = 14,
-    HK_Q8_K = 15, HK_IQ4_NL = 20, HK_IQ4_XS = 23, HK_BF16 = 30,
+    HK_Q8_K = 15, HK_IQ4_NL = 20, HK_IQ4_XS = 23, HK_BF16 = 30, HK_MXFP4 = 39,
 };
 
 #define QK 32
@@ -49,9 +49,12 @@ typedef struct { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; } hk_q2_K
 typedef struct { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; } hk_q3_K;
 typedef struct { uint16_t d; uint8_t qs[16]; } hk_iq4_nl;
 typedef struct { uint16_t d, scales_h; uint8_t scales_l[4]; uint8_t qs[128]; } hk_iq4_xs;
+typedef struct { uint8_t e; uint8_t qs[16]; } hk_mxfp4;
 
 // The sixteen values of IQ4_NL and IQ4_XS quants (GGML's kvalues_iq4nl).
 static const int8_t hk_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+// The sixteen FP4 (E2M1) values of MXFP4 quants, doubled (GGML's kvalues_mxfp4).
+static const int8_t hk_mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 _Static_assert(sizeof(hk_q4_0) == 18, "q4_0");
 _Static_assert(sizeof(hk_q4_1) == 20, "q4_1");
@@ -67,6 +70,7 @@ _Static_assert(sizeof(hk_q2_K) == 84, "q2_K");
 _Static_assert(sizeof(hk_q3_K) == 110, "q3_K");
 _Static_assert(sizeof(hk_iq4_nl) == 18, "iq4_nl");
 _Static_assert(sizeof(hk_iq4_xs) == 136, "iq4_xs");
+_Static_assert(sizeof(hk_mxfp4) == 17, "mxfp4");
 
 static inline float hk_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t hk_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
@@ -147,7 +151,7 @@ float hk_portable_dot_f32w(const void *w, const void *a, int64_t n);
 void hk_portable_matmul_f16w(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
 void hk_portable_matmul_f32w(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
 
-// lowbit.c: Q2_K, Q3_K, IQ4_NL and IQ4_XS, on both paths.
+// lowbit.c: Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4, on both paths.
 const hk_kernel *hk_lowbit_kernel(int isa, uint32_t type);
 int hk_lowbit_dequantize(uint32_t type, const void *src, float *dst, int64_t n);
 

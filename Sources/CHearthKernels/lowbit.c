@@ -1,5 +1,5 @@
-// Q2_K, Q3_K, IQ4_NL and IQ4_XS: dequantization, and products with int8 activations (Q8_K, and
-// Q8_0 for IQ4_NL) that give llama.cpp's AVX2 results bit for bit on both paths.
+// Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4: dequantization, and products with int8 activations (Q8_K,
+// and Q8_0 for IQ4_NL and MXFP4) that give llama.cpp's AVX2 results bit for bit on both paths.
 //
 // A product's integers are exact in any order; what llama.cpp's kernels fix is which partial
 // sums become floats and how the floats are accumulated. Each kernel here computes the same
@@ -9,13 +9,15 @@
 // - ggml_vec_dot_*: per super-block eight int32 lanes, lane k gathering the elements e with
 //   (e % 32) / 4 == k, each product weighted by its sub-block's scale; each lane is scaled by
 //   d(weights) · d(activations) into its own float lane (Q2_K first adds its mins' lanes under
-//   -dmin · d), and the eight float lanes are added at the end. IQ4_NL's blocks of 32 alternate
-//   between two such float accumulators, and a last odd block is fused in as a scalar.
+//   -dmin · d), and the eight float lanes are added at the end. The blocks of 32 of IQ4_NL and
+//   MXFP4 alternate between two such float accumulators, and a last odd block is fused in as a
+//   scalar.
 // - The tiled kernel llama.cpp uses for K-quant batches of 8 or more columns (Q2_K, Q3_K,
 //   IQ4_XS): one integer per super-block, scaled by d(weights) (Q2_K's mins fused in with
 //   -dmin), then fused with d(activations) into one float per row and column.
-// - IQ4_NL repacked eight rows at a time (block_iq4_nlx8, matrices whose rows are a multiple
-//   of 8): one integer per block of 32, fused with d(weights) · d(activations).
+// - IQ4_NL and MXFP4 repacked eight rows at a time (block_iq4_nlx8 and block_mxfp4x8, matrices
+//   whose rows are a multiple of 8): one integer per block of 32, fused with d(weights) ·
+//   d(activations).
 #pragma STDC FP_CONTRACT OFF
 #include <math.h>
 #include "internal.h"
@@ -60,6 +62,28 @@ static inline int nibble(const uint8_t *qs, int t) {
     return t < 16 ? qs[t] & 0xF : qs[t - 16] >> 4;
 }
 
+// The two formats of 32 four-bit indices into a table of sixteen values under one scale:
+// IQ4_NL (an f16 scale) and MXFP4 (an E8M0 exponent, the values doubled and the scale halved).
+typedef struct {
+    const int8_t *values;
+    size_t bytes;  // of a block
+    int mx;        // MXFP4
+} nl4_format;
+
+static const nl4_format nl4_iq4 = {hk_iq4_values, sizeof(hk_iq4_nl), 0};
+static const nl4_format nl4_mxfp4 = {hk_mxfp4_values, sizeof(hk_mxfp4), 1};
+
+// 2^(e - 128): half the E8M0 scale 2^(e - 127).
+static inline float e8m0_half(uint8_t e) {
+    return hk_bits_f32(e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23);
+}
+
+static inline float nl4_scale(const nl4_format *f, const uint8_t *block) {
+    return f->mx ? e8m0_half(block[0]) : hk_fp16_to_fp32((uint16_t)(block[0] | block[1] << 8));
+}
+
+static inline const uint8_t *nl4_quants(const nl4_format *f, const uint8_t *block) { return block + (f->mx ? 1 : 2); }
+
 // ---- dequantize (GGML's dequantize_row_*) --------------------------------------------------
 
 static void deq_q2_K(const hk_q2_K *x, float *y, int64_t nb) {
@@ -84,10 +108,10 @@ static void deq_q3_K(const hk_q3_K *x, float *y, int64_t nb) {
     }
 }
 
-static void deq_iq4_nl(const hk_iq4_nl *x, float *y, int64_t nb) {
-    for (int64_t i = 0; i < nb; i++, y += QK) {
-        const float d = hk_fp16_to_fp32(x[i].d);
-        for (int t = 0; t < 32; t++) y[t] = d * (float)hk_iq4_values[nibble(x[i].qs, t)];
+static void deq_nl4(const nl4_format *f, const uint8_t *x, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, y += QK, x += f->bytes) {
+        const float d = nl4_scale(f, x);
+        for (int t = 0; t < 32; t++) y[t] = d * (float)f->values[nibble(nl4_quants(f, x), t)];
     }
 }
 
@@ -105,7 +129,8 @@ int hk_lowbit_dequantize(uint32_t type, const void *src, float *dst, int64_t n) 
     switch (type) {
     case HK_Q2_K: deq_q2_K(src, dst, n / QK_K); return 0;
     case HK_Q3_K: deq_q3_K(src, dst, n / QK_K); return 0;
-    case HK_IQ4_NL: deq_iq4_nl(src, dst, n / QK); return 0;
+    case HK_IQ4_NL: deq_nl4(&nl4_iq4, src, dst, n / QK); return 0;
+    case HK_MXFP4: deq_nl4(&nl4_mxfp4, src, dst, n / QK); return 0;
     case HK_IQ4_XS: deq_iq4_xs(src, dst, n / QK_K); return 0;
     default: return -1;
     }
@@ -138,9 +163,9 @@ static void iq4xs_lanes_scalar(const hk_iq4_xs *x, const hk_q8_K *y, int32_t lan
     }
 }
 
-static void iq4nl_lanes_scalar(const hk_iq4_nl *x, const hk_q8_0 *y, int32_t lane[8]) {
+static void nl4_lanes_scalar(const int8_t *values, const uint8_t *qs, const hk_q8_0 *y, int32_t lane[8]) {
     memset(lane, 0, 8 * sizeof *lane);
-    for (int t = 0; t < 32; t++) lane[t / 4] += hk_iq4_values[nibble(x->qs, t)] * y->qs[t];
+    for (int t = 0; t < 32; t++) lane[t / 4] += values[nibble(qs, t)] * y->qs[t];
 }
 
 // ---- lanes, AVX2 ---------------------------------------------------------------------------
@@ -160,18 +185,18 @@ HK_INLINE HK_AVX2 void spread_scales(__m256i sc16, __m256i out[8]) {
     }
 }
 
-// 32 IQ4 values of 16 bytes of nibbles times 32 int8 activations, as int16 pair sums. The
+// 32 table values of 16 bytes of nibbles times 32 int8 activations, as int16 pair sums. The
 // values are at most 127 in size and Q8 activations never -128, so no pair saturates.
-HK_INLINE HK_AVX2 __m256i iq4_pairs(const uint8_t *qs, const int8_t *a) {
-    const __m128i values = _mm_loadu_si128((const __m128i *)hk_iq4_values), low4 = _mm_set1_epi8(0xF);
+HK_INLINE HK_AVX2 __m256i table_pairs(const int8_t *table, const uint8_t *qs, const int8_t *a) {
+    const __m128i values = _mm_loadu_si128((const __m128i *)table), low4 = _mm_set1_epi8(0xF);
     const __m128i bytes = _mm_loadu_si128((const __m128i *)qs);
     const __m256i v = _mm256_set_m128i(_mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(bytes, 4), low4)),
                                        _mm_shuffle_epi8(values, _mm_and_si128(bytes, low4)));
     return _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(hk_load256(a), v));
 }
 
-static HK_AVX2 void iq4nl_lanes_avx2(const hk_iq4_nl *x, const hk_q8_0 *y, int32_t lane[8]) {
-    _mm256_storeu_si256((__m256i *)lane, _mm256_madd_epi16(iq4_pairs(x->qs, y->qs), _mm256_set1_epi16(1)));
+static HK_AVX2 void nl4_lanes_avx2(const int8_t *values, const uint8_t *qs, const hk_q8_0 *y, int32_t lane[8]) {
+    _mm256_storeu_si256((__m256i *)lane, _mm256_madd_epi16(table_pairs(values, qs, y->qs), _mm256_set1_epi16(1)));
 }
 
 static HK_AVX2 float fma_avx2(float a, float b, float c) { return hk_fma(a, b, c); }
@@ -183,14 +208,14 @@ typedef struct {
     void (*q2k)(const hk_q2_K *, const hk_q8_K *, int32_t *, int32_t *);
     void (*q3k)(const hk_q3_K *, const hk_q8_K *, int32_t *);
     void (*iq4xs)(const hk_iq4_xs *, const hk_q8_K *, int32_t *);
-    void (*iq4nl)(const hk_iq4_nl *, const hk_q8_0 *, int32_t *);
+    void (*nl4)(const int8_t *, const uint8_t *, const hk_q8_0 *, int32_t *);
     float (*fma)(float, float, float);
 } lanes_path;
 
-static const lanes_path scalar_path = {q2k_lanes_scalar, q3k_lanes_scalar, iq4xs_lanes_scalar, iq4nl_lanes_scalar, fmaf};
+static const lanes_path scalar_path = {q2k_lanes_scalar, q3k_lanes_scalar, iq4xs_lanes_scalar, nl4_lanes_scalar, fmaf};
 #if HK_HAVE_AVX2
-// IQ4_NL's lanes on AVX2; the super-block types have kernels of their own there (kcols below).
-static const lanes_path avx2_path = {q2k_lanes_scalar, q3k_lanes_scalar, iq4xs_lanes_scalar, iq4nl_lanes_avx2, fma_avx2};
+// IQ4_NL's and MXFP4's lanes on AVX2; the super-block types have kernels of their own there (kcols below).
+static const lanes_path avx2_path = {q2k_lanes_scalar, q3k_lanes_scalar, iq4xs_lanes_scalar, nl4_lanes_avx2, fma_avx2};
 #endif
 
 static inline int32_t lane_total(const int32_t lane[8]) {
@@ -242,14 +267,14 @@ static float kdot(const lanes_path *p, uint32_t type, int order, const uint8_t *
     return order == ORDER_TILED ? total : lanes_hsum(acc);
 }
 
-// One IQ4_NL row against one Q8_0 row, nb blocks of 32.
-static float iq4nl_dot(const lanes_path *p, int order, const hk_iq4_nl *x, const hk_q8_0 *y, int64_t nb) {
+// One IQ4_NL or MXFP4 row against one Q8_0 row, nb blocks of 32.
+static float nl4_dot(const lanes_path *p, const nl4_format *f, int order, const uint8_t *x, const hk_q8_0 *y, int64_t nb) {
     int32_t lane[8];
     if (order == ORDER_BLOCKS) {
         float acc = 0;
-        for (int64_t i = 0; i < nb; i++) {
-            p->iq4nl(&x[i], &y[i], lane);
-            acc = p->fma((float)lane_total(lane), hk_fp16_to_fp32(x[i].d) * hk_fp16_to_fp32(y[i].d), acc);
+        for (int64_t i = 0; i < nb; i++, x += f->bytes) {
+            p->nl4(f->values, nl4_quants(f, x), &y[i], lane);
+            acc = p->fma((float)lane_total(lane), nl4_scale(f, x) * hk_fp16_to_fp32(y[i].d), acc);
         }
         return acc;
     }
@@ -257,8 +282,9 @@ static float iq4nl_dot(const lanes_path *p, int order, const hk_iq4_nl *x, const
     int64_t i = 0;
     for (; i + 1 < nb; i += 2) {
         for (int h = 0; h < 2; h++) {
-            p->iq4nl(&x[i + h], &y[i + h], lane);
-            const float d = hk_fp16_to_fp32(y[i + h].d) * hk_fp16_to_fp32(x[i + h].d);
+            const uint8_t *b = x + (size_t)(i + h) * f->bytes;
+            p->nl4(f->values, nl4_quants(f, b), &y[i + h], lane);
+            const float d = hk_fp16_to_fp32(y[i + h].d) * nl4_scale(f, b);
             for (int k = 0; k < 8; k++) acc[h][k] = p->fma(d, (float)lane[k], acc[h][k]);
         }
     }
@@ -266,8 +292,9 @@ static float iq4nl_dot(const lanes_path *p, int order, const hk_iq4_nl *x, const
     for (int k = 0; k < 8; k++) both[k] = acc[0][k] + acc[1][k];
     float sum = lanes_hsum(both);
     for (; i < nb; i++) {
-        p->iq4nl(&x[i], &y[i], lane);
-        sum = p->fma(hk_fp16_to_fp32(y[i].d) * hk_fp16_to_fp32(x[i].d), (float)lane_total(lane), sum);
+        const uint8_t *b = x + (size_t)i * f->bytes;
+        p->nl4(f->values, nl4_quants(f, b), &y[i], lane);
+        sum = p->fma(hk_fp16_to_fp32(y[i].d) * nl4_scale(f, b), (float)lane_total(lane), sum);
     }
     return sum;
 }
@@ -464,11 +491,19 @@ static const lanes_path *path_of(int isa) {
     return &scalar_path;
 }
 
+// The table format of a type of 32-element blocks, or NULL for a super-block type.
+static const nl4_format *nl4_of(uint32_t type) {
+    switch (type) {
+    case HK_IQ4_NL: case HK_IQ4_NL_X8: return &nl4_iq4;
+    case HK_MXFP4: case HK_MXFP4_X8: return &nl4_mxfp4;
+    default: return NULL;
+    }
+}
+
 #define LOWBIT_KERNELS(NAME, ISA, TYPE, SINGLE)                                                    \
     static float NAME##_dot(const void *w, const void *a, int64_t n) {                            \
-        return TYPE == HK_IQ4_NL || TYPE == HK_IQ4_NL_X8                                          \
-                   ? iq4nl_dot(path_of(ISA), SINGLE, w, a, n / QK)                                \
-                   : kdot(path_of(ISA), TYPE, SINGLE, w, a, n / QK_K);                            \
+        return nl4_of(TYPE) ? nl4_dot(path_of(ISA), nl4_of(TYPE), SINGLE, w, a, n / QK)            \
+                            : kdot(path_of(ISA), TYPE, SINGLE, w, a, n / QK_K);                    \
     }                                                                                             \
     static void NAME##_matmul(const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a, \
                               size_t a_stride, int64_t cols, int64_t n, const int64_t *runs,      \
@@ -486,14 +521,14 @@ static void matmul_runs(const lanes_path *p, uint32_t type, int single, const ui
     int64_t col = 0;
     for (int64_t ri = 0; ri < (runs ? n_runs : 1); ri++) {
         const int64_t len = runs ? runs[ri] : cols;
-        const int tiled = type != HK_IQ4_NL && type != HK_IQ4_NL_X8 && len >= 8;
+        const nl4_format *f = nl4_of(type);
+        const int tiled = !f && len >= 8;
         for (int64_t c = col; c < col + len; c++) {
             const uint8_t *ac = a + (size_t)c * a_stride;
             for (int64_t r = 0; r < rows; r++) {
                 const uint8_t *wr = w + (size_t)r * row_bytes;
                 out[(size_t)c * out_stride + (size_t)r] =
-                    type == HK_IQ4_NL || type == HK_IQ4_NL_X8
-                        ? iq4nl_dot(p, single, (const hk_iq4_nl *)wr, (const hk_q8_0 *)ac, n / QK)
+                    f ? nl4_dot(p, f, single, wr, (const hk_q8_0 *)ac, n / QK)
                         : kdot(p, type, tiled ? ORDER_TILED : single, wr, (const hk_q8_K *)ac, n / QK_K);
             }
         }
@@ -506,9 +541,13 @@ LOWBIT_KERNELS(k_q3_K_portable, HK_ISA_PORTABLE, HK_Q3_K, ORDER_LANES)
 LOWBIT_KERNELS(k_iq4_xs_portable, HK_ISA_PORTABLE, HK_IQ4_XS, ORDER_LANES)
 LOWBIT_KERNELS(k_iq4_nl_portable, HK_ISA_PORTABLE, HK_IQ4_NL, ORDER_LANES)
 LOWBIT_KERNELS(k_iq4_nl_x8_portable, HK_ISA_PORTABLE, HK_IQ4_NL_X8, ORDER_BLOCKS)
+LOWBIT_KERNELS(k_mxfp4_portable, HK_ISA_PORTABLE, HK_MXFP4, ORDER_LANES)
+LOWBIT_KERNELS(k_mxfp4_x8_portable, HK_ISA_PORTABLE, HK_MXFP4_X8, ORDER_BLOCKS)
 #if HK_HAVE_AVX2
 LOWBIT_KERNELS(k_iq4_nl_avx2, HK_ISA_AVX2, HK_IQ4_NL, ORDER_LANES)
 LOWBIT_KERNELS(k_iq4_nl_x8_avx2, HK_ISA_AVX2, HK_IQ4_NL_X8, ORDER_BLOCKS)
+LOWBIT_KERNELS(k_mxfp4_avx2, HK_ISA_AVX2, HK_MXFP4, ORDER_LANES)
+LOWBIT_KERNELS(k_mxfp4_x8_avx2, HK_ISA_AVX2, HK_MXFP4_X8, ORDER_BLOCKS)
 #endif
 
 const hk_kernel *hk_lowbit_kernel(int isa, uint32_t type) {
@@ -520,6 +559,8 @@ const hk_kernel *hk_lowbit_kernel(int isa, uint32_t type) {
         case HK_IQ4_XS: return &k_iq4_xs_avx2;
         case HK_IQ4_NL: return &k_iq4_nl_avx2;
         case HK_IQ4_NL_X8: return &k_iq4_nl_x8_avx2;
+        case HK_MXFP4: return &k_mxfp4_avx2;
+        case HK_MXFP4_X8: return &k_mxfp4_x8_avx2;
         default: return NULL;
         }
     }
@@ -530,6 +571,8 @@ const hk_kernel *hk_lowbit_kernel(int isa, uint32_t type) {
     case HK_IQ4_XS: return &k_iq4_xs_portable;
     case HK_IQ4_NL: return &k_iq4_nl_portable;
     case HK_IQ4_NL_X8: return &k_iq4_nl_x8_portable;
+    case HK_MXFP4: return &k_mxfp4_portable;
+    case HK_MXFP4_X8: return &k_mxfp4_x8_portable;
     default: return NULL;
     }
 }

@@ -218,6 +218,18 @@ public struct IQ4_XSBlock: GGMLBlock {
     public var qs: Bytes128
 }
 
+/// MXFP4: 32 weights, w = 2^(e - 128) * v[q] with 4-bit q into the FP4 (E2M1) values doubled
+/// (0, ±1, ±2, ±3, ±4, ±6, ±8, ±12) and an E8M0 exponent e, nibbles as in Q4_0. 17 bytes: 4.25
+/// bits per weight.
+public struct MXFP4Block: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .mxfp4 }
+    /// The shared exponent (E8M0).
+    public var e: UInt8
+    /// Packed nibbles.
+    public var qs: Bytes16
+}
+
 /// F32: one weight per "block". 32 bits per weight.
 public struct F32Block: GGMLBlock {
     /// Type of the block.
@@ -263,6 +275,7 @@ extension GGMLType {
         case .q3_K: return Q3_KBlock.self
         case .iq4_nl: return IQ4_NLBlock.self
         case .iq4_xs: return IQ4_XSBlock.self
+        case .mxfp4: return MXFP4Block.self
         default: return nil
         }
     }

@@ -38,7 +38,7 @@ public struct RowKernel: Sendable {
     public let activationType: GGMLType
     /// The implementation used.
     public let path: KernelPath
-    /// Whether the sums follow llama.cpp's repacked Q4_0 or IQ4_NL kernels (see `init(weightType:rows:path:)`).
+    /// Whether the sums follow llama.cpp's repacked Q4_0, IQ4_NL or MXFP4 kernels (see `init(weightType:rows:path:)`).
     public let repackedOrder: Bool
     /// Rows per group when the kernel reads rows interleaved a group at a time (see
     /// `interleaved`); 0 when it reads them one after another.
@@ -64,7 +64,7 @@ public struct RowKernel: Sendable {
         // F16 weights take F16 activations, as in GGML (its vec_dot_type).
         case .f16: return .f16
         case .f32, .bf16: return .f32
-        case .q4_0, .q5_0, .q8_0, .iq4_nl: return .q8_0
+        case .q4_0, .q5_0, .q8_0, .iq4_nl, .mxfp4: return .q8_0
         case .q4_1, .q5_1: return .q8_1
         case .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .iq4_xs: return .q8_K
         default: return nil
@@ -79,7 +79,7 @@ public struct RowKernel: Sendable {
 
     /// A kernel for the weights of a matrix of `rows` rows of `weightType`, on a chosen path.
     ///
-    /// On AVX2, llama.cpp repacks Q4_0 and IQ4_NL matrices whose row count is a multiple of 8
+    /// On AVX2, llama.cpp repacks Q4_0, IQ4_NL and MXFP4 matrices whose row count is a multiple of 8
     /// and sums them one fused multiply-add per block; a kernel for such a matrix sums in that
     /// order, on either path, so that its results are llama.cpp's.
     public init(weightType: GGMLType, rows: Int? = nil, path: KernelPath = .best) throws {
@@ -90,10 +90,10 @@ public struct RowKernel: Sendable {
         self.activationType = aType
         self.path = path
         self.isa = path.isa
-        repackedOrder = (weightType == .q4_0 || weightType == .iq4_nl) && bestISA == HK_ISA_AVX2
+        repackedOrder = [.q4_0, .iq4_nl, .mxfp4].contains(weightType) && bestISA == HK_ISA_AVX2
             && rows.map { $0 % 8 == 0 } ?? false
         kernelType = !repackedOrder ? weightType.rawValue
-            : weightType == .q4_0 ? UInt32(HK_Q4_0_X8) : UInt32(HK_IQ4_NL_X8)
+            : weightType == .q4_0 ? UInt32(HK_Q4_0_X8) : weightType == .iq4_nl ? UInt32(HK_IQ4_NL_X8) : UInt32(HK_MXFP4_X8)
     }
 
     /// The kernel for the same rows once `interleave(_:rowBytes:rows:into:)` has written them a

@@ -31,7 +31,7 @@ private struct QuantFixture: Decodable {
     let cases: [Case]
     let matrices: [Product]
 
-    static let names = ["q2_k", "q3_k", "iq4_nl", "iq4_xs"]
+    static let names = ["q2_k", "q3_k", "iq4_nl", "iq4_xs", "mxfp4"]
 
     static func load(_ name: String) throws -> QuantFixture {
         let url = TestFiles.packageRoot.appendingPathComponent("Tests/Fixtures/quants/\(name).json")

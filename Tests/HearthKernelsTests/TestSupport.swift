@@ -33,6 +33,8 @@ func randomRow(_ type: GGMLType, count: Int, using rng: inout SeededGenerator) -
     let blocks = count / type.blockSize
     var row = (0..<blocks * type.blockBytes).map { _ in UInt8.random(in: 0...255, using: &rng) }
     for b in 0..<blocks {
+        // MXFP4's shared exponent: scales of 2^-12 to 2^-1.
+        if type == .mxfp4 { row[b * type.blockBytes] = UInt8.random(in: 116...127, using: &rng) }
         for offset in halfFieldOffsets(type) {
             let sign: Float = Bool.random(using: &rng) ? 1 : -1
             let h = Half(sign * Float.random(in: 0.0005...0.05, using: &rng)).bits

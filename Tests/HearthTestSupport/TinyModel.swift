@@ -349,6 +349,13 @@ public enum RandomWeights {
                 for j in 0..<4 { out.append(UInt8(scales[2 * j] & 0xF) | UInt8(scales[2 * j + 1] & 0xF) << 4) }
                 bytes(128)
             }
+        case .mxfp4:
+            for _ in 0..<count / 32 {
+                // A shared exponent near scale / 5.5 (the doubled FP4 values' spread), ±1.
+                let e = 128 + Int((log2(scale / 5.5)).rounded()) + Int(byte() % 3) - 1
+                out.append(UInt8(clamping: e))
+                bytes(16)
+            }
         default:
             preconditionFailure("no random weights for \(type.name)")
         }

@@ -18,6 +18,9 @@ extension TinyModel {
         qwen("qwen3-yarn", "qwen3", yarn: true),
         qwen("qwen3moe-a", "qwen3moe"),
         qwen("qwen3moe-b", "qwen3moe", kQuants: true),
+        // Experts in MXFP4, as gpt-oss ships them.
+        qwen("qwen3moe-mxfp4", "qwen3moe", kQuants: true,
+             types: Types(embedding: .q8_0, attention: .q8_0, feedForward: .mxfp4, down: .mxfp4, output: .q8_0)),
         phi3("phi3-a", longContext: false),
         phi3("phi3-b", longContext: true, kQuants: true),
         gemma2("gemma2-a"),
@@ -61,8 +64,10 @@ extension TinyModel {
         return model
     }
 
-    private static func qwen(_ name: String, _ architecture: String, kQuants: Bool = false, yarn: Bool = false) -> TinyModel {
+    private static func qwen(_ name: String, _ architecture: String, kQuants: Bool = false, yarn: Bool = false,
+                             types: Types? = nil) -> TinyModel {
         var model = base(name, architecture, vocabulary: "llama-cpp-vocab/ggml-vocab-qwen2.gguf", kQuants: kQuants)
+        if let types { model.types = types }
         model.ropeBase = 1_000_000
         if yarn {
             model.extraMetadata = [("rope.scaling.type", .string("yarn")), ("rope.scaling.factor", .float32(4)),

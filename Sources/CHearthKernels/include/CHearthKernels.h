@@ -56,6 +56,10 @@ extern "C" {
 /// block). The data is plain IQ4_NL; pass this in place of the type to the dot and matrix kernels.
 #define HK_IQ4_NL_X8 0x10007
 
+/// Not a GGML type: MXFP4 weights of a matrix whose row count is a multiple of 8, summed as
+/// llama.cpp sums the block_mxfp4x8 it repacks them into on AVX2 (as HK_IQ4_NL_X8).
+#define HK_MXFP4_X8 0x10008
+
 // In an interleaved layout rows stay `row_bytes` apart on average: group g of G rows starts at
 // g * G * row_bytes. The matrix kernels take any row range; `hk_dot` does not apply.
 
