@@ -31,6 +31,9 @@ struct InspectFamiliesTests {
              capabilities: ["completion", "chat"], sampling: nil),
         Case(tiny: "llama3-a", template: "meta-llama-Llama-3.1-8B-Instruct", family: "Llama (Llama 2 and 3, SmolLM, Mistral)",
              capabilities: ["completion", "chat", "tools"], sampling: nil),
+        // llama.cpp's copy of SmolLM3's template (Unsloth's edit) takes no tools.
+        Case(tiny: "smollm3-a", template: "HuggingFaceTB-SmolLM3-3B", family: "SmolLM3",
+             capabilities: ["completion", "chat", "thinking"], sampling: nil),
         Case(tiny: "llama-spm-a", template: "mistralai-Mistral-Nemo-Instruct-2407", family: "Llama (Llama 2 and 3, SmolLM, Mistral)",
              capabilities: ["completion", "chat", "tools"], sampling: nil),
     ]
