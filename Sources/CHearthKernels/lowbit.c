@@ -15,6 +15,8 @@
 // - The tiled kernel llama.cpp uses for K-quant batches of 8 or more columns (Q2_K, Q3_K,
 //   IQ4_XS): one integer per super-block, scaled by d(weights) (Q2_K's mins fused in with
 //   -dmin), then fused with d(activations) into one float per row and column.
+// - llamafile's tinyBLAS for IQ4_NL matrices that are not repacked, from 2 columns on: one float
+//   lane per integer lane, fused block by block, the lanes added at the end.
 // - IQ4_NL and MXFP4 repacked eight rows at a time (block_iq4_nlx8 and block_mxfp4x8, matrices
 //   whose rows are a multiple of 8): one integer per block of 32, fused with d(weights) ·
 //   d(activations).
@@ -229,7 +231,10 @@ static inline float lanes_hsum(const float a[8]) {
     return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
 }
 
-enum { ORDER_LANES, ORDER_TILED, ORDER_BLOCKS };
+// ORDER_SGEMM: llamafile's tinyBLAS, which takes IQ4_NL matrices that are not repacked for
+// batches of 2 columns or more: one float lane per integer lane, fused block by block with
+// d(weights) · d(activations), the lanes added at the end.
+enum { ORDER_LANES, ORDER_TILED, ORDER_BLOCKS, ORDER_SGEMM };
 
 // One 256-element row of type (Q2_K, Q3_K or IQ4_XS) against one Q8_K row, nb super-blocks.
 static float kdot(const lanes_path *p, uint32_t type, int order, const uint8_t *w, const hk_q8_K *y, int64_t nb) {
@@ -277,6 +282,15 @@ static float nl4_dot(const lanes_path *p, const nl4_format *f, int order, const 
             acc = p->fma((float)lane_total(lane), nl4_scale(f, x) * hk_fp16_to_fp32(y[i].d), acc);
         }
         return acc;
+    }
+    if (order == ORDER_SGEMM) {
+        float acc[8] = {0};
+        for (int64_t i = 0; i < nb; i++, x += f->bytes) {
+            p->nl4(f->values, nl4_quants(f, x), &y[i], lane);
+            const float d = nl4_scale(f, x) * hk_fp16_to_fp32(y[i].d);
+            for (int k = 0; k < 8; k++) acc[k] = p->fma(d, (float)lane[k], acc[k]);
+        }
+        return lanes_hsum(acc);
     }
     float acc[2][8] = {{0}};
     int64_t i = 0;
@@ -514,7 +528,8 @@ static const nl4_format *nl4_of(uint32_t type) {
     static const hk_kernel NAME = {NAME##_dot, NULL, NAME##_matmul};
 
 // Each run of columns (one sequence's rows) is summed as llama.cpp sums a batch of its length:
-// the tiled order from 8 columns on for the super-block types, their single order below that.
+// the tiled order from 8 columns on for the super-block types, their single order below that;
+// tinyBLAS's order from 2 columns on for IQ4_NL rows that are not repacked.
 static void matmul_runs(const lanes_path *p, uint32_t type, int single, const uint8_t *w, size_t row_bytes, int64_t rows,
                         const uint8_t *a, size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs,
                         float *out, size_t out_stride) {
@@ -523,13 +538,14 @@ static void matmul_runs(const lanes_path *p, uint32_t type, int single, const ui
         const int64_t len = runs ? runs[ri] : cols;
         const nl4_format *f = nl4_of(type);
         const int tiled = !f && len >= 8;
+        const int order = f ? (type == HK_IQ4_NL && len >= 2 ? ORDER_SGEMM : single) : tiled ? ORDER_TILED : single;
         for (int64_t c = col; c < col + len; c++) {
             const uint8_t *ac = a + (size_t)c * a_stride;
             for (int64_t r = 0; r < rows; r++) {
                 const uint8_t *wr = w + (size_t)r * row_bytes;
                 out[(size_t)c * out_stride + (size_t)r] =
-                    f ? nl4_dot(p, f, single, wr, (const hk_q8_0 *)ac, n / QK)
-                        : kdot(p, type, tiled ? ORDER_TILED : single, wr, (const hk_q8_K *)ac, n / QK_K);
+                    f ? nl4_dot(p, f, order, wr, (const hk_q8_0 *)ac, n / QK)
+                        : kdot(p, type, order, wr, (const hk_q8_K *)ac, n / QK_K);
             }
         }
         col += len;

@@ -83,7 +83,7 @@ struct LlamaCppQuantTests {
         }
     }
 
-    @Test("Matrix products equal ggml_mul_mat's for batches of 1 to 32 columns", arguments: ["q2_k", "q3_k", "iq4_xs"], KernelPath.allCases)
+    @Test("Matrix products equal ggml_mul_mat's for batches of 1 to 32 columns", arguments: QuantFixture.names, KernelPath.allCases)
     func matrices(name: String, path: KernelPath) throws {
         let fixture = try QuantFixture.load(name)
         let type = try #require(GGMLType(rawValue: fixture.ggmlType))

@@ -129,7 +129,7 @@ struct MixtureOfExperts: FeedForwardLayer {
     /// `mul_mat_id` takes one row at a time).
     private static func runs(of matrix: WeightMatrix, rows: Int, sequenceRuns: [Int]) -> [Int] {
         switch matrix.kernel.weightType {
-        case .q2_K, .q3_K, .q5_K, .q6_K: sequenceRuns
+        case .q2_K, .q3_K, .q5_K, .q6_K, .iq4_xs: sequenceRuns
         default: [Int](repeating: 1, count: rows)
         }
     }
