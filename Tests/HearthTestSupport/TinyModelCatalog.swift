@@ -26,6 +26,9 @@ extension TinyModel {
         gemma2("gemma2-a"),
         gemma2("gemma2-b", kQuants: true),
         smollm3("smollm3-a"),
+        // Ministral 3: YaRN with its betas and log multiplier, and the attention temperature
+        // (floor of 16 positions, so that the prompts cross several steps).
+        mistral3("mistral3-a"),
     ]
 
     /// Held-back copies of every family's 256-wide model, written with other seeds (other names)
@@ -104,6 +107,17 @@ extension TinyModel {
         model.types.output = nil
         model.extraMetadata = [("attention.sliding_window", .uint32(16)), ("attn_logit_softcapping", .float32(50)),
                                ("final_logit_softcapping", .float32(30))]
+        return model
+    }
+
+    private static func mistral3(_ name: String) -> TinyModel {
+        var model = base(name, "mistral3", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: true)
+        model.ropeBase = 1_000_000
+        model.extraMetadata = [("rope.scaling.type", .string("yarn")), ("rope.scaling.factor", .float32(4)),
+                               ("rope.scaling.original_context_length", .uint32(16)),
+                               ("rope.scaling.yarn_beta_fast", .float32(16)), ("rope.scaling.yarn_beta_slow", .float32(2)),
+                               ("rope.scaling.yarn_log_multiplier", .float32(0.5)),
+                               ("attention.temperature_scale", .float32(0.1))]
         return model
     }
 

@@ -25,6 +25,7 @@ enum ArchitectureRegistry {
         ("gemma2", Gemma2.self, "Gemma 2"),
         ("gemma3", Gemma3.self, "Gemma 3"),
         ("smollm3", SmolLM3.self, "SmolLM3"),
+        ("mistral3", Mistral3.self, "Mistral 3 (Ministral 3, Mistral Small 3.x)"),
     ]
 
     /// The type that runs `architecture`, or nil.

@@ -1,3 +1,4 @@
+import Foundation
 import HearthFormats
 import HearthKernels
 
@@ -62,6 +63,21 @@ struct Attention {
     /// Scores become `cap * tanh(score / cap)` (Gemma 2), or nil.
     let softCap: Float?
     let scale: Scale
+    /// Queries grow with the position: × (1 + τ ln(⌊position / floor⌋ + 1)) (Llama 4's and
+    /// Ministral 3's attention temperature), or nil.
+    let temperature: Temperature?
+
+    /// Attention temperature tuning: τ (`attention.temperature_scale`) and the floor, in positions.
+    struct Temperature: Sendable {
+        let scale: Float
+        let floor: Int
+
+        /// The factor at `position`, computed as llama.cpp computes it (in double, from float
+        /// position and floor).
+        func factor(at position: Int) -> Float {
+            Float(log(Double(floorf(Float(position) / Float(floor))) + 1) * Double(scale) + 1)
+        }
+    }
 
     var queryWidth: Int { heads * headDimension }
     var kvWidth: Int { kvHeads * headDimension }
@@ -71,10 +87,11 @@ struct Attention {
     /// them.
     init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, rope: RotaryEmbedding?,
          longContextRope: (rope: RotaryEmbedding, beyond: Int)? = nil, headNorms: Bool = false,
-         window: Int? = nil, softCap: Float? = nil, scale: Scale) throws {
+         window: Int? = nil, softCap: Float? = nil, scale: Scale, temperature: Temperature? = nil) throws {
         let p = "blk.\(layer)."
         let dim = c.embeddingLength
         self.layer = layer
+        self.temperature = temperature
         heads = c.headCount
         kvHeads = c.kvHeadCount
         headDimension = c.headDimension
@@ -139,6 +156,10 @@ struct Attention {
                 }
                 rope.rotate(q, heads: heads, headDimension: headDimension, table: rowTable)
                 rope.rotate(k, heads: kvHeads, headDimension: headDimension, table: rowTable)
+            }
+            if let temperature {
+                let factor = temperature.factor(at: pass.positions[row])
+                for j in 0..<queryWidth { q[j] *= factor }
             }
             if case .queries(let factor) = scale {
                 for j in 0..<queryWidth { q[j] *= factor }

@@ -53,10 +53,11 @@ struct PreNormBlock: DecoderBlock {
     /// query and key norms when `headNorms`, and a SwiGLU feed-forward network.
     static func llama(_ gguf: GGUFFile, configuration c: ModelConfiguration, rope: RotaryEmbedding,
                       longContextRope: (rope: RotaryEmbedding, beyond: Int)? = nil, headNorms: Bool = false,
-                      rotates: (Int) -> Bool = { _ in true }, scale: Attention.Scale) throws -> [PreNormBlock] {
+                      rotates: (Int) -> Bool = { _ in true }, scale: Attention.Scale,
+                      temperature: Attention.Temperature? = nil) throws -> [PreNormBlock] {
         try stack(gguf, configuration: c) { i in
             (try Attention(gguf, layer: i, configuration: c, rope: rotates(i) ? rope : nil,
-                           longContextRope: longContextRope, headNorms: headNorms, scale: scale),
+                           longContextRope: longContextRope, headNorms: headNorms, scale: scale, temperature: temperature),
              try FeedForward(gguf, layer: i, configuration: c, activation: .silu))
         }
     }

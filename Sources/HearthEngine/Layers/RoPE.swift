@@ -92,9 +92,10 @@ extension RotaryEmbedding {
     /// YaRN (`yarn`) interpolates the angles by the factor, keeps the fastest-turning pairs
     /// extrapolated with a ramp between (the pairs that turn more than 32 and fewer than once
     /// over `rope.scaling.original_context_length` positions, or the trained context), and
-    /// scales cos and sin by 1 + 0.1 ln(factor), with llama.cpp's defaults and roundings.
+    /// scales cos and sin by 1 + 0.1 ln(factor), with llama.cpp's defaults and roundings (or, with
+    /// `yarnKeys`, the file's `rope.scaling.yarn_beta_fast`, `yarn_beta_slow` and `yarn_log_multiplier`).
     static func read(_ gguf: GGUFFile, configuration c: ModelConfiguration, pairing: Pairing, base: Float? = nil,
-                     factors: String? = "rope_freqs.weight", scaled: Bool = true) throws -> RotaryEmbedding {
+                     factors: String? = "rope_freqs.weight", scaled: Bool = true, yarnKeys: Bool = false) throws -> RotaryEmbedding {
         let a = c.architecture
         let type = gguf.string("\(a).rope.scaling.type") ?? "linear"
         guard type == "linear" || type == "none" || type == "yarn" else {
@@ -116,11 +117,21 @@ extension RotaryEmbedding {
             guard original > 0 else {
                 throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "\(a).rope.scaling.original_context_length is \(original)")
             }
-            yarn = YaRN(dimensions: c.ropeDimensions, originalContext: original, base: base)
-            // llama.cpp's magnitude: 1 + 0.1 ln(factor) (1 for a factor up to 1), divided by the
-            // 1 + 0.1 ln(factor) the rotation multiplies back in, each step rounded to float.
+            // Only the families whose llama.cpp loader reads these keys (`yarnKeys`) take them.
+            let betaFast = (yarnKeys ? gguf.float("\(a).rope.scaling.yarn_beta_fast") : nil) ?? 32
+            let betaSlow = (yarnKeys ? gguf.float("\(a).rope.scaling.yarn_beta_slow") : nil) ?? 1
+            let logMultiplier = (yarnKeys ? gguf.float("\(a).rope.scaling.yarn_log_multiplier") : nil) ?? 0
+            guard betaFast.isFinite, betaFast > 0, betaSlow.isFinite, betaSlow > 0, logMultiplier.isFinite else {
+                throw HearthError.invalidModelFile(path: gguf.mapping.path,
+                                                   reason: "\(a).rope.scaling YaRN betas \(betaFast), \(betaSlow) or log multiplier \(logMultiplier)")
+            }
+            yarn = YaRN(dimensions: c.ropeDimensions, originalContext: original, base: base, betaFast: betaFast, betaSlow: betaSlow)
+            // llama.cpp's magnitude: m(1) = 1 + 0.1 ln(factor) (1 for a factor up to 1), or, with a
+            // log multiplier μ (`mscale_all_dim`), m(1) / m(μ) where m(μ) = 1 + 0.1 μ ln(factor);
+            // divided by the 1 + 0.1 ln(factor) the rotation multiplies back in; each step rounded to float.
             let scale = 1 / frequencyScale
-            let magnitude: Float = scale <= 1 ? 1 : 0.1 * logf(scale) + 1
+            func m(_ mscale: Float) -> Float { scale <= 1 ? 1 : 0.1 * mscale * logf(scale) + 1 }
+            let magnitude = logMultiplier != 0 ? m(1) / m(logMultiplier) : m(1)
             attentionFactor = magnitude * (1 / (1 + 0.1 * logf(scale))) * attentionFactor
         }
         return RotaryEmbedding(
