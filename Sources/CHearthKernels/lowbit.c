@@ -22,6 +22,7 @@
 //   d(activations).
 #pragma STDC FP_CONTRACT OFF
 #include <math.h>
+#include <stdlib.h>
 #include "internal.h"
 #if HK_HAVE_AVX2
 #include "avx2.h"
@@ -444,6 +445,164 @@ static HK_AVX2 void kcols_any(const uint32_t type, const int order, const uint8_
 #undef KCOLS
 }
 
+// ---- AVX-512 VNNI: the tiled order, sixteen columns to a vector -------------------------------
+//
+// For a run of 8 columns or more, what llama.cpp's tiled kernel fixes is one exact integer per
+// super-block, row and column (and Q2_K's mins apart). Here the integers of sixteen columns
+// come out together: the columns' activations are repacked so that 64 bytes hold four
+// consecutive activations of each of the sixteen columns, one vpdpbusd multiplies them by four
+// broadcast weight bytes (as unsigned: Q2_K's 0..3, Q3_K's weight plus 4, IQ4_XS's value plus
+// 128, whose offsets come off through the activations' sums of 16), and each sub-block's
+// integers are scaled once for all sixteen columns. The floats then follow the tiled order
+// lane by lane.
+
+#define HK_VNNI512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512vnni")))
+
+// Sixteen columns' activations of one super-block: for each group g of 4 elements, the 4 bytes
+// of each column (64 bytes); for each sum of 16 activations, the columns' sums as int32 and the
+// same times -offset (where a sub-block's integer starts, to take the weights' offset off); and
+// the columns' scales.
+typedef struct {
+    uint32_t words[64][16];
+    int32_t bsums[16][16];
+    int32_t start[16][16];
+    float d[16];
+} cols16;
+
+// Column groups of sixteen that share each unpacked weight block.
+#define COL_GROUPS 4
+
+static void pack_cols16(const uint8_t *const *a, int nc, int64_t i, int offset, cols16 *dst) {
+    for (int c = 0; c < 16; c++) {
+        const hk_q8_K *y = c < nc ? (const hk_q8_K *)a[c] + i : NULL;
+        for (int g = 0; g < 64; g++) {
+            uint32_t w = 0;
+            if (y) memcpy(&w, y->qs + 4 * g, 4);
+            dst->words[g][c] = w;
+        }
+        for (int s = 0; s < 16; s++) {
+            dst->bsums[s][c] = y ? y->bsums[s] : 0;
+            dst->start[s][c] = -offset * dst->bsums[s][c];
+        }
+        dst->d[c] = y ? y->d : 0;
+    }
+}
+
+// The unsigned bytes the products take, as 64 words, with the sub-block scales (16; IQ4_XS's
+// 8 of 32 elements twice) and Q2_K's mins.
+typedef struct {
+    uint32_t words[64];
+    int32_t scale[16], mins[16];
+    float d, dmin;
+} unsigned_block;
+
+static int weight_offset(const uint32_t type) { return type == HK_Q3_K ? 4 : type == HK_IQ4_XS ? 128 : 0; }
+
+HK_INLINE HK_AVX2 void unsigned_unpack(const uint32_t type, const uint8_t *w, unsigned_block *b) {
+    unpacked u;
+    unpack(type, w, &u);
+    for (int ch = 0; ch < 8; ch++) {
+        __m256i bytes = u.u[ch];
+        if (type == HK_IQ4_XS) bytes = _mm256_add_epi8(u.sign[ch], _mm256_set1_epi8((char)0x80));
+        _mm256_storeu_si256((__m256i *)(b->words + 8 * ch), bytes);
+    }
+    if (type == HK_Q2_K) {
+        const hk_q2_K *x = (const hk_q2_K *)w;
+        for (int s = 0; s < 16; s++) {
+            b->scale[s] = x->scales[s] & 0xF;
+            b->mins[s] = x->scales[s] >> 4;
+        }
+    } else if (type == HK_Q3_K) {
+        q3k_scales(((const hk_q3_K *)w)->scales, b->scale);
+    } else {
+        for (int s = 0; s < 8; s++) b->scale[s] = iq4xs_scale((const hk_iq4_xs *)w, s);
+    }
+    b->d = u.d;
+    b->dmin = u.dmin;
+}
+
+// R rows (row r at w + r * row_bytes) of nb super-blocks against G groups of sixteen packed
+// columns (`cols[g * nb + i]`), in the tiled order: lane c of acc[r * G + g] is row r's product
+// with column 16g + c. Each activation vector loaded serves the R rows.
+HK_INLINE HK_VNNI512 void rows16(const uint32_t type, const int R, const int G, const uint8_t *w, size_t row_bytes,
+                                 const cols16 *cols, int64_t nb, __m512 *acc) {
+    const size_t wb = type == HK_Q2_K ? sizeof(hk_q2_K) : type == HK_Q3_K ? sizeof(hk_q3_K) : sizeof(hk_iq4_xs);
+    // IQ4_XS's sub-blocks are 32 elements (8 words) under one scale; the others' 16 (4 words).
+    const int per = type == HK_IQ4_XS ? 8 : 4, subs = 64 / per;
+    for (int k = 0; k < R * G; k++) acc[k] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        unsigned_block b[4];
+        for (int r = 0; r < R; r++) unsigned_unpack(type, w + (size_t)r * row_bytes + (size_t)i * wb, &b[r]);
+        for (int g = 0; g < G; g++) {
+            const cols16 *col = cols + (size_t)g * (size_t)nb + i;
+            __m512i s1[4], s2[4];
+            for (int r = 0; r < R; r++) s1[r] = s2[r] = _mm512_setzero_si512();
+            for (int s = 0; s < subs; s++) {
+                __m512i start = type == HK_Q2_K ? _mm512_setzero_si512() : _mm512_loadu_si512(col->start[per == 8 ? 2 * s : s]);
+                if (per == 8) start = _mm512_add_epi32(start, _mm512_loadu_si512(col->start[2 * s + 1]));
+                __m512i t[4];
+                for (int r = 0; r < R; r++) t[r] = start;
+                for (int k = per * s; k < per * s + per; k++) {
+                    const __m512i x = _mm512_loadu_si512(col->words[k]);
+                    for (int r = 0; r < R; r++) t[r] = _mm512_dpbusd_epi32(t[r], _mm512_set1_epi32((int)b[r].words[k]), x);
+                }
+                for (int r = 0; r < R; r++) s1[r] = _mm512_add_epi32(s1[r], _mm512_mullo_epi32(t[r], _mm512_set1_epi32(b[r].scale[s])));
+                if (type == HK_Q2_K) {
+                    const __m512i bsum = _mm512_loadu_si512(col->bsums[s]);
+                    for (int r = 0; r < R; r++) s2[r] = _mm512_add_epi32(s2[r], _mm512_mullo_epi32(bsum, _mm512_set1_epi32(b[r].mins[s])));
+                }
+            }
+            const __m512 dy = _mm512_loadu_ps(col->d);
+            for (int r = 0; r < R; r++) {
+                __m512 x = _mm512_mul_ps(_mm512_set1_ps(b[r].d), _mm512_cvtepi32_ps(s1[r]));
+                if (type == HK_Q2_K) x = _mm512_fnmadd_ps(_mm512_set1_ps(b[r].dmin), _mm512_cvtepi32_ps(s2[r]), x);
+                acc[r * G + g] = _mm512_fmadd_ps(x, dy, acc[r * G + g]);
+            }
+        }
+    }
+}
+
+static HK_VNNI512 void rows16_any(const uint32_t type, const int R, const int G, const uint8_t *w, size_t row_bytes,
+                                  const cols16 *cols, int64_t nb, __m512 *acc) {
+#define ROWS16_G(T, RR)                                                                   \
+    switch (G) {                                                                          \
+    case 4: rows16(T, RR, 4, w, row_bytes, cols, nb, acc); break;                         \
+    case 3: rows16(T, RR, 3, w, row_bytes, cols, nb, acc); break;                         \
+    case 2: rows16(T, RR, 2, w, row_bytes, cols, nb, acc); break;                         \
+    default: rows16(T, RR, 1, w, row_bytes, cols, nb, acc); break;                        \
+    }
+#define ROWS16_T(T)                                                                       \
+    if (R == 4) { ROWS16_G(T, 4) } else { ROWS16_G(T, 1) }
+    if (type == HK_Q2_K) { ROWS16_T(HK_Q2_K) }
+    else if (type == HK_Q3_K) { ROWS16_T(HK_Q3_K) }
+    else { ROWS16_T(HK_IQ4_XS) }
+#undef ROWS16_T
+#undef ROWS16_G
+}
+
+// Rows against `nc` (up to 16 · COL_GROUPS) columns of one run of 8 or more, in the tiled order;
+// `cols` holds COL_GROUPS · nb packed blocks.
+static HK_VNNI512 void tiled16(const uint32_t type, const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *const *a,
+                               int nc, int64_t nb, cols16 *cols, float *out, size_t out_stride) {
+    const int G = (nc + 15) / 16;
+    for (int g = 0; g < G; g++) {
+        const int in_group = nc - 16 * g < 16 ? nc - 16 * g : 16;
+        for (int64_t i = 0; i < nb; i++) pack_cols16(a + 16 * g, in_group, i, weight_offset(type), &cols[(size_t)g * (size_t)nb + i]);
+    }
+    for (int64_t r = 0; r < rows;) {
+        // Four rows at a time, the last few one by one.
+        const int R = rows - r >= 4 ? 4 : 1;
+        __m512 acc[4 * COL_GROUPS];
+        rows16_any(type, R, G, w + (size_t)r * row_bytes, row_bytes, cols, nb, acc);
+        for (int k = 0; k < R; k++) {
+            float lanes[16 * COL_GROUPS];
+            for (int g = 0; g < G; g++) _mm512_storeu_ps(lanes + 16 * g, acc[k * G + g]);
+            for (int c = 0; c < nc; c++) out[(size_t)c * out_stride + (size_t)(r + k)] = lanes[c];
+        }
+        r += R;
+    }
+}
+
 // Rows against runs of columns, eight columns at a time, each run in the order of its length.
 static HK_AVX2 void kmatmul_avx2(const uint32_t type, const uint8_t *w, size_t row_bytes, int64_t rows, const uint8_t *a,
                                  size_t a_stride, int64_t cols, int64_t n, const int64_t *runs, int64_t n_runs, float *out,
@@ -452,6 +611,20 @@ static HK_AVX2 void kmatmul_avx2(const uint32_t type, const uint8_t *w, size_t r
     for (int64_t ri = 0; ri < (runs ? n_runs : 1); ri++) {
         const int64_t len = runs ? runs[ri] : cols;
         const int order = len >= 8 ? ORDER_TILED : ORDER_LANES;
+        if (order == ORDER_TILED && hk_vnni_kind() == HK_AVX512_VNNI) {
+            cols16 *cols = aligned_alloc(64, (size_t)COL_GROUPS * (size_t)(n / QK_K) * sizeof(cols16));
+            if (cols) {
+                for (int64_t c0 = col; c0 < col + len; c0 += 16 * COL_GROUPS) {
+                    const int nc = (int)(col + len - c0 < 16 * COL_GROUPS ? col + len - c0 : 16 * COL_GROUPS);
+                    const uint8_t *ac[16 * COL_GROUPS];
+                    for (int c = 0; c < nc; c++) ac[c] = a + (size_t)(c0 + c) * a_stride;
+                    tiled16(type, w, row_bytes, rows, ac, nc, n / QK_K, cols, out + (size_t)c0 * out_stride, out_stride);
+                }
+                free(cols);
+                col += len;
+                continue;
+            }
+        }
         for (int64_t c0 = col; c0 < col + len; c0 += 8) {
             const int nc = (int)(col + len - c0 < 8 ? col + len - c0 : 8);
             const uint8_t *ac[8];

@@ -88,12 +88,18 @@ struct LlamaCppQuantTests {
         let fixture = try QuantFixture.load(name)
         let type = try #require(GGMLType(rawValue: fixture.ggmlType))
         #expect(!fixture.matrices.isEmpty)
+        // With and without the byte dot products of VNNI where the CPU has them (the same bits).
+        let vnni = RowKernel.usesVNNI
+        defer { RowKernel.usesVNNI = vnni }
+        for useVNNI in [true, false] {
+        RowKernel.usesVNNI = useVNNI
         for m in fixture.matrices {
             let kernel = try RowKernel(weightType: type, rows: m.rows, path: path)
             let weights = bytes(m.weights)
             let matrix = weights.withUnsafeBytes { BlockMatrix($0.baseAddress!, rows: m.rows, columns: m.count, kernel: kernel) }
             let got = weights.withUnsafeBytes { _ in products(matrix, inputs: floats(m.inputs), columns: m.columns) }
-            #expect(bits(got) == bits(floats(m.products)), "\(fixture.type), \(m.rows)×\(m.count) by \(m.columns) columns")
+            #expect(bits(got) == bits(floats(m.products)), "\(fixture.type), \(m.rows)×\(m.count) by \(m.columns) columns, VNNI \(useVNNI)")
+        }
         }
     }
 
@@ -125,14 +131,14 @@ struct LlamaCppQuantTests {
         let type = try #require(GGMLType(rawValue: fixture.ggmlType))
         var rng = SplitMix64(seed: 0xA11 ^ UInt64(fixture.ggmlType))
         for count in testCounts(type) {
-            let rows = 8
+            let rows = 11
             let weights = (0..<rows).flatMap { _ in randomRow(type, count: count, using: &rng) }
-            let inputs = (0..<9).flatMap { _ in randomFloats(count, amplitude: 4, using: &rng) }
+            let inputs = (0..<70).flatMap { _ in randomFloats(count, amplitude: 4, using: &rng) }
             let results = try KernelPath.allCases.map { path in
                 let kernel = try RowKernel(weightType: type, rows: rows, path: path)
                 return weights.withUnsafeBytes { w in
                     let matrix = BlockMatrix(w.baseAddress!, rows: rows, columns: count, kernel: kernel)
-                    return [1, 9].flatMap { products(matrix, inputs: Array(inputs[0..<$0 * count]), columns: $0) }
+                    return [1, 9, 70].flatMap { products(matrix, inputs: Array(inputs[0..<$0 * count]), columns: $0) }
                 }
             }
             #expect(bits(results[0]) == bits(results[1]), "\(type.name), \(count) elements")
