@@ -30,6 +30,23 @@ struct RealShapeTests {
         #expect(QuantRecipe.q5_K_M.type(of: .feedForwardDown, layer: 2, layers: 16, rowLength: 8192, tiedOutput: true) == .q5_K)
         #expect(QuantRecipe.q5_K_M.type(of: .other, layer: 3, layers: 26, rowLength: 1152, tiedOutput: true) == .q5_1)
         #expect(QuantRecipe.q5_K_M.fileType == 17)
+        // The low-bit recipes, as llama-quantize writes Llama 3.2 1B's shape (32 query heads over 8
+        // key heads; 16 blocks): per-type tensor counts equal to its files'.
+        #expect(QuantRecipe.q2_K.type(of: .attentionValue, layer: 5, layers: 16, rowLength: 2048, tiedOutput: true, groupedQuery: 4) == .q4_K)
+        #expect(QuantRecipe.q2_K.type(of: .attentionValue, layer: 5, layers: 28, rowLength: 3072, tiedOutput: true, groupedQuery: 3) == .q3_K)
+        #expect(QuantRecipe.q2_K.type(of: .feedForwardDown, layer: 5, layers: 16, rowLength: 8192, tiedOutput: true) == .q3_K)
+        #expect(QuantRecipe.q2_K.type(of: .attentionOutput, layer: 5, layers: 16, rowLength: 2048, tiedOutput: true) == .q3_K)
+        #expect(QuantRecipe.q2_K.type(of: .other, layer: 5, layers: 16, rowLength: 2048, tiedOutput: true) == .q2_K)
+        #expect((0..<16).map { QuantRecipe.q3_K_M.type(of: .attentionValue, layer: $0, layers: 16, rowLength: 2048, tiedOutput: true) }
+                    == [.q5_K, .q5_K] + Array(repeating: .q4_K, count: 14))
+        #expect((0..<32).filter { QuantRecipe.q3_K_M.type(of: .feedForwardDown, layer: $0, layers: 32, rowLength: 14336, tiedOutput: false) == .q5_K } == [0, 1])
+        #expect(QuantRecipe.q3_K_M.type(of: .attentionOutput, layer: 9, layers: 16, rowLength: 2048, tiedOutput: true) == .q4_K)
+        #expect((0..<16).filter { QuantRecipe.iq4_XS.type(of: .feedForwardDown, layer: $0, layers: 16, rowLength: 8192, tiedOutput: true) == .q5_K } == [0, 1])
+        #expect(QuantRecipe.iq4_XS.type(of: .attentionValue, layer: 3, layers: 16, rowLength: 2048, tiedOutput: true, groupedQuery: 4) == .q5_K)
+        #expect(QuantRecipe.iq4_XS.type(of: .attentionValue, layer: 3, layers: 34, rowLength: 2560, tiedOutput: true, groupedQuery: 2) == .iq4_xs)
+        #expect(QuantRecipe.iq4_XS.type(of: .other, layer: 3, layers: 26, rowLength: 1152, tiedOutput: true) == .iq4_nl)
+        #expect(QuantRecipe.iq4_XS.type(of: .output, layer: 0, layers: 16, rowLength: 2048, tiedOutput: true) == .q6_K)
+        #expect(QuantRecipe(name: "iq4_xs") == .iq4_XS && QuantRecipe.q3_K_M.fileType == 12)
         #expect(QuantRecipe(name: "q4_k_m") == .q4_K_M)
         #expect(QuantRecipe(name: "Q5_K_S") == nil)
         #expect(TinyModel.realShape("llama-70b", recipe: .q4_0) == nil)

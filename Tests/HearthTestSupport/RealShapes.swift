@@ -7,6 +7,9 @@ public enum QuantRecipe: String, CaseIterable, Sendable {
     case q4_K_M = "Q4_K_M"
     case q5_K_M = "Q5_K_M"
     case q8_0 = "Q8_0"
+    case q2_K = "Q2_K"
+    case q3_K_M = "Q3_K_M"
+    case iq4_XS = "IQ4_XS"
 
     /// `general.file_type`: llama.cpp's number for the recipe.
     public var fileType: UInt32 {
@@ -15,12 +18,15 @@ public enum QuantRecipe: String, CaseIterable, Sendable {
         case .q4_K_M: 15
         case .q5_K_M: 17
         case .q8_0: 7
+        case .q2_K: 10
+        case .q3_K_M: 12
+        case .iq4_XS: 30
         }
     }
 
     /// The tensors the recipes tell apart.
     public enum Role: Sendable {
-        case tokenEmbedding, output, attentionValue, feedForwardDown, other
+        case tokenEmbedding, output, attentionValue, attentionOutput, feedForwardDown, other
     }
 
     /// The recipe named `name`, in any case (`q4_k_m`, `Q4_K_M`).
@@ -33,13 +39,21 @@ public enum QuantRecipe: String, CaseIterable, Sendable {
     /// long. The output projection (or the token embedding when it is the output too) takes
     /// Q6_K; Q4_K_M and Q5_K_M give the value projection and the feed-forward down projection Q6_K in the
     /// first and last eighths of the blocks and every third block between; a type whose blocks
-    /// do not fit the rows falls back to one of 32-weight blocks.
-    public func type(of role: Role, layer: Int, layers: Int, rowLength: Int, tiedOutput: Bool) -> GGMLType {
+    /// do not fit the rows falls back to one of 32-weight blocks. Q2_K gives the value projections
+    /// Q4_K (Q3_K when fewer than 4 query heads share a key head) and the down and attention
+    /// output projections Q3_K; Q3_K_M the first two value projections Q5_K and the others Q4_K,
+    /// the first sixteenth of the down projections Q5_K and the others Q4_K, the attention
+    /// output Q4_K; IQ4_XS the value projections Q5_K (when 4 or more query heads share a key
+    /// head) and the first eighth of the down projections Q5_K.
+    public func type(of role: Role, layer: Int, layers: Int, rowLength: Int, tiedOutput: Bool, groupedQuery: Int = 1) -> GGMLType {
         let base: GGMLType = switch self {
         case .q4_0: .q4_0
         case .q4_K_M: .q4_K
         case .q5_K_M: .q5_K
         case .q8_0: .q8_0
+        case .q2_K: .q2_K
+        case .q3_K_M: .q3_K
+        case .iq4_XS: .iq4_xs
         }
         let moreBits = layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2
         var type = base
@@ -48,13 +62,31 @@ public enum QuantRecipe: String, CaseIterable, Sendable {
             type = base == .q8_0 ? .q8_0 : .q6_K
         case .tokenEmbedding:
             type = !tiedOutput || base == .q8_0 ? base : .q6_K
-        case .attentionValue, .feedForwardDown:
-            if self == .q4_K_M || self == .q5_K_M, moreBits { type = .q6_K }
+        case .attentionValue:
+            switch self {
+            case .q4_K_M, .q5_K_M: if moreBits { type = .q6_K }
+            case .q2_K: type = groupedQuery >= 4 ? .q4_K : .q3_K
+            case .q3_K_M: type = layer < 2 ? .q5_K : .q4_K
+            case .iq4_XS: if groupedQuery >= 4 { type = .q5_K }
+            default: break
+            }
+        case .feedForwardDown:
+            switch self {
+            case .q4_K_M, .q5_K_M: if moreBits { type = .q6_K }
+            case .q2_K: type = .q3_K
+            case .q3_K_M: type = layer < layers / 16 ? .q5_K : .q4_K
+            case .iq4_XS: if layer < layers / 8 { type = .q5_K }
+            default: break
+            }
+        case .attentionOutput:
+            if self == .q2_K { type = .q3_K }
+            if self == .q3_K_M { type = .q4_K }
         case .other:
             break
         }
         if rowLength % type.blockSize != 0 {
-            let fallbacks: [GGMLType: GGMLType] = [.q4_K: .q5_0, .q5_K: .q5_1, .q6_K: .q8_0]
+            let fallbacks: [GGMLType: GGMLType] = [.q4_K: .q5_0, .q5_K: .q5_1, .q6_K: .q8_0, .q2_K: .q4_0, .q3_K: .q4_0,
+                                                   .iq4_xs: .iq4_nl]
             type = fallbacks[type] ?? type
         }
         return type

@@ -125,7 +125,8 @@ public struct TinyModel: Sendable {
                                  data: RandomWeights.bytes(type, count: dimensions.reduce(1, *), scale: scale, using: &random))
                 return
             }
-            let type = type == .f32 ? type : recipe.type(of: role, layer: layer, layers: layers, rowLength: dimensions[0], tiedOutput: tiedOutput)
+            let type = type == .f32 ? type : recipe.type(of: role, layer: layer, layers: layers, rowLength: dimensions[0], tiedOutput: tiedOutput,
+                                                         groupedQuery: heads / max(kvHeads, 1))
             // Pieces of about 4 MiB, each from a generator of its own seeded by the tensor's name.
             let rowLength = dimensions[0], rows = dimensions.dropFirst().reduce(1, *)
             let rowsPerPiece = max(1, (4 << 20) / (type.byteCount(elements: rowLength) ?? 1))
@@ -165,7 +166,8 @@ public struct TinyModel: Sendable {
             }
             // Blocks write strongly into the residual stream, so that what a token attends to
             // matters more than the token itself.
-            tensor(p + "attn_output.weight", [qWidth, width], types.attention, scale: 4 / Float(qWidth).squareRoot())
+            tensor(p + "attn_output.weight", [qWidth, width], types.attention, scale: 4 / Float(qWidth).squareRoot(),
+                   role: .attentionOutput, layer: l)
             if postNorms { norm(p + "post_attention_norm.weight", width) }
             norm(p + "ffn_norm.weight", width)
             if experts > 0 {

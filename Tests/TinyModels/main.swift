@@ -4,7 +4,7 @@ import HearthTestSupport
 // tiny-models [--held-back] [FOLDER]: writes every tiny model of TinyModel.catalog (or of
 // TinyModel.heldBack) into FOLDER (default: the current one), for
 // scripts/make-tiny-model-fixtures.py to run llama.cpp on.
-// tiny-models --shape NAME --type Q4_0|Q4_K_M|Q5_K_M|Q8_0 [--blocks N] [FOLDER]: writes one model of a
+// tiny-models --shape NAME --type Q4_0|Q4_K_M|Q5_K_M|Q8_0|Q2_K|Q3_K_M|IQ4_XS [--blocks N] [FOLDER]: writes one model of a
 // real shape (TinyModel.realShapeNames) with random weights, for scripts/bench-sizes.
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("tiny-models: \(message)\n".utf8))
