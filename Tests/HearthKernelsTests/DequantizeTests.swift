@@ -151,11 +151,11 @@ private func knownBlock(_ type: GGMLType) -> (bytes: [UInt8], expected: [Float])
     }
 
     @Test func rejectsUnsupportedTypesAndPartialBlocks() {
-        var out = [Float](repeating: 0, count: 64)
+        var out = [Float](repeating: 0, count: 256)
         let src = [UInt8](repeating: 0, count: 256)
         src.withUnsafeBytes { s in
             out.withUnsafeMutableBufferPointer { o in
-                #expect(throws: HearthError.self) { try dequantizeRow(.q2_K, s.baseAddress!, into: o.baseAddress!, count: 256) }
+                #expect(throws: HearthError.self) { try dequantizeRow(.iq2_xxs, s.baseAddress!, into: o.baseAddress!, count: 256) }
                 #expect(throws: HearthError.self) { try dequantizeRow(.q4_0, s.baseAddress!, into: o.baseAddress!, count: 33) }
             }
         }
