@@ -20,6 +20,14 @@ HK_INLINE HK_AVX2 float hk_hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+// Sum of the eight int32 lanes (exact, in any order).
+HK_INLINE HK_AVX2 int hk_hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
 HK_INLINE HK_AVX2 float hk_half(const void *p) {
     uint16_t h;
     memcpy(&h, p, 2);

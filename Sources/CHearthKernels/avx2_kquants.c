@@ -47,14 +47,6 @@ HK_INLINE HK_AVX2 __m256i spread16(__m256i sc, int j) {
     return _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j)));
 }
 
-// Sum of the eight int32 lanes.
-HK_INLINE HK_AVX2 int hsum_i32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
-}
-
 // The lane sums of four vectors: lane c of the result is the sum of the lanes of v[c].
 HK_INLINE HK_AVX2 __m128i hsum4_i32(const __m256i *v) {
     const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
@@ -143,10 +135,10 @@ HK_INLINE HK_AVX2 void q45k_cols(const int five, const int order, const uint8_t 
         for (int c = 0; c < NC; c++) {
             const float dy = y[c]->d;
             if (order == K_BLOCKS) {
-                acc_s[c] = hk_fma((float)hsum_i32(sumi[c]), d * dy, acc_s[c]);
+                acc_s[c] = hk_fma((float)hk_hsum_i32(sumi[c]), d * dy, acc_s[c]);
                 acc_min[c] = hk_fma((float)mins_dot(mn, y[c]->bsums), dmin * dy, acc_min[c]);
             } else if (order == K_TILED) {
-                const float r = d * (float)hsum_i32(sumi[c]);
+                const float r = d * (float)hk_hsum_i32(sumi[c]);
                 acc_s[c] = hk_fma(hk_fma(-dmin, (float)mins_dot(mn, y[c]->bsums), r), dy, acc_s[c]);
             } else {
                 acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dy * d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
@@ -211,7 +203,7 @@ HK_INLINE HK_AVX2 void q6k_cols(const int order, const uint8_t *w, const uint8_t
             const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc_all, hk_load256(y[c]->bsums)), 5);
             const __m256i lanes = _mm256_sub_epi32(sumi[c], offset);
             if (order == K_TILED) {
-                acc_s[c] = hk_fma(dx * (float)hsum_i32(lanes), y[c]->d, acc_s[c]);
+                acc_s[c] = hk_fma(dx * (float)hk_hsum_i32(lanes), y[c]->d, acc_s[c]);
             } else {
                 acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c]->d * dx), _mm256_cvtepi32_ps(lanes), acc[c]);
             }

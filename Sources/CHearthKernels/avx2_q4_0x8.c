@@ -29,17 +29,10 @@ HK_INLINE HK_AVX2 __m256i sum8(const __m256i *v) {
     return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
-HK_INLINE HK_AVX2 int hsum_i32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
-}
-
 // 8 · Σ y over one Q8_0 block: what the nibbles' offset of 8 adds to their unsigned sum.
 HK_INLINE HK_AVX2 int offset_sum(const hk_q8_0 *y) {
     const __m256i p = _mm256_maddubs_epi16(_mm256_set1_epi8(1), hk_load256(y->qs));
-    return 8 * hsum_i32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+    return 8 * hk_hsum_i32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 }
 
 // The exact sum of one Q4_0 block's 32 products with one Q8_0 block, as 8 int32 partial sums
@@ -54,7 +47,7 @@ HK_INLINE HK_AVX2 float row1(const uint8_t *w, const uint8_t *a, int64_t nb) {
     for (int64_t b = 0; b < nb; b++) {
         const hk_q8_0 *yb = (const hk_q8_0 *)a + b;
         const uint8_t *wb = w + (size_t)b * sizeof(hk_q4_0);
-        const int sum = hsum_i32(block_lanes(wb, hk_load256(yb->qs))) - offset_sum(yb);
+        const int sum = hk_hsum_i32(block_lanes(wb, hk_load256(yb->qs))) - offset_sum(yb);
         acc = hk_fma((float)sum, hk_half(wb) * hk_half(&yb->d), acc);
     }
     return acc;

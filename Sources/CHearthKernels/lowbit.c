@@ -385,13 +385,6 @@ HK_INLINE HK_AVX2 __m256i block_lanes(const uint32_t type, const unpacked *b, co
     return sum;
 }
 
-HK_INLINE HK_AVX2 int hsum_lanes(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
-}
-
 // One row of nb super-blocks against NC (1..8) Q8_K columns in `order`: out[c * out_stride].
 HK_INLINE HK_AVX2 void kcols(const uint32_t type, const int order, const uint8_t *w, const uint8_t *const *a, const int NC,
                              int64_t nb, float *out, size_t out_stride) {
@@ -411,8 +404,8 @@ HK_INLINE HK_AVX2 void kcols(const uint32_t type, const int order, const uint8_t
             __m256i mins = _mm256_setzero_si256();
             if (type == HK_Q2_K) mins = _mm256_madd_epi16(b.mins, hk_load256(y->bsums));
             if (order == ORDER_TILED) {
-                float r = b.d * (float)hsum_lanes(lanes);
-                if (type == HK_Q2_K) r = hk_fma(-b.dmin, (float)hsum_lanes(mins), r);
+                float r = b.d * (float)hk_hsum_i32(lanes);
+                if (type == HK_Q2_K) r = hk_fma(-b.dmin, (float)hk_hsum_i32(mins), r);
                 total[c] = hk_fma(r, y->d, total[c]);
             } else {
                 if (type == HK_Q2_K) acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(-y->d * b.dmin), _mm256_cvtepi32_ps(mins), acc[c]);

@@ -48,6 +48,24 @@ private func modelPath(_ name: String, sha256: String) throws -> String {
     return path
 }
 
+/// Greedy tokens for as many steps as `reference` has, with each step's top 5 log-probabilities,
+/// from a fresh sequence of 1024 positions.
+private func greedy(_ model: TransformerModel, _ reference: TinyFixture.Case) throws -> (ids: [Int32], tops: [[TokenLogprob]]) {
+    var options = GenerationOptions(sampling: .greedy, maxTokens: reference.ids.count)
+    options.logprobs = true
+    options.topLogprobs = 5
+    var ids: [Int32] = [], tops: [[TokenLogprob]] = []
+    let sequence = try model.makeSequence(contextLength: 1024)
+    try model.generate(prompt: reference.prompt_ids, options: options, sequence: sequence) { chunk in
+        if let token = chunk.token {
+            ids.append(token)
+            tops.append(chunk.topLogprobs)
+        }
+        return true
+    }
+    return (ids, tops)
+}
+
 @Suite("Architectures against llama.cpp on tiny models", .serialized)
 struct ArchitectureTests {
     @Test("greedy tokens equal llama.cpp's and top-5 log-probabilities agree within 1e-3", arguments: try fixtures())
@@ -56,18 +74,7 @@ struct ArchitectureTests {
         for (index, reference) in fixture.cases.enumerated() {
             #expect(model.tokenizer.encode(reference.prompt, addSpecial: true, parseSpecial: false) == reference.prompt_ids,
                     "\(fixture.model) prompt \(index): tokens")
-            var options = GenerationOptions(sampling: .greedy, maxTokens: reference.ids.count)
-            options.logprobs = true
-            options.topLogprobs = 5
-            var ids: [Int32] = [], tops: [[TokenLogprob]] = []
-            let sequence = try model.makeSequence(contextLength: 1024)
-            try model.generate(prompt: reference.prompt_ids, options: options, sequence: sequence) { chunk in
-                if let token = chunk.token {
-                    ids.append(token)
-                    tops.append(chunk.topLogprobs)
-                }
-                return true
-            }
+            let (ids, tops) = try greedy(model, reference)
             // llama.cpp's count includes an end-of-generation token, which Hearth reports as the finish.
             #expect(Array(reference.ids.prefix(ids.count)) == ids && reference.ids.count - ids.count <= 1
                         && (ids.count == reference.ids.count || model.tokenizer.endOfGenerationTokens.contains(reference.ids[ids.count])),
@@ -125,18 +132,7 @@ struct ArchitectureTests {
     fileprivate func heldBackModelMatchesLlamaCpp(_ fixture: TinyFixture) throws {
         let model = try TransformerModel(path: modelPath(fixture.model, sha256: fixture.sha256), threads: 2)
         for (index, reference) in fixture.cases.enumerated() {
-            var options = GenerationOptions(sampling: .greedy, maxTokens: reference.ids.count)
-            options.logprobs = true
-            options.topLogprobs = 5
-            var ids: [Int32] = [], tops: [[TokenLogprob]] = []
-            let sequence = try model.makeSequence(contextLength: 1024)
-            try model.generate(prompt: reference.prompt_ids, options: options, sequence: sequence) { chunk in
-                if let token = chunk.token {
-                    ids.append(token)
-                    tops.append(chunk.topLogprobs)
-                }
-                return true
-            }
+            let (ids, tops) = try greedy(model, reference)
             let parting = zip(ids, reference.ids).enumerated().first { $0.element.0 != $0.element.1 }?.offset
             let compared = parting.map { $0 + 1 } ?? min(ids.count, reference.top_logprobs.count)
             for step in 0..<compared {
