@@ -11,11 +11,14 @@ logits (null for a step whose token ends inside a UTF-8 character: the server do
 those).
 
 llama-server runs with flash attention off (-fa off), the arithmetic Hearth follows, 2 threads,
-and a context of 1024 positions per sequence; for the held-back models also with --swa-full, which
-keeps a sliding-window layer's keys and values in the order of their positions as Hearth does
-(otherwise llama.cpp reuses the cells of positions that left the window, and its sums over the
-cells run in another order, which the F16 rounding of the attention weights can make visible) (which matters to models whose RoPE depends on
-the context, such as Phi-3's LongRoPE).
+and a context of 1024 positions per sequence (which matters to models whose RoPE depends on the
+context, such as Phi-3's LongRoPE), with no context checkpoints (--ctx-checkpoints 0: otherwise,
+for hybrid and sliding-window models, it reads a prompt's last 4 tokens in a pass of their own
+to keep a checkpoint before them, and the matrix products of a 4-row pass sum in another order).
+For the held-back models also with --swa-full, which keeps a sliding-window layer's keys and
+values in the order of their positions as Hearth does (otherwise llama.cpp reuses the cells of
+positions that left the window, and its sums over the cells run in another order, which the F16
+rounding of the attention weights can make visible).
 
     LLAMA_SERVER=/path/to/llama-server [LLAMA_BUILD="how it was built"] scripts/make-tiny-model-fixtures.py [NAME ...]
 
@@ -70,7 +73,7 @@ def free_port():
 def run_model(server, path, all_steps=False, swa_full=False):
     port = free_port()
     process = subprocess.Popen([server, "-m", path, "-fa", "off", "-t", "2", "-c", str(CONTEXT), "-np", "1",
-                                "--port", str(port)] + (["--swa-full"] if swa_full else []),
+                                "--ctx-checkpoints", "0", "--port", str(port)] + (["--swa-full"] if swa_full else []),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 120
@@ -132,7 +135,8 @@ def main():
             fixture = {
                 "model": name,
                 "sha256": digest,
-                "reference": f"llama.cpp {build}: llama-server -fa off -t 2 -c {CONTEXT}{' --swa-full' if held_back else ''}, "
+                "reference": f"llama.cpp {build}: llama-server -fa off -t 2 -c {CONTEXT} --ctx-checkpoints 0"
+                             f"{' --swa-full' if held_back else ''}, "
                              f"/completion with the prompt's "
                              f"token ids, temperature 0, n_probs {TOP}",
                 "cases": cases,

@@ -17,8 +17,11 @@ public final class LocalModel: LanguageModel {
     public let contextLength: Int
     /// How each conversation's KV cache keeps keys and values.
     public let cacheTypes: KVCacheTypes
-    /// Bytes one conversation's KV cache takes (reserved as it fills).
-    public var cacheBytesPerContext: Int { cacheTypes.bytesPerPosition(engine.configuration) * contextLength }
+    /// Bytes one conversation's KV cache takes (reserved as it fills), with a hybrid family's
+    /// recurrent state.
+    public var cacheBytesPerContext: Int {
+        cacheTypes.bytesPerPosition(engine.configuration) * contextLength + engine.recurrentStateBytes
+    }
     /// The model's chat format, or nil for a model with no template and no known family.
     public let chatFormat: ChatFormat?
     /// The sampling its authors recommend (its file's `general.sampling.*` keys, its family's

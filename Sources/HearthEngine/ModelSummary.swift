@@ -74,6 +74,10 @@ public struct ModelSummary: Sendable, Codable, Equatable {
     public var headCount: Int?
     /// Key/value heads; fewer than `headCount` under grouped-query attention.
     public var kvHeadCount: Int?
+    /// Blocks of a hybrid family that keep a recurrent state instead of keys and values.
+    public var recurrentBlockCount: Int?
+    /// Bytes of those blocks' recurrent state, a sequence (whatever its length).
+    public var recurrentStateBytes: Int?
     /// Width of one attention head.
     public var headDimension: Int?
     /// RoPE frequency base (theta).
@@ -149,7 +153,16 @@ public struct ModelSummary: Sendable, Codable, Equatable {
         }
         ropeFrequencyBase = key("rope.freq_base").flatMap { file.metadata[$0]?.doubleValue }
         vocabularySize = int("vocab_size") ?? file.array("tokenizer.ggml.tokens")?.count
-        if let blocks = blockCount, let kvHeads = kvHeadCount, let d = headDimension, blocks > 0, kvHeads > 0, d > 0 {
+        var attentionBlocks = blockCount
+        if let configuration = try? ModelConfiguration(gguf: file) {
+            kvHeadCount = configuration.kvHeadCount
+            attentionBlocks = configuration.attentionLayerCount
+            if configuration.recurrentLayerCount > 0 {
+                recurrentBlockCount = configuration.recurrentLayerCount
+                recurrentStateBytes = configuration.recurrentLayerCount * configuration.recurrentStateFloats * MemoryLayout<Float>.size
+            }
+        }
+        if let blocks = attentionBlocks, let kvHeads = kvHeadCount, let d = headDimension, blocks > 0, kvHeads > 0, d > 0 {
             let types = KVCacheType.allCases.filter { $0.unsupportedReason(headDimension: d) == nil }
             kvCacheBytesPerPosition = Dictionary(uniqueKeysWithValues: types.map {
                 ($0.rawValue, blocks * kvHeads * 2 * $0.rowBytes(headDimension: d))
@@ -215,6 +228,9 @@ public struct ModelSummary: Sendable, Codable, Equatable {
         add("heads", headCount)
         add("KV heads", kvHeadCount)
         add("head dimension", headDimension)
+        if let blocks = recurrentBlockCount, let bytes = recurrentStateBytes {
+            add("recurrent state", "\(HumanReadable.bytes(bytes)) a sequence (\(blocks) of \(blockCount ?? blocks) blocks)")
+        }
         if let bytes = kvCacheBytesPerPosition {
             add("KV cache a position", KVCacheType.allCases.compactMap { type in
                 bytes[type.rawValue].map { "\(type) \(HumanReadable.bytes($0))" }

@@ -181,14 +181,23 @@ public final class TransformerModel: Sendable {
 
 extension TransformerModel {
     /// Bytes this model needs with one sequence of `contextLength` positions: the mapped
-    /// weights, the sequence's KV cache (of `cacheTypes`) and logits, and the scratch of a pass
+    /// weights, the sequence's KV cache (of `cacheTypes`), recurrent state and logits, and the scratch of a pass
     /// of `batchSize` rows.
     public func memoryEstimate(contextLength: Int, batchSize: Int = 128, cacheTypes: KVCacheTypes = .f16) -> Int {
         let c = configuration
-        let kvCache = cacheTypes.bytesPerPosition(c) * contextLength
+        // A recurrent state, and a checkpoint of it at the end of each chunk of the context.
+        let recurrent = c.recurrentLayerCount * c.recurrentStateFloats * MemoryLayout<Float>.size * (1 + contextLength / batchSize)
+        let kvCache = cacheTypes.bytesPerPosition(c) * contextLength + recurrent
         let rows = c.embeddingLength * 4 + c.queryWidth * 2 + 2 * c.kvWidth + 3 * c.feedForwardLength
         let scratch = (batchSize * rows + 2 * c.vocabularySize + threadCount * contextLength) * MemoryLayout<Float>.size
         return gguf.fileSize + kvCache + scratch
+    }
+
+    /// Bytes of one sequence's recurrent state (the blocks of a hybrid family that keep no keys
+    /// and values), whatever its length; 0 when every block attends. Each checkpoint a sequence
+    /// keeps (one at the end of each whole chunk of its prompt) takes as much again.
+    public var recurrentStateBytes: Int {
+        configuration.recurrentLayerCount * configuration.recurrentStateFloats * MemoryLayout<Float>.size
     }
 
     /// Bytes of weights a generated token reads: every tensor but the token embeddings, which

@@ -64,6 +64,12 @@ public struct TinyModel: Sendable {
     public var experts = 0
     public var expertsUsed = 0
     public var expertFeedForward = 0
+    /// Blocks that are LFM2 gated short convolutions instead of attention (no key/value heads),
+    /// and the convolution's taps.
+    public var convolutionBlocks: [Int] = []
+    public var convolutionTaps = 3
+    /// The final norm's tensor.
+    public var outputNorm = "output_norm.weight"
     /// For a model of real size: each tensor's type chosen as llama-quantize chooses it (`types`
     /// then unused), and its weights made piece by piece as the file is written, so that a
     /// file larger than memory can be written. Nil: the tiny models' `types`, every weight drawn
@@ -101,7 +107,13 @@ public struct TinyModel: Sendable {
         writer.add("\(a).block_count", .uint32(UInt32(layers)))
         writer.add("\(a).feed_forward_length", .uint32(UInt32(feedForward)))
         writer.add("\(a).attention.head_count", .uint32(UInt32(heads)))
-        writer.add("\(a).attention.head_count_kv", .uint32(UInt32(kvHeads)))
+        if convolutionBlocks.isEmpty {
+            writer.add("\(a).attention.head_count_kv", .uint32(UInt32(kvHeads)))
+        } else {
+            writer.add("\(a).attention.head_count_kv",
+                       .array((0..<layers).map { .uint32(convolutionBlocks.contains($0) ? 0 : UInt32(kvHeads)) }))
+            writer.add("\(a).shortconv.l_cache", .uint32(UInt32(convolutionTaps)))
+        }
         writer.add("\(a).attention.key_length", .uint32(UInt32(headDimension)))
         writer.add("\(a).attention.value_length", .uint32(UInt32(headDimension)))
         writer.add("\(a).rope.dimension_count", .uint32(UInt32(headDimension)))
@@ -148,26 +160,36 @@ public struct TinyModel: Sendable {
         for l in 0..<layers {
             let p = "blk.\(l)."
             norm(p + "attn_norm.weight", width)
-            if fused {
+            if convolutionBlocks.contains(l) {
+                // Taps of about 1/2, the newest position the strongest.
+                writer.addTensor(name: p + "shortconv.conv.weight", dimensions: [convolutionTaps, width],
+                                 floats: (0..<convolutionTaps * width).map { i in
+                                     (0.5 + Float(i % convolutionTaps) / Float(convolutionTaps)) * RandomWeights.normal(using: &random)
+                                 })
+                tensor(p + "shortconv.in_proj.weight", [width, 3 * width], types.attention, scale: inputScale)
+                tensor(p + "shortconv.out_proj.weight", [width, width], types.attention, scale: 4 / Float(width).squareRoot())
+            } else if fused {
                 tensor(p + "attn_qkv.weight", [width, qWidth + 2 * kvWidth], types.attention, scale: inputScale)
             } else {
                 tensor(p + "attn_q.weight", [width, qWidth], types.attention, scale: inputScale)
                 tensor(p + "attn_k.weight", [width, kvWidth], types.attention, scale: inputScale)
                 tensor(p + "attn_v.weight", [width, kvWidth], types.attention, scale: inputScale, role: .attentionValue, layer: l)
             }
-            if attentionBiases {
+            if attentionBiases, !convolutionBlocks.contains(l) {
                 for (part, count) in [("q", qWidth), ("k", kvWidth), ("v", kvWidth)] {
                     tensor(p + "attn_\(part).bias", [count], .f32, scale: 0.5)
                 }
             }
-            if headNorms {
+            if headNorms, !convolutionBlocks.contains(l) {
                 norm(p + "attn_q_norm.weight", headDimension)
                 norm(p + "attn_k_norm.weight", headDimension)
             }
             // Blocks write strongly into the residual stream, so that what a token attends to
             // matters more than the token itself.
-            tensor(p + "attn_output.weight", [qWidth, width], types.attention, scale: 4 / Float(qWidth).squareRoot(),
-                   role: .attentionOutput, layer: l)
+            if !convolutionBlocks.contains(l) {
+                tensor(p + "attn_output.weight", [qWidth, width], types.attention, scale: 4 / Float(qWidth).squareRoot(),
+                       role: .attentionOutput, layer: l)
+            }
             if postNorms { norm(p + "post_attention_norm.weight", width) }
             norm(p + "ffn_norm.weight", width)
             if experts > 0 {
@@ -197,7 +219,7 @@ public struct TinyModel: Sendable {
                 }
             }
         }
-        norm("output_norm.weight", width)
+        norm(outputNorm, width)
         if let output = types.output {
             // Logits spread wide, so that greedy choices are far from ties.
             tensor("output.weight", [width, vocabularySize], output, scale: 8 * inputScale, role: .output)

@@ -29,6 +29,9 @@ extension TinyModel {
         // Ministral 3: YaRN with its betas and log multiplier, and the attention temperature
         // (floor of 16 positions, so that the prompts cross several steps).
         mistral3("mistral3-a"),
+        // LFM2: gated short convolutions in three blocks of four, attention in the third.
+        lfm2("lfm2-a"),
+        lfm2("lfm2-b", kQuants: true),
     ]
 
     /// Held-back copies of every family's 256-wide model, written with other seeds (other names)
@@ -118,6 +121,16 @@ extension TinyModel {
                                ("rope.scaling.yarn_beta_fast", .float32(16)), ("rope.scaling.yarn_beta_slow", .float32(2)),
                                ("rope.scaling.yarn_log_multiplier", .float32(0.5)),
                                ("attention.temperature_scale", .float32(0.1))]
+        return model
+    }
+
+    private static func lfm2(_ name: String, kQuants: Bool = false) -> TinyModel {
+        var model = base(name, "lfm2", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: kQuants)
+        model.layers = 4
+        model.convolutionBlocks = [0, 1, 3]
+        model.headNorms = true
+        model.ropeBase = 1_000_000
+        model.outputNorm = "token_embd_norm.weight"
         return model
     }
 

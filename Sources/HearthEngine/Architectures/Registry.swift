@@ -26,6 +26,7 @@ enum ArchitectureRegistry {
         ("gemma3", Gemma3.self, "Gemma 3"),
         ("smollm3", SmolLM3.self, "SmolLM3"),
         ("mistral3", Mistral3.self, "Mistral 3 (Ministral 3, Mistral Small 3.x)"),
+        ("lfm2", LFM2.self, "LFM2 (LFM2, LFM2.5)"),
     ]
 
     /// The type that runs `architecture`, or nil.

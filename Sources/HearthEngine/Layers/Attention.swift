@@ -10,7 +10,7 @@ import HearthKernels
 /// biases, optional per-head RMSNorm of queries and keys, a sliding window, a soft cap on the
 /// scores, and the query scale applied either to the scores or to the queries beforehand (the
 /// two round differently, and each family follows its own llama.cpp graph).
-struct Attention {
+struct Attention: SequenceMixer {
     /// How the input becomes queries, keys and values.
     enum Projection {
         /// Three matrices: (qWidth, dim), (kvWidth, dim), (kvWidth, dim).
@@ -90,7 +90,7 @@ struct Attention {
          window: Int? = nil, softCap: Float? = nil, scale: Scale, temperature: Temperature? = nil) throws {
         let p = "blk.\(layer)."
         let dim = c.embeddingLength
-        self.layer = layer
+        self.layer = c.cacheLayer(layer)
         self.temperature = temperature
         heads = c.headCount
         kvHeads = c.kvHeadCount

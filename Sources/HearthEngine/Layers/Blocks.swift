@@ -8,6 +8,14 @@ protocol FeedForwardLayer: Sendable {
 }
 
 
+/// The part of a block that mixes positions: attention over the KV cache, or a recurrent layer
+/// over the sequence's state.
+protocol SequenceMixer: Sendable {
+    /// The layer over every row of `input` ((rows, dim)); returns the block's output, (rows,
+    /// dim) in `pass.blockOutput`.
+    func callAsFunction(_ input: UnsafePointer<Float>, _ pass: ForwardPass) -> UnsafeMutablePointer<Float>
+}
+
 /// One block of a decoder: it reads the pass's residual stream and adds its outputs to it.
 /// The last block keeps only the rows whose logits are wanted once its attention has run
 /// (`ForwardPass.keepLogitRows`).
@@ -15,16 +23,16 @@ protocol DecoderBlock: Sendable {
     func callAsFunction(_ pass: ForwardPass, isLast: Bool)
 }
 
-/// The block most decoders repeat (Llama, Qwen, Mistral, Phi-3): attention and then a
-/// feed-forward network, each reading an RMSNorm of the residual stream and adding its output
-/// back: `x += attention(norm(x))`, `x += ffn(norm(x))`.
+/// The block most decoders repeat (Llama, Qwen, Mistral, Phi-3): attention (or a hybrid's
+/// recurrent layer) and then a feed-forward network, each reading an RMSNorm of the residual
+/// stream and adding its output back: `x += attention(norm(x))`, `x += ffn(norm(x))`.
 struct PreNormBlock: DecoderBlock {
     let attentionNorm: RMSNorm      // (dim) blk.N.attn_norm
-    let attention: Attention
+    let attention: any SequenceMixer
     let feedForwardNorm: RMSNorm    // (dim) blk.N.ffn_norm
     let feedForward: any FeedForwardLayer
 
-    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, attention: Attention,
+    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, attention: any SequenceMixer,
          feedForward: any FeedForwardLayer) throws {
         attentionNorm = try RMSNorm(gguf, "blk.\(layer).attn_norm.weight", width: c.embeddingLength, epsilon: c.normEpsilon)
         self.attention = attention
@@ -41,7 +49,7 @@ struct PreNormBlock: DecoderBlock {
 
     /// The model's `blockCount` blocks, layer `i` built from `parts(i)`.
     static func stack(_ gguf: GGUFFile, configuration c: ModelConfiguration,
-                      _ parts: (Int) throws -> (Attention, any FeedForwardLayer)) throws -> [PreNormBlock] {
+                      _ parts: (Int) throws -> (any SequenceMixer, any FeedForwardLayer)) throws -> [PreNormBlock] {
         try (0..<c.blockCount).map { i in
             let (attention, feedForward) = try parts(i)
             return try PreNormBlock(gguf, layer: i, configuration: c, attention: attention, feedForward: feedForward)

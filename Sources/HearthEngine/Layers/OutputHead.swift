@@ -36,8 +36,9 @@ struct OutputHead {
 
     /// `output_norm` and `output.weight`, or the token embedding table when there is no
     /// `output.weight` (read as a matrix, apart from the table the embedding reads rows of).
-    init(_ gguf: GGUFFile, configuration c: ModelConfiguration, softCap: Float? = nil) throws {
-        norm = try RMSNorm(gguf, "output_norm.weight", width: c.embeddingLength, epsilon: c.normEpsilon)
+    init(_ gguf: GGUFFile, configuration c: ModelConfiguration, norm normName: String = "output_norm.weight",
+         softCap: Float? = nil) throws {
+        norm = try RMSNorm(gguf, normName, width: c.embeddingLength, epsilon: c.normEpsilon)
         if gguf.tensorInfo(named: "output.weight") != nil {
             projection = try WeightMatrix(gguf, "output.weight", rows: c.vocabularySize, columns: c.embeddingLength)
         } else {

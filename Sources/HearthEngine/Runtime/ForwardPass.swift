@@ -102,6 +102,24 @@ final class ForwardPass {
         }
     }
 
+    /// Runs `body` for each sequence's run of rows, in the order of its positions, the runs
+    /// split across the threads when they hold enough work (`width` values a row).
+    func forEachRun(width: Int, _ body: (Range<Int>, SequenceState) -> Void) {
+        var starts: [Int] = [], first = 0
+        for length in runLengths {
+            starts.append(first)
+            first += length
+        }
+        let lengths = runLengths, sequences = sequences
+        if sequences.count == 1 || rows * width < 16_384 {
+            for index in sequences.indices { body(starts[index]..<starts[index] + lengths[index], sequences[index]) }
+        } else {
+            pool.parallelFor(sequences.count) { range in
+                for index in range { body(starts[index]..<starts[index] + lengths[index], sequences[index]) }
+            }
+        }
+    }
+
     /// Keeps only the rows whose logits are wanted, moved in order to the front of the residual
     /// stream and of `blockOutput` ((rows, dim) each), as llama.cpp's graphs do after the last
     /// block's attention: that block's feed-forward network and the output head see only those

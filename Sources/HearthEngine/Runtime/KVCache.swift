@@ -57,9 +57,9 @@ public struct KVCacheTypes: Sendable, Hashable, Codable, CustomStringConvertible
 
     public var description: String { keys == values ? keys.rawValue : "k \(keys), v \(values)" }
 
-    /// Bytes the keys and values of one position of every layer take.
+    /// Bytes the keys and values of one position of every attention layer take.
     public func bytesPerPosition(_ c: ModelConfiguration) -> Int {
-        c.blockCount * c.kvHeadCount * (keys.rowBytes(headDimension: c.headDimension) + values.rowBytes(headDimension: c.headDimension))
+        c.attentionLayerCount * c.kvHeadCount * (keys.rowBytes(headDimension: c.headDimension) + values.rowBytes(headDimension: c.headDimension))
     }
 
     /// The runs of a head that quantized keys are rotated in before they are stored (queries

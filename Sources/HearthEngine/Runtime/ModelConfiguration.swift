@@ -29,6 +29,19 @@ public struct ModelConfiguration: Sendable, Equatable {
     public var ropeDimensions: Int
     /// Vocabulary size.
     public var vocabularySize: Int
+    /// What each block keeps per sequence: keys and values in the KV cache, or a recurrent
+    /// state of fixed size (the convolution window and scan state of hybrid families).
+    public var layerMemory: [LayerMemory]
+    /// Floats of one recurrent layer's state, or 0 when no layer has one.
+    public var recurrentStateFloats: Int
+
+    /// What a block keeps per sequence, and where.
+    public enum LayerMemory: Sendable, Equatable {
+        /// Keys and values, in this layer of the sequence's KV cache.
+        case attention(cacheLayer: Int)
+        /// A fixed-size state, in this slot of the sequence's recurrent state.
+        case recurrent(slot: Int)
+    }
 
     /// Reads the configuration from a GGUF file's metadata.
     public init(gguf: GGUFFile) throws {
@@ -47,7 +60,10 @@ public struct ModelConfiguration: Sendable, Equatable {
         blockCount = try required("block_count")
         feedForwardLength = try required("feed_forward_length")
         headCount = try required("attention.head_count")
-        kvHeadCount = gguf.int("\(architecture).attention.head_count_kv") ?? headCount
+        // Hybrid families give each block its own key/value head count, 0 for recurrent blocks.
+        let kvKey = "\(architecture).attention.head_count_kv"
+        let perLayerKV = gguf.array(kvKey)?.compactMap(\.intValue)
+        kvHeadCount = perLayerKV.map { $0.max() ?? 0 } ?? gguf.int(kvKey) ?? headCount
         headDimension = gguf.int("\(architecture).attention.key_length") ?? embeddingLength / headCount
         contextLength = gguf.int("\(architecture).context_length") ?? 2048
         normEpsilon = gguf.float("\(architecture).attention.layer_norm_rms_epsilon") ?? 1e-5
@@ -57,6 +73,31 @@ public struct ModelConfiguration: Sendable, Equatable {
             ?? gguf.array("tokenizer.ggml.tokens")?.count ?? 0
 
         let path = gguf.mapping.path
+        let recurrent: [Bool]
+        if let perLayerKV {
+            let blockCount = blockCount, kvHeadCount = kvHeadCount
+            guard perLayerKV.count == blockCount, perLayerKV.allSatisfy({ $0 == 0 || $0 == kvHeadCount }) else {
+                throw HearthError.invalidModelFile(
+                    path: path, reason: "\(kvKey) must give each of the \(blockCount) blocks 0 or one shared head count")
+            }
+            recurrent = perLayerKV.map { $0 == 0 }
+        } else {
+            recurrent = Array(repeating: false, count: blockCount)
+        }
+        var memory: [LayerMemory] = [], cacheLayers = 0, slots = 0
+        for isRecurrent in recurrent {
+            memory.append(isRecurrent ? .recurrent(slot: slots) : .attention(cacheLayer: cacheLayers))
+            if isRecurrent { slots += 1 } else { cacheLayers += 1 }
+        }
+        layerMemory = memory
+        recurrentStateFloats = 0
+        if slots > 0 {
+            // LFM2's short convolution keeps the last `shortconv.l_cache - 1` inputs of every channel.
+            guard let taps = gguf.int("\(architecture).shortconv.l_cache"), (2...64).contains(taps) else {
+                throw HearthError.unsupportedModel(reason: "recurrent blocks of \(architecture) (no shortconv.l_cache)")
+            }
+            recurrentStateFloats = (taps - 1) * embeddingLength
+        }
         func bounded(_ value: Int, _ key: String, _ range: ClosedRange<Int>) throws {
             guard range.contains(value) else {
                 throw HearthError.invalidModelFile(path: path, reason: "\(architecture).\(key) is \(value), outside \(range.lowerBound)...\(range.upperBound)")
@@ -88,6 +129,26 @@ public struct ModelConfiguration: Sendable, Equatable {
 
     /// Largest attention head the engine runs.
     public static let maximumHeadDimension = Activations.maximumHeadDimension
+
+    /// Blocks with keys and values in the KV cache.
+    public var attentionLayerCount: Int {
+        layerMemory.count { if case .attention = $0 { return true } else { return false } }
+    }
+
+    /// Blocks with a recurrent state.
+    public var recurrentLayerCount: Int { layerMemory.count - attentionLayerCount }
+
+    /// The KV cache layer of block `layer`; a precondition that it has one.
+    func cacheLayer(_ layer: Int) -> Int {
+        guard case .attention(let cacheLayer) = layerMemory[layer] else { preconditionFailure("block \(layer) is recurrent") }
+        return cacheLayer
+    }
+
+    /// The recurrent state slot of block `layer`; a precondition that it has one.
+    func recurrentSlot(_ layer: Int) -> Int {
+        guard case .recurrent(let slot) = layerMemory[layer] else { preconditionFailure("block \(layer) has attention") }
+        return slot
+    }
 
     /// Width of the key (and value) vectors of one position: `kvHeadCount * headDimension`.
     public var kvWidth: Int { kvHeadCount * headDimension }

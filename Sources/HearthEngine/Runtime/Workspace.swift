@@ -19,6 +19,7 @@ final class Workspace: @unchecked Sendable {
         case expertProjected // (rows routed to one expert, dim)
         case logits         // (rows wanting logits, vocab)
         case logitInput     // (rows wanting logits, dim)
+        case recurrent      // (rows, a recurrent layer's projections)
     }
 
     private var buffers: [FloatBuffer?] = Array(repeating: nil, count: Slot.allCases.count)
