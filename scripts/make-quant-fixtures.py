@@ -43,6 +43,9 @@ TYPES = {
     "IQ4_NL": (20, 32, 18, [0], []),
     "IQ4_XS": (23, 256, 136, [0], []),
     "MXFP4": (39, 32, 17, [], [0]),
+    # Q4_K's matrices here have row counts that are not a multiple of 8, which llama.cpp's models
+    # leave unrepacked (those of 8n rows are repacked, and checked on tiny models).
+    "Q4_K": (12, 256, 144, [0, 2], []),
 }
 
 libdir = os.environ.get("LIBGGML_DIR")
@@ -182,6 +185,8 @@ def fixture(name: str) -> dict:
     # counts, which a graph sums as a model would.
     matrices = []
     shapes = ([(12, 256, 1, False), (12, 256, 2, True), (20, 288, 5, False), (12, 512, 9, True)] if block == 32 else
+              [(4, 512, 1, False), (4, 512, 7, True), (12, 512, 8, False), (4, 256, 13, True), (20, 768, 16, False),
+               (36, 1024, 32, True)] if name == "Q4_K" else
               [(16, 512, 1, False), (16, 512, 4, True), (16, 512, 7, False), (16, 512, 8, True), (24, 768, 13, False),
                (16, 1024, 32, True)])
     for rows, n, cols, random_bytes in shapes:

@@ -115,6 +115,8 @@ void hk_avx2_matmul_q8_0(const uint8_t *, size_t, int64_t, const uint8_t *, size
 
 // avx2_kquants.c
 float hk_avx2_dot_q4_K(const void *w, const void *a, int64_t n);
+float hk_avx2_dot_q4_K_plain(const void *w, const void *a, int64_t n);
+void hk_avx2_matmul_q4_K_plain(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);
 float hk_avx2_dot_q5_K(const void *w, const void *a, int64_t n);
 float hk_avx2_dot_q6_K(const void *w, const void *a, int64_t n);
 void hk_avx2_matmul_q4_K(const uint8_t *, size_t, int64_t, const uint8_t *, size_t, int64_t, int64_t, const int64_t *, int64_t, float *, size_t);

@@ -306,6 +306,7 @@ static const hk_kernel k_q4_0x8 = {hk_avx2_dot_q4_0x8, hk_avx2_matvec_q4_0x8, hk
 static const hk_kernel k_q4_0x8p = {NULL, hk_avx2_matvec_q4_0x8p, hk_avx2_matmul_q4_0x8p};
 static const hk_kernel k_q8_0x16p = {NULL, hk_avx2_matvec_q8_0x16p, hk_avx2_matmul_q8_0x16p};
 static const hk_kernel k_q4_K = {hk_avx2_dot_q4_K, NULL, hk_avx2_matmul_q4_K};
+static const hk_kernel k_q4_K_plain = {hk_avx2_dot_q4_K_plain, NULL, hk_avx2_matmul_q4_K_plain};
 static const hk_kernel k_q4_Kx16p = {NULL, hk_avx2_matvec_q4_Kx16p, hk_avx2_matmul_q4_Kx16p};
 static const hk_kernel k_q6_Kx16p = {NULL, hk_avx2_matvec_q6_Kx16p, hk_avx2_matmul_q6_Kx16p};
 static const hk_kernel k_q5_K = {hk_avx2_dot_q5_K, NULL, hk_avx2_matmul_q5_K};
@@ -328,6 +329,7 @@ const hk_kernel *hk_avx2_kernel(uint32_t type) {
     case HK_Q5_1: return &k_q5_1;
     case HK_Q8_0: return &k_q8_0;
     case HK_Q4_K: return &k_q4_K;
+    case HK_Q4_K_PLAIN: return &k_q4_K_plain;
     case HK_Q5_K: return &k_q5_K;
     case HK_Q6_K: return &k_q6_K;
     default: return NULL;

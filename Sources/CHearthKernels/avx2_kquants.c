@@ -81,9 +81,10 @@ HK_INLINE HK_AVX2 void q45k_cols(const int five, const int order, const uint8_t 
     const size_t wb = five ? sizeof(hk_q5_K) : sizeof(hk_q4_K);
     __m256 acc[4];
     float acc_s[4], acc_min[4];
-    __m128 acc4 = _mm_setzero_ps(), acc_min4 = _mm_setzero_ps();
+    __m128 acc4 = _mm_setzero_ps(), acc_min4 = _mm_setzero_ps(), acc_m[4];
     for (int c = 0; c < NC; c++) {
         acc[c] = _mm256_setzero_ps();
+        acc_m[c] = _mm_setzero_ps();
         acc_s[c] = 0;
         acc_min[c] = 0;
     }
@@ -142,7 +143,10 @@ HK_INLINE HK_AVX2 void q45k_cols(const int five, const int order, const uint8_t 
                 acc_s[c] = hk_fma(hk_fma(-dmin, (float)mins_dot(mn, y[c]->bsums), r), dy, acc_s[c]);
             } else {
                 acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dy * d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
-                acc_min[c] = hk_fma(dy * dmin, (float)mins_dot(mn, y[c]->bsums), acc_min[c]);
+                // Q4_K's lanes keep the mins in four lanes of pairs, with -dmin (as
+                // ggml_vec_dot_q4_K_q8_K does); Q5_K's take one sum a super-block.
+                if (five) acc_min[c] = hk_fma(dy * dmin, (float)mins_dot(mn, y[c]->bsums), acc_min[c]);
+                else acc_m[c] = _mm_fmadd_ps(_mm_set1_ps(-dy * dmin), _mm_cvtepi32_ps(mins_pairs(mn, y[c]->bsums)), acc_m[c]);
             }
         }
     }
@@ -154,6 +158,12 @@ HK_INLINE HK_AVX2 void q45k_cols(const int five, const int order, const uint8_t 
         return;
     }
     for (int c = 0; c < NC; c++) {
+        if (order == K_LANES && !five) {
+            __m128 m = _mm_add_ps(acc_m[c], _mm_movehl_ps(acc_m[c], acc_m[c]));
+            m = _mm_add_ss(m, _mm_movehdup_ps(m));
+            out[(size_t)c * out_stride] = hk_hsum(acc[c]) + _mm_cvtss_f32(m);
+            continue;
+        }
         out[(size_t)c * out_stride] = order == K_TILED ? acc_s[c]
                                     : order == K_BLOCKS ? acc_s[c] - acc_min[c] : hk_hsum(acc[c]) - acc_min[c];
     }
@@ -212,7 +222,9 @@ HK_INLINE HK_AVX2 void q6k_cols(const int order, const uint8_t *w, const uint8_t
     for (int c = 0; c < NC; c++) out[(size_t)c * out_stride] = order == K_TILED ? acc_s[c] : hk_hsum(acc[c]);
 }
 
-enum { K_Q4, K_Q5, K_Q6 };
+// K_Q4P: Q4_K rows llama.cpp does not repack (a row count that is not a multiple of 8), summed
+// as Q5_K's are: the lanes of ggml_vec_dot_q4_K_q8_K, the tiled kernel from 8 columns on.
+enum { K_Q4, K_Q5, K_Q6, K_Q4P };
 
 HK_INLINE HK_AVX2 void k_cols(const int kind, const int order, const uint8_t *w, const uint8_t *const *a,
                               const int NC, int64_t nb, float *out, size_t out_stride) {
@@ -890,7 +902,7 @@ HK_INLINE HK_AVX2 void k_matmul(const int kind, const uint8_t *w, size_t row_byt
     const int64_t nb = n / QK_K;
     // Eight rows packed once per call serve every group of columns in the order the packed
     // kernels sum in: K_PAIRS for Q4_K, K_TILED for Q5_K and Q6_K.
-    const int packed_order = kind == K_Q4 ? K_PAIRS : K_TILED;
+    const int packed_order = kind == K_Q4 ? K_PAIRS : kind == K_Q4P ? -1 : K_TILED;
     int64_t packable = 0;
     for (int64_t gi = 0; gi < ng; gi++) packable += groups[gi].order == packed_order;
     const size_t block_bytes = kind == K_Q4 ? X8_BLOCK : kind == K_Q5 ? X5_BLOCK : X6_BLOCK;
@@ -954,6 +966,7 @@ HK_INLINE HK_AVX2 void k_matmul(const int kind, const uint8_t *w, size_t row_byt
     }
 
 HK_K_KERNELS(q4_K, K_Q4)
+HK_K_KERNELS(q4_K_plain, K_Q4P)
 HK_K_KERNELS(q5_K, K_Q5)
 HK_K_KERNELS(q6_K, K_Q6)
 

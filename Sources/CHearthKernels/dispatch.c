@@ -22,7 +22,7 @@ int32_t hk_activation_type(uint32_t weight_type) {
     case HK_Q4_0: case HK_Q4_0_X8: case HK_Q4_0_X8P: case HK_Q5_0: case HK_Q8_0: case HK_Q8_0_X16P:
     case HK_IQ4_NL: case HK_IQ4_NL_X8: case HK_MXFP4: case HK_MXFP4_X8: return HK_Q8_0;
     case HK_Q4_1: case HK_Q5_1: return HK_Q8_1;
-    case HK_Q2_K: case HK_Q3_K: case HK_Q4_K: case HK_Q4_K_X16P: case HK_Q5_K: case HK_Q6_K: case HK_Q6_K_X16P:
+    case HK_Q2_K: case HK_Q3_K: case HK_Q4_K: case HK_Q4_K_PLAIN: case HK_Q4_K_X16P: case HK_Q5_K: case HK_Q6_K: case HK_Q6_K_X16P:
     case HK_IQ4_XS: return HK_Q8_K;
     default: return -1;
     }

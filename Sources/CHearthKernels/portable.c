@@ -438,7 +438,7 @@ const hk_kernel *hk_portable_kernel(uint32_t type) {
     case HK_Q5_0: return &k_q5_0;
     case HK_Q5_1: return &k_q5_1;
     case HK_Q8_0: return &k_q8_0;
-    case HK_Q4_K: return &k_q4_K;
+    case HK_Q4_K: case HK_Q4_K_PLAIN: return &k_q4_K;
     case HK_Q5_K: return &k_q5_K;
     case HK_Q6_K: return &k_q6_K;
     default: return NULL;

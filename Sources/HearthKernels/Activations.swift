@@ -88,6 +88,15 @@ public enum Activations {
         hk_silu_mul_f32(path.isa, gate, up, output, Int64(count))
     }
 
+    /// One token of the gated delta rule for one head of `count` values over its state (S
+    /// transposed, `count` × `count`): the state decays by `decay`, takes `key` → `value` with
+    /// strength `beta`, and `output` is the state read with `query`, times `scale`.
+    public static func gatedDeltaRule(state: UnsafeMutablePointer<Float>, query: UnsafePointer<Float>, key: UnsafePointer<Float>,
+                                      value: UnsafePointer<Float>, decay: Float, beta: Float, scale: Float,
+                                      output: UnsafeMutablePointer<Float>, count: Int, path: KernelPath = .best) {
+        hk_gated_delta_rule(path.isa, state, query, key, value, decay, beta, scale, output, Int64(count))
+    }
+
     /// `output[i] = gelu(gate[i]) * up[i]` (tanh GELU through a half-precision table).
     public static func geluMul(gate: UnsafePointer<Float>, up: UnsafePointer<Float>,
                                output: UnsafeMutablePointer<Float>, count: Int) {

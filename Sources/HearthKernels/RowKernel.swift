@@ -81,7 +81,8 @@ public struct RowKernel: Sendable {
     ///
     /// On AVX2, llama.cpp repacks Q4_0, IQ4_NL and MXFP4 matrices whose row count is a multiple of 8
     /// and sums them one fused multiply-add per block; a kernel for such a matrix sums in that
-    /// order, on either path, so that its results are llama.cpp's.
+    /// order, on either path, so that its results are llama.cpp's. It repacks Q4_K matrices in
+    /// eights of rows too; one of another row count takes the plain rows' order (HK_Q4_K_PLAIN).
     public init(weightType: GGMLType, rows: Int? = nil, path: KernelPath = .best) throws {
         guard let aType = Self.activationType(for: weightType) else {
             throw HearthError.unsupportedModel(reason: "no matrix kernel for tensor type \(weightType.name)")
@@ -94,6 +95,8 @@ public struct RowKernel: Sendable {
             && rows.map { $0 % 8 == 0 } ?? false
         kernelType = !repackedOrder ? weightType.rawValue
             : weightType == .q4_0 ? UInt32(HK_Q4_0_X8) : weightType == .iq4_nl ? UInt32(HK_IQ4_NL_X8) : UInt32(HK_MXFP4_X8)
+        // Q4_K is repacked only in eights of rows; other matrices keep the plain rows' order.
+        if weightType == .q4_K, let rows, rows % 8 != 0 { kernelType = UInt32(HK_Q4_K_PLAIN) }
     }
 
     /// The kernel for the same rows once `interleave(_:rowBytes:rows:into:)` has written them a

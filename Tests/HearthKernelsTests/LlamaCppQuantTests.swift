@@ -103,6 +103,23 @@ struct LlamaCppQuantTests {
         }
     }
 
+    @Test("Q4_K matrices of a row count llama.cpp does not repack sum as its plain rows do, 1 to 32 columns")
+    func unrepackedQ4K() throws {
+        let fixture = try QuantFixture.load("q4_k")
+        #expect(fixture.matrices.contains { $0.rows % 8 != 0 && $0.columns >= 8 })
+        for useVNNI in [true, false] {
+            RowKernel.usesVNNI = useVNNI
+            defer { RowKernel.usesVNNI = true }
+            for m in fixture.matrices {
+                let kernel = try RowKernel(weightType: .q4_K, rows: m.rows, path: .best)
+                let weights = bytes(m.weights)
+                let matrix = weights.withUnsafeBytes { BlockMatrix($0.baseAddress!, rows: m.rows, columns: m.count, kernel: kernel) }
+                let got = weights.withUnsafeBytes { _ in products(matrix, inputs: floats(m.inputs), columns: m.columns) }
+                #expect(bits(got) == bits(floats(m.products)), "Q4_K, \(m.rows)×\(m.count) by \(m.columns) columns, VNNI \(useVNNI)")
+            }
+        }
+    }
+
     @Test("A batch of several sequences gives each the products it gets alone", arguments: QuantFixture.names, KernelPath.allCases)
     func runs(name: String, path: KernelPath) throws {
         let fixture = try QuantFixture.load(name)

@@ -44,6 +44,8 @@ public struct TinyModel: Sendable {
     public var feedForward = 256
     public var contextLength = 4096
     public var ropeBase: Float = 10_000
+    /// Values of each head RoPE turns (nil: all).
+    public var ropeDimensions: Int? = nil
     public var types = Types()
     /// Metadata beyond the common keys, `<architecture>.` left out of the key.
     public var extraMetadata: [(String, GGUFValue)] = []
@@ -70,6 +72,15 @@ public struct TinyModel: Sendable {
     public var convolutionTaps = 3
     /// The final norm's tensor.
     public var outputNorm = "output_norm.weight"
+    /// Qwen3.5's gated DeltaNet blocks (all but every fourth): value heads and key heads of
+    /// `stateSize` values, a convolution of 4 taps.
+    public var deltaNet: (stateSize: Int, keyHeads: Int, valueHeads: Int)? = nil
+    /// Queries with an output gate per value (`attn_q` twice as tall: each head's queries, then its gates).
+    public var gatedQueries = false
+    /// The feed-forward network's norm, after `blk.N.`.
+    public var feedForwardNorm = "ffn_norm.weight"
+    /// Multi-token-prediction blocks after the others (Qwen3.5's), which inference skips.
+    public var predictionBlocks = 0
     /// For a model of real size: each tensor's type chosen as llama-quantize chooses it (`types`
     /// then unused), and its weights made piece by piece as the file is written, so that a
     /// file larger than memory can be written. Nil: the tiny models' `types`, every weight drawn
@@ -104,7 +115,16 @@ public struct TinyModel: Sendable {
         if let recipe { writer.add("general.file_type", .uint32(recipe.fileType)) }
         writer.add("\(a).context_length", .uint32(UInt32(contextLength)))
         writer.add("\(a).embedding_length", .uint32(UInt32(width)))
-        writer.add("\(a).block_count", .uint32(UInt32(layers)))
+        writer.add("\(a).block_count", .uint32(UInt32(layers + predictionBlocks)))
+        if predictionBlocks > 0 { writer.add("\(a).nextn_predict_layers", .uint32(UInt32(predictionBlocks))) }
+        if let deltaNet {
+            writer.add("\(a).ssm.conv_kernel", .uint32(4))
+            writer.add("\(a).ssm.state_size", .uint32(UInt32(deltaNet.stateSize)))
+            writer.add("\(a).ssm.group_count", .uint32(UInt32(deltaNet.keyHeads)))
+            writer.add("\(a).ssm.time_step_rank", .uint32(UInt32(deltaNet.valueHeads)))
+            writer.add("\(a).ssm.inner_size", .uint32(UInt32(deltaNet.valueHeads * deltaNet.stateSize)))
+            writer.add("\(a).full_attention_interval", .uint32(4))
+        }
         writer.add("\(a).feed_forward_length", .uint32(UInt32(feedForward)))
         writer.add("\(a).attention.head_count", .uint32(UInt32(heads)))
         if convolutionBlocks.isEmpty {
@@ -116,7 +136,7 @@ public struct TinyModel: Sendable {
         }
         writer.add("\(a).attention.key_length", .uint32(UInt32(headDimension)))
         writer.add("\(a).attention.value_length", .uint32(UInt32(headDimension)))
-        writer.add("\(a).rope.dimension_count", .uint32(UInt32(headDimension)))
+        writer.add("\(a).rope.dimension_count", .uint32(UInt32(ropeDimensions ?? headDimension)))
         writer.add("\(a).rope.freq_base", .float32(ropeBase))
         writer.add("\(a).attention.layer_norm_rms_epsilon", .float32(1e-6))
         writer.add("\(a).vocab_size", .uint32(UInt32(vocabularySize)))
@@ -160,7 +180,23 @@ public struct TinyModel: Sendable {
         for l in 0..<layers {
             let p = "blk.\(l)."
             norm(p + "attn_norm.weight", width)
-            if convolutionBlocks.contains(l) {
+            if let deltaNet, (l + 1) % 4 != 0 {
+                let head = deltaNet.stateSize, values = deltaNet.valueHeads * head
+                let channels = (2 * deltaNet.keyHeads + deltaNet.valueHeads) * head
+                tensor(p + "attn_qkv.weight", [width, channels], types.attention, scale: inputScale)
+                tensor(p + "attn_gate.weight", [width, values], types.attention, scale: inputScale)
+                writer.addTensor(name: p + "ssm_conv1d.weight", dimensions: [4, channels],
+                                 floats: (0..<4 * channels).map { _ in 0.6 * RandomWeights.normal(using: &random) })
+                writer.addTensor(name: p + "ssm_dt.bias", dimensions: [deltaNet.valueHeads],
+                                 floats: (0..<deltaNet.valueHeads).map { _ in RandomWeights.normal(using: &random) })
+                // −e^(A_log): decays between e^-0.2 and e^-1.2 a unit of softplus.
+                writer.addTensor(name: p + "ssm_a", dimensions: [deltaNet.valueHeads],
+                                 floats: (0..<deltaNet.valueHeads).map { _ in -0.2 - RandomWeights.uniform(using: &random) })
+                tensor(p + "ssm_beta.weight", [width, deltaNet.valueHeads], types.attention, scale: 2 * inputScale)
+                tensor(p + "ssm_alpha.weight", [width, deltaNet.valueHeads], types.attention, scale: 2 * inputScale)
+                norm(p + "ssm_norm.weight", head)
+                tensor(p + "ssm_out.weight", [values, width], types.attention, scale: 4 / Float(values).squareRoot())
+            } else if convolutionBlocks.contains(l) {
                 // Taps of about 1/2, the newest position the strongest.
                 writer.addTensor(name: p + "shortconv.conv.weight", dimensions: [convolutionTaps, width],
                                  floats: (0..<convolutionTaps * width).map { i in
@@ -171,27 +207,28 @@ public struct TinyModel: Sendable {
             } else if fused {
                 tensor(p + "attn_qkv.weight", [width, qWidth + 2 * kvWidth], types.attention, scale: inputScale)
             } else {
-                tensor(p + "attn_q.weight", [width, qWidth], types.attention, scale: inputScale)
+                tensor(p + "attn_q.weight", [width, (gatedQueries ? 2 : 1) * qWidth], types.attention, scale: inputScale)
                 tensor(p + "attn_k.weight", [width, kvWidth], types.attention, scale: inputScale)
                 tensor(p + "attn_v.weight", [width, kvWidth], types.attention, scale: inputScale, role: .attentionValue, layer: l)
             }
-            if attentionBiases, !convolutionBlocks.contains(l) {
+            let attends = !convolutionBlocks.contains(l) && (deltaNet == nil || (l + 1) % 4 == 0)
+            if attentionBiases, attends {
                 for (part, count) in [("q", qWidth), ("k", kvWidth), ("v", kvWidth)] {
                     tensor(p + "attn_\(part).bias", [count], .f32, scale: 0.5)
                 }
             }
-            if headNorms, !convolutionBlocks.contains(l) {
+            if headNorms, attends {
                 norm(p + "attn_q_norm.weight", headDimension)
                 norm(p + "attn_k_norm.weight", headDimension)
             }
             // Blocks write strongly into the residual stream, so that what a token attends to
             // matters more than the token itself.
-            if !convolutionBlocks.contains(l) {
+            if attends {
                 tensor(p + "attn_output.weight", [qWidth, width], types.attention, scale: 4 / Float(qWidth).squareRoot(),
                        role: .attentionOutput, layer: l)
             }
             if postNorms { norm(p + "post_attention_norm.weight", width) }
-            norm(p + "ffn_norm.weight", width)
+            norm(p + feedForwardNorm, width)
             if experts > 0 {
                 tensor(p + "ffn_gate_inp.weight", [width, experts], .f32, scale: 2 * inputScale)
                 tensor(p + "ffn_gate_exps.weight", [width, expertFeedForward, experts], types.feedForward, scale: inputScale)
@@ -218,6 +255,25 @@ public struct TinyModel: Sendable {
                     tensor(p + suffix, dimensions, type, scale: inputScale)
                 }
             }
+        }
+        for l in layers..<layers + predictionBlocks {
+            // A Qwen3.5 multi-token-prediction block: a full-attention block with the norms and
+            // projection that join the last hidden state to the next token's embedding.
+            let p = "blk.\(l)."
+            norm(p + "attn_norm.weight", width)
+            tensor(p + "attn_q.weight", [width, (gatedQueries ? 2 : 1) * qWidth], types.attention, scale: inputScale)
+            tensor(p + "attn_k.weight", [width, kvWidth], types.attention, scale: inputScale)
+            tensor(p + "attn_v.weight", [width, kvWidth], types.attention, scale: inputScale)
+            tensor(p + "attn_output.weight", [qWidth, width], types.attention, scale: 4 / Float(qWidth).squareRoot())
+            norm(p + "attn_q_norm.weight", headDimension)
+            norm(p + "attn_k_norm.weight", headDimension)
+            norm(p + feedForwardNorm, width)
+            tensor(p + "ffn_gate.weight", [width, feedForward], types.feedForward, scale: inputScale)
+            tensor(p + "ffn_up.weight", [width, feedForward], types.feedForward, scale: inputScale)
+            tensor(p + "ffn_down.weight", [feedForward, width], types.down, scale: 4 / Float(feedForward).squareRoot())
+            tensor(p + "nextn.eh_proj.weight", [2 * width, width], types.attention, scale: inputScale)
+            norm(p + "nextn.enorm.weight", width)
+            norm(p + "nextn.hnorm.weight", width)
         }
         norm(outputNorm, width)
         if let output = types.output {

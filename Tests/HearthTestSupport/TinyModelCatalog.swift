@@ -32,6 +32,10 @@ extension TinyModel {
         // LFM2: gated short convolutions in three blocks of four, attention in the third.
         lfm2("lfm2-a"),
         lfm2("lfm2-b", kQuants: true),
+        // Qwen3.5: gated DeltaNet in three blocks of four, gated full attention in the fourth, a
+        // multi-token-prediction block after them.
+        qwen35("qwen35-a"),
+        qwen35("qwen35-b", kQuants: true),
     ]
 
     /// Held-back copies of every family's 256-wide model, written with other seeds (other names)
@@ -131,6 +135,23 @@ extension TinyModel {
         model.headNorms = true
         model.ropeBase = 1_000_000
         model.outputNorm = "token_embd_norm.weight"
+        return model
+    }
+
+    private static func qwen35(_ name: String, kQuants: Bool = false) -> TinyModel {
+        var model = base(name, "qwen35", vocabulary: "llama-cpp-vocab/ggml-vocab-qwen35.gguf", kQuants: kQuants)
+        model.layers = 4
+        model.predictionBlocks = 1
+        model.headNorms = true
+        model.gatedQueries = true
+        model.feedForwardNorm = "post_attention_norm.weight"
+        model.ropeBase = 10_000_000
+        model.deltaNet = (stateSize: model.headDimension, keyHeads: 2, valueHeads: 4)
+        // RoPE on the first half of each head, in three interleaved sections that cover every
+        // pair (as Qwen3.5's 11, 11, 10 of 32 do).
+        let pairs = model.headDimension / 4, first = (pairs + 2) / 3, second = (pairs + 1) / 3
+        model.extraMetadata = [("rope.dimension_sections", .array([first, second, pairs - first - second, 0].map { .int32(Int32($0)) }))]
+        model.ropeDimensions = model.headDimension / 2
         return model
     }
 

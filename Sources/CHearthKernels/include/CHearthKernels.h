@@ -6,6 +6,7 @@
 #include "hk_gemm.h"
 #include "hk_encoder.h"
 #include "hk_audio.h"
+#include "hk_recurrent.h"
 
 // C kernels behind HearthKernels. Type arguments are GGML type numbers (GGMLType.rawValue).
 // Every function takes an instruction-set path `isa` so that callers (and tests) can run the
@@ -59,6 +60,12 @@ extern "C" {
 /// Not a GGML type: MXFP4 weights of a matrix whose row count is a multiple of 8, summed as
 /// llama.cpp sums the block_mxfp4x8 it repacks them into on AVX2 (as HK_IQ4_NL_X8).
 #define HK_MXFP4_X8 0x10008
+
+/// Not a GGML type: Q4_K weights of a matrix whose row count is not a multiple of 8, which
+/// llama.cpp leaves as they are on AVX2 rather than repacking them into block_q4_Kx8: summed as
+/// ggml_vec_dot_q4_K_q8_K sums them for fewer than 8 columns and as its tiled kernel from 8 on
+/// (as Q5_K is). The data is plain Q4_K.
+#define HK_Q4_K_PLAIN 0x10009
 
 // In an interleaved layout rows stay `row_bytes` apart on average: group g of G rows starts at
 // g * G * row_bytes. The matrix kernels take any row range; `hk_dot` does not apply.

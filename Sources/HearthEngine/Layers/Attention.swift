@@ -63,6 +63,10 @@ struct Attention: SequenceMixer {
     /// Scores become `cap * tanh(score / cap)` (Gemma 2), or nil.
     let softCap: Float?
     let scale: Scale
+    /// Queries come with a gate per value (each head's query rows followed by its gate rows in
+    /// `attn_q`), and the attention's output is multiplied by the gates' sigmoid before its
+    /// projection (Qwen3.5's full-attention blocks).
+    let outputGate: Bool
     /// Queries grow with the position: × (1 + τ ln(⌊position / floor⌋ + 1)) (Llama 4's and
     /// Ministral 3's attention temperature), or nil.
     let temperature: Temperature?
@@ -87,8 +91,10 @@ struct Attention: SequenceMixer {
     /// them.
     init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, rope: RotaryEmbedding?,
          longContextRope: (rope: RotaryEmbedding, beyond: Int)? = nil, headNorms: Bool = false,
-         window: Int? = nil, softCap: Float? = nil, scale: Scale, temperature: Temperature? = nil) throws {
+         window: Int? = nil, softCap: Float? = nil, scale: Scale, temperature: Temperature? = nil,
+         outputGate: Bool = false) throws {
         let p = "blk.\(layer)."
+        self.outputGate = outputGate
         let dim = c.embeddingLength
         self.layer = c.cacheLayer(layer)
         self.temperature = temperature
@@ -100,7 +106,8 @@ struct Attention: SequenceMixer {
             projection = .fused(try WeightMatrix(gguf, p + "attn_qkv.weight", rows: qkvWidth, columns: dim))
             bias = try loadOptionalVector(gguf, p + "attn_qkv.bias", count: qkvWidth)
         } else {
-            projection = .separate(query: try WeightMatrix(gguf, p + "attn_q.weight", rows: c.queryWidth, columns: dim),
+            projection = .separate(query: try WeightMatrix(gguf, p + "attn_q.weight", rows: (outputGate ? 2 : 1) * c.queryWidth,
+                                                           columns: dim),
                                    key: try WeightMatrix(gguf, p + "attn_k.weight", rows: c.kvWidth, columns: dim),
                                    value: try WeightMatrix(gguf, p + "attn_v.weight", rows: c.kvWidth, columns: dim))
             let parts = try [("attn_q.bias", c.queryWidth), ("attn_k.bias", c.kvWidth), ("attn_v.bias", c.kvWidth)].map {
@@ -138,7 +145,24 @@ struct Attention: SequenceMixer {
         let dim = pass.configuration.embeddingLength
         let qkvWidth = queryWidth + 2 * kvWidth
         let qkv = pass.workspace.floats(.qkv, n * qkvWidth)
-        pass.project(input, columns: dim, through: projection.matrices, into: qkv, outputStride: qkvWidth)
+        var gates: UnsafeMutablePointer<Float>?
+        if outputGate {
+            // Each head's query and gate side by side: the queries go where the others' are.
+            let width = qkvWidth + queryWidth
+            let projected = pass.workspace.floats(.projected, n * width), gate = pass.workspace.floats(.gate, n * queryWidth)
+            pass.project(input, columns: dim, through: projection.matrices, into: projected, outputStride: width)
+            for row in 0..<n {
+                let from = projected + row * width, q = qkv + row * qkvWidth, g = gate + row * queryWidth
+                for head in 0..<heads {
+                    (q + head * headDimension).update(from: from + 2 * head * headDimension, count: headDimension)
+                    (g + head * headDimension).update(from: from + (2 * head + 1) * headDimension, count: headDimension)
+                }
+                (q + queryWidth).update(from: from + 2 * queryWidth, count: 2 * kvWidth)
+            }
+            gates = gate
+        } else {
+            pass.project(input, columns: dim, through: projection.matrices, into: qkv, outputStride: qkvWidth)
+        }
 
         let table = rope.map { pass.rotaryTable($0) }
         let longTable = longContextRope.map { (table: pass.rotaryTable($0.rope), beyond: $0.beyond) }
@@ -183,6 +207,9 @@ struct Attention: SequenceMixer {
             if let chunk = pass.sequence(ofRow: row).cache.types.valueRotation(headDimension: headDimension) {
                 Activations.hadamardRotate(attended + row * queryWidth, count: queryWidth, chunk: chunk)
             }
+        }
+        if let gates {
+            for i in 0..<n * queryWidth { attended[i] *= 1 / (1 + expf(-gates[i])) }
         }
         pass.project(attended, columns: queryWidth, through: [self.output], into: output, outputStride: dim)
         if let outputBias {

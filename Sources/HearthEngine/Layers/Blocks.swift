@@ -33,10 +33,10 @@ struct PreNormBlock: DecoderBlock {
     let feedForward: any FeedForwardLayer
 
     init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, attention: any SequenceMixer,
-         feedForward: any FeedForwardLayer) throws {
+         feedForward: any FeedForwardLayer, feedForwardNorm normName: String = "ffn_norm") throws {
         attentionNorm = try RMSNorm(gguf, "blk.\(layer).attn_norm.weight", width: c.embeddingLength, epsilon: c.normEpsilon)
         self.attention = attention
-        feedForwardNorm = try RMSNorm(gguf, "blk.\(layer).ffn_norm.weight", width: c.embeddingLength, epsilon: c.normEpsilon)
+        feedForwardNorm = try RMSNorm(gguf, "blk.\(layer).\(normName).weight", width: c.embeddingLength, epsilon: c.normEpsilon)
         self.feedForward = feedForward
     }
 
@@ -47,12 +47,14 @@ struct PreNormBlock: DecoderBlock {
         pass.addToResidual(feedForward(feedForwardNorm(pass.residual, pass), pass))
     }
 
-    /// The model's `blockCount` blocks, layer `i` built from `parts(i)`.
-    static func stack(_ gguf: GGUFFile, configuration c: ModelConfiguration,
+    /// The model's `blockCount` blocks, layer `i` built from `parts(i)`; the feed-forward
+    /// network's norm is `blk.N.<feedForwardNorm>.weight`.
+    static func stack(_ gguf: GGUFFile, configuration c: ModelConfiguration, feedForwardNorm: String = "ffn_norm",
                       _ parts: (Int) throws -> (any SequenceMixer, any FeedForwardLayer)) throws -> [PreNormBlock] {
         try (0..<c.blockCount).map { i in
             let (attention, feedForward) = try parts(i)
-            return try PreNormBlock(gguf, layer: i, configuration: c, attention: attention, feedForward: feedForward)
+            return try PreNormBlock(gguf, layer: i, configuration: c, attention: attention, feedForward: feedForward,
+                                    feedForwardNorm: feedForwardNorm)
         }
     }
 

@@ -26,7 +26,7 @@ struct ShortConvolution: SequenceMixer {
     func callAsFunction(_ input: UnsafePointer<Float>, _ pass: ForwardPass) -> UnsafeMutablePointer<Float> {
         let n = pass.rows, dim = width
         // B, C and X of every row, then the gated convolution's output of every row.
-        let bcx = pass.workspace.floats(.recurrent, n * 4 * dim), gated = bcx + n * 3 * dim
+        let bcx = pass.workspace.floats(.projected, n * 4 * dim), gated = bcx + n * 3 * dim
         pass.project(input, columns: dim, through: [inputProjection], into: bcx, outputStride: 3 * dim)
         // Each sequence's rows in order, each row moving its sequence's window one position on.
         let window = taps - 1

@@ -57,7 +57,9 @@ public struct ModelConfiguration: Sendable, Equatable {
             return value
         }
         embeddingLength = try required("embedding_length")
-        blockCount = try required("block_count")
+        // Multi-token-prediction blocks (Qwen3.5's, for speculative decoding) follow the others
+        // and take no part in a forward pass.
+        blockCount = try required("block_count") - max(gguf.int("\(architecture).nextn_predict_layers") ?? 0, 0)
         feedForwardLength = try required("feed_forward_length")
         headCount = try required("attention.head_count")
         // Hybrid families give each block its own key/value head count, 0 for recurrent blocks.
@@ -81,6 +83,13 @@ public struct ModelConfiguration: Sendable, Equatable {
                     path: path, reason: "\(kvKey) must give each of the \(blockCount) blocks 0 or one shared head count")
             }
             recurrent = perLayerKV.map { $0 == 0 }
+        } else if let interval = gguf.int("\(architecture).full_attention_interval")
+                    ?? (gguf.int("\(architecture).ssm.state_size") != nil ? 4 : nil) {
+            // Gated DeltaNet blocks, with full attention in every `interval`-th.
+            guard interval >= 1 else {
+                throw HearthError.invalidModelFile(path: path, reason: "\(architecture).full_attention_interval is \(interval)")
+            }
+            recurrent = (0..<blockCount).map { ($0 + 1) % interval != 0 }
         } else {
             recurrent = Array(repeating: false, count: blockCount)
         }
@@ -92,11 +101,17 @@ public struct ModelConfiguration: Sendable, Equatable {
         layerMemory = memory
         recurrentStateFloats = 0
         if slots > 0 {
-            // LFM2's short convolution keeps the last `shortconv.l_cache - 1` inputs of every channel.
-            guard let taps = gguf.int("\(architecture).shortconv.l_cache"), (2...64).contains(taps) else {
-                throw HearthError.unsupportedModel(reason: "recurrent blocks of \(architecture) (no shortconv.l_cache)")
+            if let taps = gguf.int("\(architecture).shortconv.l_cache") {
+                // LFM2's short convolution keeps the last `taps - 1` inputs of every channel.
+                guard (2...64).contains(taps) else {
+                    throw HearthError.invalidModelFile(path: path, reason: "\(architecture).shortconv.l_cache is \(taps)")
+                }
+                recurrentStateFloats = (taps - 1) * embeddingLength
+            } else if let delta = try DeltaNetShape(gguf, path: path) {
+                recurrentStateFloats = delta.stateFloats
+            } else {
+                throw HearthError.unsupportedModel(reason: "the recurrent blocks of \(architecture)")
             }
-            recurrentStateFloats = (taps - 1) * embeddingLength
         }
         func bounded(_ value: Int, _ key: String, _ range: ClosedRange<Int>) throws {
             guard range.contains(value) else {
@@ -154,4 +169,36 @@ public struct ModelConfiguration: Sendable, Equatable {
     public var kvWidth: Int { kvHeadCount * headDimension }
     /// Width of the concatenated query heads: `headCount * headDimension`.
     public var queryWidth: Int { headCount * headDimension }
+}
+
+/// The sizes of Qwen3.5's gated DeltaNet blocks (`ssm.*` keys): key heads (`group_count`) and
+/// value heads (`time_step_rank`) of `state_size` values, and the taps of the convolution over
+/// the queries, keys and values.
+struct DeltaNetShape: Sendable, Equatable {
+    let taps: Int
+    let keyHeads: Int
+    let valueHeads: Int
+    let headDimension: Int
+
+    /// The shape the file gives, nil when it has no `ssm.state_size`.
+    init?(_ gguf: GGUFFile, path: String) throws {
+        let a = gguf.architecture ?? ""
+        guard let state = gguf.int("\(a).ssm.state_size") else { return nil }
+        guard let taps = gguf.int("\(a).ssm.conv_kernel"), let inner = gguf.int("\(a).ssm.inner_size"),
+              let valueHeads = gguf.int("\(a).ssm.time_step_rank"), let keyHeads = gguf.int("\(a).ssm.group_count"),
+              (2...64).contains(taps), (1...1024).contains(state), (1...1024).contains(valueHeads), (1...1024).contains(keyHeads),
+              inner == state * valueHeads, valueHeads % keyHeads == 0 else {
+            throw HearthError.invalidModelFile(
+                path: path, reason: "\(a).ssm.conv_kernel, inner_size, state_size, time_step_rank and group_count are missing or do not fit")
+        }
+        self.taps = taps
+        self.keyHeads = keyHeads
+        self.valueHeads = valueHeads
+        headDimension = state
+    }
+
+    /// Channels of the convolution: queries, keys and values.
+    var channels: Int { (2 * keyHeads + valueHeads) * headDimension }
+    /// Floats of a block's state: the convolution's window and each value head's matrix.
+    var stateFloats: Int { (taps - 1) * channels + valueHeads * headDimension * headDimension }
 }

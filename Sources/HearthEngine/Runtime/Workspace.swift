@@ -19,7 +19,8 @@ final class Workspace: @unchecked Sendable {
         case expertProjected // (rows routed to one expert, dim)
         case logits         // (rows wanting logits, vocab)
         case logitInput     // (rows wanting logits, dim)
-        case recurrent      // (rows, a recurrent layer's projections)
+        case projected      // (rows, a layer's projections before they are split)
+        case gate           // (rows, a layer's output gates)
     }
 
     private var buffers: [FloatBuffer?] = Array(repeating: nil, count: Slot.allCases.count)

@@ -1,0 +1,18 @@
+#pragma once
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// One token of the gated delta rule (Qwen3.5's linear attention) for one head of n values, as
+/// llama.cpp's CPU gated_delta_net computes it. `state` holds S transposed (state[j*n + i] =
+/// S[i][j]); for each j: state_j *= decay; delta = (v[j] - state_j·k) * beta; state_j += k *
+/// delta; out[j] = (state_j·q) * scale. The dot products take ggml_vec_dot_f32's order; the
+/// portable and AVX2 paths (`isa`) give the same bits.
+void hk_gated_delta_rule(int isa, float *state, const float *q, const float *k, const float *v, float decay, float beta,
+                         float scale, float *out, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,32 @@
+import HearthCore
+import HearthFormats
+
+/// Qwen3.5 (0.8B to 27B, dense): three blocks of every four are gated DeltaNet linear attention
+/// with a recurrent state per sequence, every fourth (`full_attention_interval`) full attention
+/// whose queries come with output gates, per-head query and key norms and RoPE on NeoX halves
+/// over the first `rope.dimension_count` values of each head (multi-section RoPE, whose sections
+/// all turn by a text token's one position). Each block: `x += mixer(norm(x))`, then a SwiGLU
+/// feed-forward network after `post_attention_norm`. The multi-token-prediction blocks at the
+/// end of the file are left out.
+final class Qwen35: StackedDecoder {
+    let embedding: TokenEmbedding
+    let blocks: [PreNormBlock]
+    let head: OutputHead
+
+    init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
+        if let experts = gguf.int("\(c.architecture).expert_count"), experts > 0 {
+            throw HearthError.unsupportedModel(reason: "mixture-of-experts \(c.architecture) models (\(experts) experts)")
+        }
+        let rope = try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves, factors: nil)
+        embedding = try TokenEmbedding(gguf, configuration: c)
+        blocks = try PreNormBlock.stack(gguf, configuration: c, feedForwardNorm: "post_attention_norm") { i in
+            let mixer: any SequenceMixer = if case .recurrent = c.layerMemory[i] {
+                try GatedDeltaNet(gguf, layer: i, configuration: c)
+            } else {
+                try Attention(gguf, layer: i, configuration: c, rope: rope, headNorms: true, scale: .standard(c), outputGate: true)
+            }
+            return (mixer, try FeedForward(gguf, layer: i, configuration: c, activation: .silu))
+        }
+        head = try OutputHead(gguf, configuration: c)
+    }
+}
