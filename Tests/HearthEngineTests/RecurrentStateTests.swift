@@ -3,16 +3,21 @@ import Hearth
 import HearthTestSupport
 import Testing
 
-/// A hybrid model (LFM2: short convolutions in three blocks of four), written once.
-private let hybrid: TransformerModel? = {
-    guard let spec = TinyModel.catalog.first(where: { $0.name == "lfm2-b" }) else { return nil }
+/// The hybrid tiny models (LFM2: short convolutions in three blocks of four; Qwen3.5: gated
+/// DeltaNet in three of four), each written and loaded once.
+private let hybrids: [String: TransformerModel] = {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-recurrent-\(getpid())")
     try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    guard let path = try? spec.write(in: folder) else { return nil }
-    return try? TransformerModel(path: path, threads: 2)
+    var models: [String: TransformerModel] = [:]
+    for spec in TinyModel.catalog where ["lfm2-b", "qwen35-b"].contains(spec.name) {
+        if let path = try? spec.write(in: folder) { models[spec.name] = try? TransformerModel(path: path, threads: 2) }
+    }
+    return models
 }()
 
-private func model() throws -> TransformerModel { try #require(hybrid, "the lfm2-b tiny model could not be written or loaded") }
+private func hybrid(_ name: String) throws -> TransformerModel {
+    try #require(hybrids[name], "the \(name) tiny model could not be written or loaded")
+}
 
 private func tokens(_ model: TransformerModel, _ text: String) -> [Int32] {
     model.tokenizer.encode(text, addSpecial: true, parseSpecial: false)
@@ -24,9 +29,10 @@ private func bits(_ logits: Logits) -> [UInt32] { logits.map(\.bitPattern) }
 
 @Suite("Hybrid models keep a recurrent state beside the KV cache, with checkpoints at whole chunks")
 struct RecurrentStateTests {
-    @Test("rewinding goes back to the last checkpoint; evaluating on from there gives the same bits")
-    func rewindToCheckpoint() throws {
-        let model = try model()
+    @Test("rewinding goes back to the last checkpoint; evaluating on from there gives the same bits",
+          arguments: ["lfm2-b", "qwen35-b"])
+    func rewindToCheckpoint(name: String) throws {
+        let model = try hybrid(name)
         let prompt = tokens(model, longText)
         #expect(prompt.count > 200)
         let sequence = try model.makeSequence(contextLength: 1024, chunkSize: 64)
@@ -45,9 +51,10 @@ struct RecurrentStateTests {
         #expect(bits(try model.evaluate(prompt, sequence: sequence)) == whole)
     }
 
-    @Test("a copy of a checkpoint's positions goes on as the original; other positions are refused by name")
-    func copyPrefix() throws {
-        let model = try model()
+    @Test("a copy of a checkpoint's positions goes on as the original; other positions are refused by name",
+          arguments: ["lfm2-b", "qwen35-b"])
+    func copyPrefix(name: String) throws {
+        let model = try hybrid(name)
         let prompt = tokens(model, longText)
         let source = try model.makeSequence(contextLength: 1024, chunkSize: 64)
         let whole = bits(try model.evaluate(prompt, sequence: source))
@@ -65,9 +72,10 @@ struct RecurrentStateTests {
         #expect(source.cacheBytes > 4 * model.recurrentStateBytes)
     }
 
-    @Test("a regenerated answer equals the first, read again from the last checkpoint of its prompt")
-    func regenerate() throws {
-        let model = try model()
+    @Test("a regenerated answer equals the first, read again from the last checkpoint of its prompt",
+          arguments: ["lfm2-b", "qwen35-b"])
+    func regenerate(name: String) throws {
+        let model = try hybrid(name)
         let prompt = tokens(model, longText)
         var options = GenerationOptions(sampling: .greedy, maxTokens: 10)
         options.logprobs = true
@@ -90,9 +98,10 @@ struct RecurrentStateTests {
         #expect(again.bits == first.bits)
     }
 
-    @Test("a shared beginning is read once: a second prompt starts from the first's checkpoint, bit for bit as alone")
-    func sharedBeginning() async throws {
-        let model = try model()
+    @Test("a shared beginning is read once: a second prompt starts from the first's checkpoint, bit for bit as alone",
+          arguments: ["lfm2-b", "qwen35-b"])
+    func sharedBeginning(name: String) async throws {
+        let model = try hybrid(name)
         var options = GenerationOptions(sampling: .greedy, maxTokens: 8)
         options.logprobs = true
         let first = tokens(model, longText + "Question: what does a miller do?")
@@ -125,7 +134,7 @@ struct RecurrentStateTests {
 
     @Test("the configuration, the summary and the memory estimate count the recurrent blocks")
     func accounting() throws {
-        let model = try model()
+        let model = try hybrid("lfm2-b")
         let c = model.configuration
         #expect(c.attentionLayerCount == 1)
         #expect(c.recurrentLayerCount == 3)
@@ -136,5 +145,13 @@ struct RecurrentStateTests {
         #expect(summary.kvCacheBytesPerPosition?["f16"] == c.kvWidth * 2 * 2)
         #expect(summary.text.contains("recurrent state:"))
         #expect(model.memoryEstimate(contextLength: 1024) > model.gguf.fileSize + c.kvWidth * 4 * 1024 + model.recurrentStateBytes)
+
+        // Qwen3.5: per block, the convolution's window of 3 positions over the queries, keys and
+        // values of 2 + 2 + 4 heads of 64, and four 64 × 64 matrices; the prediction block is left out.
+        let qwen = try hybrid("qwen35-b")
+        #expect(qwen.configuration.blockCount == 4)
+        #expect(qwen.configuration.recurrentLayerCount == 3)
+        let window = 3 * 8 * 64, matrices = 4 * 64 * 64
+        #expect(qwen.recurrentStateBytes == 3 * (window + matrices) * 4)
     }
 }
