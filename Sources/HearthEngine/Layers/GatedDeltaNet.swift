@@ -54,14 +54,15 @@ struct GatedDeltaNet: SequenceMixer {
         let projected = pass.workspace.floats(.projected, n * (width + valueWidth))
         let gated = projected + n * width
         pass.project(input, columns: dim, through: projections, into: projected, outputStride: width)
-        let window = shape.taps - 1, keyWidth = shape.keyHeads * head
+        let window = shape.taps - 1, keyWidth = shape.keyHeads * head, valueHeads = shape.valueHeads
         let scale = 1 / Float(head).squareRoot()
-        pass.forEachRun(width: width * head) { rows, sequence in
+        // Each sequence's rows in order: the convolution moves its window on, and each row's
+        // queries, keys and values, and its heads' strengths and decays, are made ready.
+        pass.forEachRun(width: channels * shape.taps) { rows, sequence in
             let state = sequence.recurrent!.slot(slot)
-            let matrices = state + window * channels
             var convolved = [Float](repeating: 0, count: channels)
             for row in rows {
-                let x = projected + row * width, z = x + channels, beta = z + valueWidth, alpha = beta + shape.valueHeads
+                let x = projected + row * width, beta = x + channels + valueWidth, alpha = beta + valueHeads
                 convolved.withUnsafeMutableBufferPointer { out in
                     for channel in 0..<channels {
                         let history = state + channel * window, newest = x[channel]
@@ -77,24 +78,37 @@ struct GatedDeltaNet: SequenceMixer {
                 TensorMath.rmsNorm(rows: 2 * shape.keyHeads, x, weight: ones.pointer, epsilon: epsilon / Float(head),
                                    count: head, into: x)
                 for i in 0..<2 * keyWidth { x[i] *= scale }
-                let out = gated + row * valueWidth
-                for h in 0..<shape.valueHeads {
-                    let strength = 1 / (1 + expf(-beta[h]))
+                for h in 0..<valueHeads {
                     let biased = alpha[h] + timeStepBias.pointer[h]
                     let softplus = biased > 20 ? biased : logf(1 + expf(biased))
-                    let decay = expf(softplus * decayRate.pointer[h])
-                    let keyHead = h % shape.keyHeads
-                    Activations.gatedDeltaRule(state: matrices + h * head * head, query: x + keyHead * head,
-                                               key: x + keyWidth + keyHead * head, value: x + 2 * keyWidth + h * head,
-                                               decay: decay, beta: strength, scale: scale, output: out + h * head, count: head)
+                    beta[h] = 1 / (1 + expf(-beta[h]))
+                    alpha[h] = expf(softplus * decayRate.pointer[h])
                 }
-                // RMS norm per head, times silu(z) per head.
-                norm.perHead(out, heads: shape.valueHeads)
-                for h in 0..<shape.valueHeads {
-                    Activations.siluMul(gate: z + h * head, up: ones.pointer, output: z + h * head, count: head)
-                }
-                for i in 0..<valueWidth { out[i] *= z[i] }
             }
+        }
+        // The delta rule, one task per (sequence, value head), each over its rows in order.
+        let runs = pass.runs
+        pass.pool.parallelFor(runs.count * valueHeads) { tasks in
+            for task in tasks {
+                let (rows, sequence) = runs[task / valueHeads]
+                let h = task % valueHeads, keyHead = h % shape.keyHeads
+                let matrix = sequence.recurrent!.slot(slot) + window * channels + h * head * head
+                for row in rows {
+                    let x = projected + row * width, beta = x + channels + valueWidth, alpha = beta + valueHeads
+                    Activations.gatedDeltaRule(state: matrix, query: x + keyHead * head, key: x + keyWidth + keyHead * head,
+                                               value: x + 2 * keyWidth + h * head, decay: alpha[h], beta: beta[h], scale: scale,
+                                               output: gated + row * valueWidth + h * head, count: head)
+                }
+            }
+        }
+        // RMS norm per head, times silu(z) per head.
+        pass.forEachRow(width: 4 * valueWidth) { row in
+            let out = gated + row * valueWidth, z = projected + row * width + channels
+            norm.perHead(out, heads: valueHeads)
+            for h in 0..<valueHeads {
+                Activations.siluMul(gate: z + h * head, up: ones.pointer, output: z + h * head, count: head)
+            }
+            for i in 0..<valueWidth { out[i] *= z[i] }
         }
         let result = pass.blockOutput
         pass.project(gated, columns: valueWidth, through: [output], into: result, outputStride: dim)

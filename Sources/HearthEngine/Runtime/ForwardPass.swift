@@ -102,20 +102,24 @@ final class ForwardPass {
         }
     }
 
+    /// Each sequence's run of rows, in the order of the pass.
+    var runs: [(rows: Range<Int>, sequence: SequenceState)] {
+        var first = 0
+        return zip(runLengths, sequences).map { length, sequence in
+            defer { first += length }
+            return (first..<first + length, sequence)
+        }
+    }
+
     /// Runs `body` for each sequence's run of rows, in the order of its positions, the runs
     /// split across the threads when they hold enough work (`width` values a row).
     func forEachRun(width: Int, _ body: (Range<Int>, SequenceState) -> Void) {
-        var starts: [Int] = [], first = 0
-        for length in runLengths {
-            starts.append(first)
-            first += length
-        }
-        let lengths = runLengths, sequences = sequences
-        if sequences.count == 1 || rows * width < 16_384 {
-            for index in sequences.indices { body(starts[index]..<starts[index] + lengths[index], sequences[index]) }
+        let runs = runs
+        if runs.count == 1 || rows * width < 16_384 {
+            for run in runs { body(run.rows, run.sequence) }
         } else {
-            pool.parallelFor(sequences.count) { range in
-                for index in range { body(starts[index]..<starts[index] + lengths[index], sequences[index]) }
+            pool.parallelFor(runs.count) { range in
+                for index in range { body(runs[index].rows, runs[index].sequence) }
             }
         }
     }
