@@ -153,17 +153,31 @@ public final class LocalModel: LanguageModel {
 
     /// `options` with the grammar of `tools`' calls, and the separation that keeps the calls
     /// out of the streamed text; unchanged (and nil) without tools, with `toolChoice` `.none`,
-    /// or for a plain-text prompt.
-    func preparingTools(_ options: GenerationOptions, for prompt: Prompt) throws -> (GenerationOptions, ToolCallSeparation?) {
-        guard case .chat = prompt, !options.tools.isEmpty, options.toolChoice != .none, let chatFormat else { return (options, nil) }
-        guard options.grammar == nil, options.jsonSchema == nil, options.format != .json else {
-            throw HearthError.invalidArgument("Tools cannot be combined with a grammar or JSON mode in one request.")
-        }
-        let format = chatFormat.toolCallFormat
+    /// or for a plain-text prompt. When the prompt leaves the answer inside its thoughts
+    /// (`inThoughts`), a grammar that holds the whole answer (calls that must be made, a JSON
+    /// schema, a grammar of the caller's) holds what follows the thoughts, which close first.
+    func preparingTools(_ options: GenerationOptions, for prompt: Prompt,
+                        inThoughts: Bool = false) throws -> (GenerationOptions, ToolCallSeparation?) {
         var prepared = options
-        (prepared.grammar, prepared.grammarTriggers) = try format.grammar(tools: options.tools, choice: options.toolChoice,
-                                                                          parallel: options.parallelToolCalls)
-        return (prepared, ToolCallSeparation(format: format))
+        var separation: ToolCallSeparation?
+        if case .chat = prompt, !options.tools.isEmpty, options.toolChoice != .none, let chatFormat {
+            guard options.grammar == nil, options.jsonSchema == nil, options.format != .json else {
+                throw HearthError.invalidArgument("Tools cannot be combined with a grammar or JSON mode in one request.")
+            }
+            let format = chatFormat.toolCallFormat
+            (prepared.grammar, prepared.grammarTriggers) = try format.grammar(tools: options.tools, choice: options.toolChoice,
+                                                                              parallel: options.parallelToolCalls)
+            separation = ToolCallSeparation(format: format, tools: options.tools)
+        }
+        if inThoughts, prepared.grammarTriggers.isEmpty, prepared.format != .json {
+            if let schema = prepared.jsonSchema {
+                prepared.grammar = try ToolCallFormat.afterThoughts(engine.schemaGrammar(schema))
+                prepared.jsonSchema = nil
+            } else if let grammar = prepared.grammar {
+                prepared.grammar = try ToolCallFormat.afterThoughts(grammar)
+            }
+        }
+        return (prepared, separation)
     }
 
     /// Counts a generation as running until `ended` is called.
@@ -208,7 +222,7 @@ final class LocalContext: GenerationContext, @unchecked Sendable {
         do {
             try options.validate(vocabularySize: model.engine.configuration.vocabularySize)
             (tokens, splitter) = try model.tokens(for: prompt, options: options, overflow: overflow)
-            (options, calls) = try model.preparingTools(options, for: prompt)
+            (options, calls) = try model.preparingTools(options, for: prompt, inThoughts: splitter?.isInThoughts ?? false)
             sequence = try self.sequence.withLock { existing in
                 if let existing { return existing }
                 let fresh = try model.engine.makeSequence(contextLength: model.contextLength, cacheTypes: model.cacheTypes)

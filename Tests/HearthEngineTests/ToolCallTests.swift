@@ -27,7 +27,7 @@ func grammarAccepts(_ grammar: Grammar, _ text: String) -> Bool {
             ("Qwen-Qwen2.5-7B-Instruct", .hermes), ("Qwen-Qwen3-0.6B", .hermes),
             ("NousResearch-Hermes-3-Llama-3.1-8B-tool_use", .hermes), ("meta-llama-Llama-3.2-3B-Instruct", .llama3),
             ("meta-llama-Llama-3.1-8B-Instruct", .llama3), ("mistralai-Mistral-Nemo-Instruct-2407", .mistral),
-            ("google-gemma-2-2b-it", .generic),
+            ("google-gemma-2-2b-it", .generic), ("Qwen3.5-4B", .xmlParameters), ("Qwen3-Coder", .xmlParameters),
         ]
         for (name, format) in expected {
             let source = try String(contentsOf: TestFiles.modelURL("templates/\(name).jinja"), encoding: .utf8)
@@ -74,6 +74,49 @@ func grammarAccepts(_ grammar: Grammar, _ text: String) -> Bool {
         let broken = ToolCallFormat.hermes.parse("<tool_call>{\"name\": \"get_time\", \"argu")
         #expect(broken.calls.isEmpty && broken.content.contains("<tool_call>"))
         #expect(throws: HearthError.self) { try ToolCallFormat.hermes.grammar(tools: weatherTools, choice: .tool("nope"), parallel: true) }
+    }
+
+    /// Qwen3.5's and Qwen3-Coder's XML calls: the grammar holds each parameter to its schema
+    /// (a string's lengths, an enum, JSON for the rest) and `parse` reads values by their schema.
+    @Test func xmlParameters() throws {
+        let format = ToolCallFormat.xmlParameters
+        let call = { (name: String, parameters: [(String, String)]) in
+            "<tool_call>\n<function=\(name)>\n" + parameters.map { "<parameter=\($0.0)>\n\($0.1)\n</parameter>\n" }.joined()
+                + "</function>\n</tool_call>"
+        }
+        let two = call("get_weather", [("city", "Paris"), ("unit", "celsius")]) + "\n" + call("get_time", [("city", "Oslo")])
+        let (grammar, triggers) = try format.grammar(tools: weatherTools, choice: .required, parallel: true)
+        #expect(triggers.isEmpty)
+        #expect(grammarAccepts(grammar, two))
+        let parsed = format.parse(two, tools: weatherTools)
+        #expect(parsed.calls.map(\.name) == ["get_weather", "get_time"])
+        #expect(parsed.calls[0].arguments == .object([("city", .string("Paris")), ("unit", .string("celsius"))]))
+        #expect(parsed.content.isEmpty)
+        // Refused: an unknown tool, a value outside the enum, a missing required parameter, a
+        // city longer than 40 characters, two calls without parallel calls.
+        #expect(!grammarAccepts(grammar, call("delete_all", [])))
+        #expect(!grammarAccepts(grammar, call("get_weather", [("city", "Paris"), ("unit", "kelvin")])))
+        #expect(!grammarAccepts(grammar, call("get_weather", [("city", "Paris")])))
+        #expect(!grammarAccepts(grammar, call("get_time", [("city", String(repeating: "a", count: 41))])))
+        let single = try format.grammar(tools: weatherTools, choice: .required, parallel: false).0
+        #expect(!grammarAccepts(single, two))
+        #expect(try format.grammar(tools: weatherTools, choice: .auto, parallel: true).1 == ["<tool_call>"])
+
+        // Values by schema: a string stays a string even when it reads as a number; an integer,
+        // a boolean (JSON's or Python's) and an object are values.
+        let counter = ToolDefinition(name: "count", description: "",
+                                     parameters: try JSONValue(parsing: #"{"type": "object", "properties": {"label": {"type": "string"}, "n": {"type": "integer"}, "loud": {"type": "boolean"}, "options": {"type": "object"}}, "required": ["label", "n"]}"#))
+        let text = "Counting.\n" + call("count", [("label", "42"), ("n", "3"), ("loud", "True"), ("options", #"{"a": [1, 2]}"#)])
+        let counted = format.parse(text, tools: [counter])
+        #expect(counted.content == "Counting.")
+        #expect(counted.calls.first?.arguments == .object([("label", .string("42")), ("n", .number(3)), ("loud", .bool(true)),
+                                                          ("options", .object([("a", .array([.number(1), .number(2)]))]))]))
+        let counterGrammar = try format.grammar(tools: [counter], choice: .required, parallel: false).0
+        #expect(grammarAccepts(counterGrammar, call("count", [("label", "a <b> c"), ("n", "3")])))
+        #expect(!grammarAccepts(counterGrammar, call("count", [("label", "x"), ("n", "three")])))
+        // A broken call stays text.
+        let broken = format.parse("<tool_call>\n<function=get_time>\n<parameter=city>\nOs", tools: weatherTools)
+        #expect(broken.calls.isEmpty && broken.content.contains("<tool_call>"))
     }
 
     /// The separation streams the text before a call, holds back what may be a trigger, keeps

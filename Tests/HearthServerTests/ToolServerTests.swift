@@ -4,13 +4,14 @@ import HearthTestSupport
 import Testing
 
 /// Tool calling and schema-held answers over HTTP with the real Python clients: SmolLM2 (the
-/// generic JSON format) and the tiny random Qwen2 under Qwen 2.5's template (Hermes
-/// `<tool_call>` blocks).
+/// generic JSON format), the tiny random Qwen2 under Qwen 2.5's template (Hermes `<tool_call>`
+/// blocks) and the tiny random Qwen3.5 under its own (XML `<function=…>` calls).
 @Suite("Tools and schemas over HTTP", .serialized)
 struct ToolServerTests {
     static func fixture() async throws -> ServeProcess {
         try await ServeProcess(parallel: 4, moreModels: { directory in
-            ["qwen-tools": try ReasoningModels.tiny("qwen2-a", template: "Qwen-Qwen2.5-7B-Instruct", in: directory.url)]
+            ["qwen-tools": try ReasoningModels.tiny("qwen2-a", template: "Qwen-Qwen2.5-7B-Instruct", in: directory.url),
+             "qwen35-tools": try ReasoningModels.tiny("qwen35-a", template: "Qwen3.5-4B", in: directory.url)]
         })
     }
 
@@ -43,6 +44,16 @@ struct ToolServerTests {
         let server = try await Self.fixture()
         defer { Task { await server.stop() } }
         let output = try await Self.clients(server, model: "qwen-tools", runs: 100)
+        #expect(output.contains("\"passed\""))
+    }
+
+    @Test("the same with a tiny Qwen3.5 (hybrid DeltaNet blocks, XML <function=…> calls)",
+          .enabled(if: PythonClients.enabled, "python3 with openai, ollama and jsonschema is missing (.ci/run installs them)"))
+    func tinyQwen35() async throws {
+        try #require(Python.canImport("openai, ollama, jsonschema"), "pip install openai ollama jsonschema (.ci/run does)")
+        let server = try await Self.fixture()
+        defer { Task { await server.stop() } }
+        let output = try await Self.clients(server, model: "qwen35-tools", runs: 40)
         #expect(output.contains("\"passed\""))
     }
 

@@ -96,8 +96,11 @@ public enum QuantRecipe: String, CaseIterable, Sendable {
 extension TinyModel {
     /// Models of the shapes people run, with random weights (speed does not depend on their
     /// values) and the family's real tokenizer: Llama 3.2 1B and 3B, Llama 3.1 8B, Qwen3 4B,
-    /// Gemma 3 1B and 4B, and a mixture of experts of Qwen3-30B-A3B's shape.
-    public static let realShapeNames = ["llama-1b", "llama-3b", "llama-8b", "qwen3-4b", "gemma3-1b", "gemma3-4b", "qwen3moe-30b-a3b"]
+    /// Gemma 3 1B and 4B, a mixture of experts of Qwen3-30B-A3B's shape, and the hybrids
+    /// LFM2.5 1.2B (with Llama 3's vocabulary of 128256 tokens in place of its 65536) and Qwen3.5
+    /// 2B and 4B (with Qwen 2.5's 151936 tokens in place of its 248320).
+    public static let realShapeNames = ["llama-1b", "llama-3b", "llama-8b", "qwen3-4b", "gemma3-1b", "gemma3-4b", "qwen3moe-30b-a3b",
+                                        "lfm2.5-1.2b", "qwen3.5-2b", "qwen3.5-4b"]
 
     /// The model of real shape `shape` (one of `realShapeNames`) in `recipe`; `blocks` keeps only
     /// that many of its blocks (a model that would not fit in memory).
@@ -128,6 +131,18 @@ extension TinyModel {
             model.expertsUsed = 8
             model.expertFeedForward = 768
             model.types.output = .q8_0  // an output projection of its own (its type is the recipe's)
+        case "lfm2.5-1.2b":
+            model = shaped("lfm2", llamaVocabulary, width: 2048, layers: 16, heads: 32, kvHeads: 8, headDimension: 64, feedForward: 8192)
+            model.convolutionBlocks = [0, 1, 3, 4, 6, 7, 9, 11, 13, 15]
+            model.outputNorm = "token_embd_norm.weight"
+        case "qwen3.5-2b":
+            model = shaped("qwen35", "llama-cpp-vocab/ggml-vocab-qwen35.gguf", width: 2048, layers: 24, heads: 8, kvHeads: 2,
+                           headDimension: 256, feedForward: 6144)
+            model.deltaNet = (stateSize: 128, keyHeads: 16, valueHeads: 16)
+        case "qwen3.5-4b":
+            model = shaped("qwen35", "llama-cpp-vocab/ggml-vocab-qwen35.gguf", width: 2560, layers: 32, heads: 16, kvHeads: 4,
+                           headDimension: 256, feedForward: 9216)
+            model.deltaNet = (stateSize: 128, keyHeads: 16, valueHeads: 32)
         default:
             return nil
         }
@@ -140,6 +155,19 @@ extension TinyModel {
             model.ropeBase = 1_000_000
             model.contextLength = 40_960
             model.headNorms = true
+        case "lfm2":
+            model.ropeBase = 1_000_000
+            model.contextLength = 128_000
+            model.headNorms = true
+        case "qwen35":
+            // Gated queries, a quarter of each head turned by RoPE in sections of 11, 11 and 10 pairs.
+            model.ropeBase = 10_000_000
+            model.contextLength = 262_144
+            model.headNorms = true
+            model.gatedQueries = true
+            model.feedForwardNorm = "post_attention_norm.weight"
+            model.ropeDimensions = model.headDimension / 4
+            model.extraMetadata = [("rope.dimension_sections", .array([11, 11, 10, 0].map { .int32($0) }))]
         default:
             model.ropeBase = 1_000_000
             model.contextLength = 32_768

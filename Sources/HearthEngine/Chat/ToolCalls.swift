@@ -61,6 +61,9 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
     case llama3
     /// Mistral: `[TOOL_CALLS][{"name": …, "arguments": {…}}, …]`.
     case mistral
+    /// Qwen3-Coder and Qwen3.5: `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n…
+    /// </function>\n</tool_call>`, one block a call; a string value as it is, any other as JSON.
+    case xmlParameters
     /// Families whose template has no tool calls (SmolLM2, Gemma): the answer is one JSON
     /// object, `{"tool_calls": [{"name": …, "arguments": {…}}, …]}` or `{"response": "…"}`,
     /// and the system prompt describes the tools and this shape.
@@ -72,7 +75,7 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
 
     /// The format a chat template writes tool calls in.
     public static func detect(template source: String) -> ToolCallFormat {
-        if source.contains("<tool_call>") { return .hermes }
+        if source.contains("<tool_call>") { return source.contains("<function=") ? .xmlParameters : .hermes }
         if source.contains("[TOOL_CALLS]") { return .mistral }
         if source.contains("<|python_tag|>") || (source.contains("tools_in_user_message") && source.contains("\"parameters\"")) {
             return .llama3
@@ -84,7 +87,7 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
     /// a format whose whole answer is held to its grammar.
     var triggers: [String] {
         switch self {
-        case .hermes: return ["<tool_call>"]
+        case .hermes, .xmlParameters: return ["<tool_call>"]
         case .llama3: return ["{\"name\""]
         case .mistral: return ["[TOOL_CALLS]"]
         case .generic: return []
@@ -103,6 +106,7 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
             }
         }
         guard !offered.isEmpty else { throw HearthError.invalidArgument("There are no tools to call.") }
+        if self == .xmlParameters { return (try Self.xmlGrammar(offered, parallel: parallel), choice == .auto ? triggers : []) }
         var b = GrammarBuilder()
         // Whitespace between tokens of the call, as the schemas' grammars allow it: nothing, a
         // space, or a newline and an indent; bounded so that a model cannot run on in it.
@@ -144,6 +148,8 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
             let more = parallel ? b.repeated(GrammarBuilder.literal(",") + [w, .rule(call)], minimum: 0, maximum: Self.maximumParallelCalls - 1, name: "more") : []
             b.define("root", [GrammarBuilder.literal("[TOOL_CALLS][") + [w, .rule(call)] + more + [w] + GrammarBuilder.literal("]")])
             return (try b.build(root: "root"), auto ? triggers : [])
+        case .xmlParameters:
+            preconditionFailure("built by xmlGrammar")
         case .generic:
             let more = parallel ? b.repeated(GrammarBuilder.literal(",") + [w, .rule(call)], minimum: 0, maximum: Self.maximumParallelCalls - 1, name: "more") : []
             let toolCalls = GrammarBuilder.literal("{") + [w] + GrammarBuilder.literal("\"tool_calls\"") + [w] + GrammarBuilder.literal(":")
@@ -174,8 +180,9 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
     }
 
     /// Reads the calls out of a whole answer: the text that is not calls, and the calls with
-    /// fresh ids. Text that looks like a call but does not parse stays text.
-    public func parse(_ output: String, idPrefix: String = "call") -> (content: String, calls: [ToolCall]) {
+    /// fresh ids. Text that looks like a call but does not parse stays text. `tools` tells the
+    /// XML format's string parameters from the others.
+    public func parse(_ output: String, idPrefix: String = "call", tools: [ToolDefinition] = []) -> (content: String, calls: [ToolCall]) {
         var calls: [ToolCall] = []
         func call(from value: JSONValue) -> Bool {
             let argumentsKey = self == .llama3 ? "parameters" : "arguments"
@@ -204,6 +211,22 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
             }
             content += rest
             return (content.trimmingCharacters(in: .whitespacesAndNewlines), calls)
+        case .xmlParameters:
+            var content = ""
+            var rest = Substring(output)
+            while let open = rest.range(of: "<tool_call>") {
+                content += rest[..<open.lowerBound]
+                let body = rest[open.upperBound...]
+                guard let close = body.range(of: "</tool_call>"), let parsed = Self.xmlCall(body[..<close.lowerBound], tools: tools) else {
+                    content += rest[open.lowerBound...]
+                    rest = ""
+                    break
+                }
+                calls.append(ToolCall(id: "\(idPrefix)_\(calls.count)_\(Self.randomSuffix())", name: parsed.name, arguments: parsed.arguments))
+                rest = body[close.upperBound...]
+            }
+            content += rest
+            return (content.trimmingCharacters(in: .whitespacesAndNewlines), calls)
         case .llama3:
             guard let start = output.range(of: "{\"name\"") else { return (output, []) }
             let pieces = output[start.lowerBound...].split(separator: ";")
@@ -226,6 +249,108 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
         }
     }
 
+    /// One call's `<function=NAME>` with its `<parameter=KEY>` blocks, or nil when it does not
+    /// read as one. A parameter its tool's schema makes a string is the text as it is; another
+    /// that reads as JSON (a number, an object, `true`) is that value, as are Python's `True`,
+    /// `False` and `None` that templates write for them; anything else is a string.
+    static func xmlCall(_ text: Substring, tools: [ToolDefinition] = []) -> (name: String, arguments: JSONValue)? {
+        var rest = text.drop { $0.isWhitespace }
+        guard rest.hasPrefix("<function="), let nameEnd = rest.firstIndex(of: ">") else { return nil }
+        let name = String(rest[rest.index(rest.startIndex, offsetBy: 10)..<nameEnd]).trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty else { return nil }
+        rest = rest[rest.index(after: nameEnd)...]
+        var arguments: [(key: String, value: JSONValue)] = []
+        while true {
+            rest = rest.drop { $0.isWhitespace }
+            if rest.hasPrefix("</function>") { break }
+            guard rest.hasPrefix("<parameter="), let keyEnd = rest.firstIndex(of: ">"),
+                  let close = rest.range(of: "</parameter>") else { return nil }
+            let key = String(rest[rest.index(rest.startIndex, offsetBy: 11)..<keyEnd]).trimmingCharacters(in: .whitespaces)
+            var value = rest[rest.index(after: keyEnd)..<close.lowerBound]
+            // The template puts the value on lines of its own.
+            if value.hasPrefix("\n") { value = value.dropFirst() }
+            if value.hasSuffix("\n") { value = value.dropLast() }
+            let schema = tools.first { $0.name == name }?.parameters["properties"]?[key]
+            let isString = schema?["type"]?.stringValue == "string" || schema?["enum"]?.arrayValue?.first?.stringValue != nil
+            arguments.append((key, isString ? .string(String(value)) : xmlValue(String(value))))
+            rest = rest[close.upperBound...]
+        }
+        return (name, .object(arguments))
+    }
+
+    private static func xmlValue(_ text: String) -> JSONValue {
+        switch text {
+        case "True": return .bool(true)
+        case "False": return .bool(false)
+        case "None": return .null
+        default: break
+        }
+        if let first = text.first, "{[-0123456789tfn".contains(first), let value = try? JSONValue(parsing: text) { return value }
+        return .string(text)
+    }
+
+    /// The grammar of `<tool_call>` blocks calling `tools`: each tool's parameters in the order
+    /// its schema lists them (the required ones always, the others when wanted), a string
+    /// parameter as text (`<` only when no `/` follows), an enum of strings as one of them, any
+    /// other under its schema as JSON.
+    static func xmlGrammar(_ tools: [ToolDefinition], parallel: Bool) throws -> Grammar {
+        var b = GrammarBuilder()
+        let text = b.include(try Grammar(gbnf: #"root ::= ([^<] | "<" [^/])*"#), prefix: "text")
+        // A character of a text of bounded length: anything but `<` and a line break.
+        let character = Grammar.CharacterClass([0...9, 11...59, 61...0x10FFFF])
+        var calls: [[Grammar.Element]] = []
+        for (i, tool) in tools.enumerated() {
+            var sequence = GrammarBuilder.literal("<function=\(tool.name)>\n")
+            let required = Set(tool.parameters["required"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+            for (j, property) in (tool.parameters["properties"]?.objectValue ?? []).enumerated() {
+                let value: Grammar.Element
+                if let choices = property.value["enum"]?.arrayValue, choices.allSatisfy({ $0.stringValue != nil }) {
+                    value = .rule(b.fresh("tool\(i)enum\(j)", choices.map { GrammarBuilder.literal($0.stringValue!) }))
+                } else if property.value["type"]?.stringValue == "string" {
+                    // Text within the schema's lengths, when it gives them.
+                    let minimum = property.value["minLength"]?.numberValue.map { Int($0) } ?? 0
+                    let maximum = property.value["maxLength"]?.numberValue.map { Int($0) }
+                    value = minimum == 0 && maximum == nil ? .rule(text)
+                        : .rule(b.fresh("tool\(i)text\(j)", [b.repeated([.characters(character)], minimum: minimum, maximum: maximum,
+                                                                      name: "tool\(i)chars\(j)")]))
+                } else {
+                    do {
+                        value = .rule(b.include(try Grammar(jsonSchema: property.value), prefix: "tool\(i)arg\(j)"))
+                    } catch let error as HearthError {
+                        throw HearthError.invalidArgument("The parameter \(property.key) of tool \(tool.name): \(error.message)")
+                    }
+                }
+                let block = GrammarBuilder.literal("<parameter=\(property.key)>\n") + [value] + GrammarBuilder.literal("\n</parameter>\n")
+                sequence += required.contains(property.key) ? block : b.repeated(block, minimum: 0, maximum: 1, name: "tool\(i)optional\(j)")
+            }
+            calls.append(sequence + GrammarBuilder.literal("</function>\n"))
+        }
+        let call = b.define("call", calls)
+        let block = GrammarBuilder.literal("<tool_call>\n") + [.rule(call)] + GrammarBuilder.literal("</tool_call>")
+        let more = parallel ? b.repeated(GrammarBuilder.literal("\n") + block, minimum: 0, maximum: maximumParallelCalls - 1, name: "more") : []
+        b.define("root", [block + more])
+        return try b.build(root: "root")
+    }
+
+    /// Most characters of thoughts before calls that must be made: enough to think briefly, and
+    /// a bound on a model that would think on until its tokens run out.
+    public static let maximumThoughtsBeforeCalls = 600
+
+    /// `grammar` after the end of thoughts the prompt opened: up to
+    /// `maximumThoughtsBeforeCalls` characters (no `</` among them), `</think>`, a few line
+    /// breaks or spaces, then what `grammar` holds.
+    public static func afterThoughts(_ grammar: Grammar) throws -> Grammar {
+        var b = GrammarBuilder()
+        let calls = b.include(grammar, prefix: "calls")
+        let character = b.define("thought", [[.characters(Grammar.CharacterClass([0...59, 61...0x10FFFF]))],
+                                             GrammarBuilder.literal("<") + [.characters(Grammar.CharacterClass([0...46, 48...0x10FFFF]))]])
+        let space = b.define("space", [GrammarBuilder.literal("\n"), GrammarBuilder.literal(" ")])
+        b.define("root", [b.repeated([.rule(character)], minimum: 0, maximum: maximumThoughtsBeforeCalls, name: "thoughts")
+                          + GrammarBuilder.literal("</think>") + b.repeated([.rule(space)], minimum: 0, maximum: 4, name: "spaces")
+                          + [.rule(calls)]])
+        return try b.build(root: "root")
+    }
+
     static func randomSuffix() -> String {
         String((0..<9).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement()! })
     }
@@ -244,7 +369,13 @@ public struct ToolCallSeparation: Sendable {
     private var emitted = 0
     private var capturing = false
 
-    public init(format: ToolCallFormat) { self.format = format }
+    /// The tools offered, whose schemas tell how the calls' arguments read.
+    public let tools: [ToolDefinition]
+
+    public init(format: ToolCallFormat, tools: [ToolDefinition] = []) {
+        self.format = format
+        self.tools = tools
+    }
 
     /// The chunk with the calls' text left out; the last chunk gets the calls.
     public mutating func separate(_ chunk: GenerationChunk) -> GenerationChunk {
@@ -252,7 +383,7 @@ public struct ToolCallSeparation: Sendable {
         output += chunk.text
         chunk.text = format == .generic ? nextResponseText() : nextText()
         if chunk.finishReason != nil {
-            let (content, calls) = format.parse(output)
+            let (content, calls) = format.parse(output, tools: tools)
             if calls.isEmpty {
                 // Whatever was held back as a possible trigger is text after all.
                 if format == .generic {
