@@ -34,6 +34,10 @@ struct InspectFamiliesTests {
         // llama.cpp's copy of SmolLM3's template (Unsloth's edit) takes no tools.
         Case(tiny: "smollm3-a", template: "HuggingFaceTB-SmolLM3-3B", family: "SmolLM3",
              capabilities: ["completion", "chat", "thinking"], sampling: nil),
+        Case(tiny: "lfm2-a", template: "LFM2.5-Instruct", family: "LFM2 (LFM2, LFM2.5)",
+             capabilities: ["completion", "chat", "tools"], sampling: nil),
+        Case(tiny: "qwen35-a", template: "Qwen3.5-4B", family: "Qwen3.5",
+             capabilities: ["completion", "chat", "tools", "thinking"], sampling: nil),
         Case(tiny: "llama-spm-a", template: "mistralai-Mistral-Nemo-Instruct-2407", family: "Llama (Llama 2 and 3, SmolLM, Mistral)",
              capabilities: ["completion", "chat", "tools"], sampling: nil),
     ]
