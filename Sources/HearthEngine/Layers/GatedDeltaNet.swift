@@ -64,13 +64,8 @@ struct GatedDeltaNet: SequenceMixer {
             for row in rows {
                 let x = projected + row * width, beta = x + channels + valueWidth, alpha = beta + valueHeads
                 convolved.withUnsafeMutableBufferPointer { out in
-                    for channel in 0..<channels {
-                        let history = state + channel * window, newest = x[channel]
-                        out[channel] = ConvolutionSum.dot(history, newest: newest, weights: convolution.pointer + channel * shape.taps,
-                                                          taps: shape.taps)
-                        history.update(from: history + 1, count: window - 1)
-                        history[window - 1] = newest
-                    }
+                    ConvolutionSum.slide(state, newest: { x[$0] }, weights: convolution.pointer, taps: shape.taps,
+                                         channels: channels) { out[$0] = $1 }
                     // SiLU, then queries and keys to unit length per head (an RMS norm with ε / head,
                     // scaled by 1/√head, as llama.cpp computes it).
                     Activations.siluMul(gate: out.baseAddress!, up: ones.pointer, output: x, count: channels)

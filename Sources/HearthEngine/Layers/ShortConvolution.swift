@@ -29,20 +29,12 @@ struct ShortConvolution: SequenceMixer {
         let bcx = pass.workspace.floats(.projected, n * 4 * dim), gated = bcx + n * 3 * dim
         pass.project(input, columns: dim, through: [inputProjection], into: bcx, outputStride: 3 * dim)
         // Each sequence's rows in order, each row moving its sequence's window one position on.
-        let window = taps - 1
         pass.forEachRun(width: 3 * dim * taps) { rows, sequence in
             let state = sequence.recurrent!.slot(slot)
             for row in rows {
-                let b = bcx + row * 3 * dim, c = b + dim, x = c + dim
-                for channel in 0..<dim {
-                    let history = state + channel * window, weights = kernel.pointer + channel * taps
-                    let newest = b[channel] * x[channel]
-                    let sum = ConvolutionSum.dot(history, newest: newest, weights: weights, taps: taps)
-                    if window > 0 {
-                        history.update(from: history + 1, count: window - 1)
-                        history[window - 1] = newest
-                    }
-                    gated[row * dim + channel] = c[channel] * sum
+                let b = bcx + row * 3 * dim, c = b + dim, x = c + dim, out = gated + row * dim
+                ConvolutionSum.slide(state, newest: { b[$0] * x[$0] }, weights: kernel.pointer, taps: taps, channels: dim) {
+                    out[$0] = c[$0] * $1
                 }
             }
         }
@@ -56,6 +48,43 @@ struct ShortConvolution: SequenceMixer {
 /// eight and then of four taps rounded and added one by one, the remaining taps fused
 /// multiply-adds.
 enum ConvolutionSum {
+    /// Moves each of `channels` windows (`taps - 1` earlier values a channel, oldest first, at
+    /// `history`) on by its newest value, writing each channel's sum with its `taps` weights
+    /// (`weights`, oldest first) to `output`. Three and four taps (LFM2's, Qwen3.5's) are spelled
+    /// out; they sum as `dot` does.
+    @inline(__always)
+    static func slide(_ history: UnsafeMutablePointer<Float>, newest: (Int) -> Float, weights: UnsafePointer<Float>, taps: Int,
+                      channels: Int, output: (Int, Float) -> Void) {
+        switch taps {
+        case 3:
+            for channel in 0..<channels {
+                let h = history + 2 * channel, w = weights + 3 * channel, x = newest(channel)
+                let sum = (h[0] * w[0]).addingProduct(h[1], w[1]).addingProduct(x, w[2])
+                h[0] = h[1]
+                h[1] = x
+                output(channel, sum)
+            }
+        case 4:
+            for channel in 0..<channels {
+                let h = history + 3 * channel, w = weights + 4 * channel, x = newest(channel)
+                let sum = h[0] * w[0] + h[1] * w[1] + h[2] * w[2] + x * w[3]
+                h[0] = h[1]
+                h[1] = h[2]
+                h[2] = x
+                output(channel, sum)
+            }
+        default:
+            let window = taps - 1
+            for channel in 0..<channels {
+                let h = history + window * channel, x = newest(channel)
+                let sum = dot(h, newest: x, weights: weights + taps * channel, taps: taps)
+                h.update(from: h + 1, count: window - 1)
+                h[window - 1] = x
+                output(channel, sum)
+            }
+        }
+    }
+
     @inline(__always)
     static func dot(_ history: UnsafePointer<Float>, newest: Float, weights: UnsafePointer<Float>, taps: Int) -> Float {
         @inline(__always) func tap(_ i: Int) -> Float { i == taps - 1 ? newest : history[i] }
