@@ -32,6 +32,8 @@ extension TinyModel {
         // LFM2: gated short convolutions in three blocks of four, attention in the third.
         lfm2("lfm2-a"),
         lfm2("lfm2-b", kQuants: true),
+        // LFM2 with its attention over a sliding window short enough for the prompts to cross.
+        lfm2("lfm2-swa", slidingWindow: 16),
         // Qwen3.5: gated DeltaNet in three blocks of four, gated full attention in the fourth, a
         // multi-token-prediction block after them.
         qwen35("qwen35-a"),
@@ -128,8 +130,9 @@ extension TinyModel {
         return model
     }
 
-    private static func lfm2(_ name: String, kQuants: Bool = false) -> TinyModel {
+    private static func lfm2(_ name: String, kQuants: Bool = false, slidingWindow: Int? = nil) -> TinyModel {
         var model = base(name, "lfm2", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: kQuants)
+        if let slidingWindow { model.extraMetadata = [("attention.sliding_window", .uint32(UInt32(slidingWindow)))] }
         model.layers = 4
         model.convolutionBlocks = [0, 1, 3]
         model.headNorms = true

@@ -19,14 +19,10 @@ final class Qwen35: StackedDecoder {
         }
         let rope = try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves, factors: nil)
         embedding = try TokenEmbedding(gguf, configuration: c)
-        blocks = try PreNormBlock.stack(gguf, configuration: c, feedForwardNorm: "post_attention_norm") { i in
-            let mixer: any SequenceMixer = if case .recurrent = c.layerMemory[i] {
-                try GatedDeltaNet(gguf, layer: i, configuration: c)
-            } else {
-                try Attention(gguf, layer: i, configuration: c, rope: rope, headNorms: true, scale: .standard(c), outputGate: true)
-            }
-            return (mixer, try FeedForward(gguf, layer: i, configuration: c, activation: .silu))
-        }
+        blocks = try PreNormBlock.hybrid(
+            gguf, configuration: c, feedForwardNorm: "post_attention_norm",
+            recurrent: { try GatedDeltaNet(gguf, layer: $0, configuration: c) },
+            attention: { try Attention(gguf, layer: $0, configuration: c, rope: rope, headNorms: true, scale: .standard(c), outputGate: true) })
         head = try OutputHead(gguf, configuration: c)
     }
 }

@@ -58,6 +58,17 @@ struct PreNormBlock: DecoderBlock {
         }
     }
 
+    /// A hybrid's stack: in each block `recurrent(i)` where the file gives the block a recurrent
+    /// state, else `attention(i)`, then a SwiGLU feed-forward network.
+    static func hybrid(_ gguf: GGUFFile, configuration c: ModelConfiguration, feedForwardNorm: String = "ffn_norm",
+                       recurrent: (Int) throws -> any SequenceMixer,
+                       attention: (Int) throws -> any SequenceMixer) throws -> [PreNormBlock] {
+        try stack(gguf, configuration: c, feedForwardNorm: feedForwardNorm) { i in
+            let mixer = if case .recurrent = c.layerMemory[i] { try recurrent(i) } else { try attention(i) }
+            return (mixer, try FeedForward(gguf, layer: i, configuration: c, activation: .silu))
+        }
+    }
+
     /// Llama's stack: each block's attention over `rope` (over `longContextRope` for contexts
     /// longer than its `beyond`; no rotation in the blocks `rotates` says no to), with per-head
     /// query and key norms when `headNorms`, and a SwiGLU feed-forward network.
