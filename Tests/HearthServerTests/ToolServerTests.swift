@@ -37,23 +37,14 @@ struct ToolServerTests {
         #expect(output.contains("\"passed\""))
     }
 
-    @Test("the same with a tiny Qwen-format model (Hermes tool_call blocks)",
-          .enabled(if: PythonClients.enabled, "python3 with openai, ollama and jsonschema is missing (.ci/run installs them)"))
-    func tinyQwen() async throws {
+    @Test("the same with tiny models in Qwen 2.5's format (Hermes tool_call blocks) and Qwen3.5's (hybrid DeltaNet blocks, XML <function=…> calls)",
+          .enabled(if: PythonClients.enabled, "python3 with openai, ollama and jsonschema is missing (.ci/run installs them)"),
+          arguments: [("qwen-tools", 100), ("qwen35-tools", 40)])
+    func tinyModels(model: String, runs: Int) async throws {
         try #require(Python.canImport("openai, ollama, jsonschema"), "pip install openai ollama jsonschema (.ci/run does)")
         let server = try await Self.fixture()
         defer { Task { await server.stop() } }
-        let output = try await Self.clients(server, model: "qwen-tools", runs: 100)
-        #expect(output.contains("\"passed\""))
-    }
-
-    @Test("the same with a tiny Qwen3.5 (hybrid DeltaNet blocks, XML <function=…> calls)",
-          .enabled(if: PythonClients.enabled, "python3 with openai, ollama and jsonschema is missing (.ci/run installs them)"))
-    func tinyQwen35() async throws {
-        try #require(Python.canImport("openai, ollama, jsonschema"), "pip install openai ollama jsonschema (.ci/run does)")
-        let server = try await Self.fixture()
-        defer { Task { await server.stop() } }
-        let output = try await Self.clients(server, model: "qwen35-tools", runs: 40)
+        let output = try await Self.clients(server, model: model, runs: runs)
         #expect(output.contains("\"passed\""))
     }
 

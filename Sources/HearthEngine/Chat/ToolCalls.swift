@@ -193,40 +193,35 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
             calls.append(ToolCall(id: "\(idPrefix)_\(calls.count)_\(Self.randomSuffix())", name: name, arguments: arguments))
             return true
         }
+        /// The text around `<tool_call>` blocks, each block's body read by `read` (false: the
+        /// block and all after it stay text).
+        func blocks(_ read: (Substring) -> Bool) -> (content: String, calls: [ToolCall]) {
+            var content = ""
+            var rest = Substring(output)
+            while let open = rest.range(of: "<tool_call>") {
+                content += rest[..<open.lowerBound]
+                let body = rest[open.upperBound...]
+                guard let close = body.range(of: "</tool_call>"), read(body[..<close.lowerBound]) else {
+                    content += rest[open.lowerBound...]
+                    rest = ""
+                    break
+                }
+                rest = body[close.upperBound...]
+            }
+            content += rest
+            return (content.trimmingCharacters(in: .whitespacesAndNewlines), calls)
+        }
         switch self {
         case .hermes:
-            var content = ""
-            var rest = Substring(output)
-            while let open = rest.range(of: "<tool_call>") {
-                content += rest[..<open.lowerBound]
-                let body = rest[open.upperBound...]
-                guard let close = body.range(of: "</tool_call>"),
-                      let value = try? JSONValue(parsing: String(body[..<close.lowerBound]).trimmingCharacters(in: .whitespacesAndNewlines)),
-                      call(from: value) else {
-                    content += rest[open.lowerBound...]
-                    rest = ""
-                    break
-                }
-                rest = body[close.upperBound...]
+            return blocks { body in
+                guard let value = try? JSONValue(parsing: String(body).trimmingCharacters(in: .whitespacesAndNewlines)) else { return false }
+                return call(from: value)
             }
-            content += rest
-            return (content.trimmingCharacters(in: .whitespacesAndNewlines), calls)
         case .xmlParameters:
-            var content = ""
-            var rest = Substring(output)
-            while let open = rest.range(of: "<tool_call>") {
-                content += rest[..<open.lowerBound]
-                let body = rest[open.upperBound...]
-                guard let close = body.range(of: "</tool_call>"), let parsed = Self.xmlCall(body[..<close.lowerBound], tools: tools) else {
-                    content += rest[open.lowerBound...]
-                    rest = ""
-                    break
-                }
-                calls.append(ToolCall(id: "\(idPrefix)_\(calls.count)_\(Self.randomSuffix())", name: parsed.name, arguments: parsed.arguments))
-                rest = body[close.upperBound...]
+            return blocks { body in
+                guard let parsed = Self.xmlCall(body, tools: tools) else { return false }
+                return call(from: .object([("name", .string(parsed.name)), ("arguments", parsed.arguments)]))
             }
-            content += rest
-            return (content.trimmingCharacters(in: .whitespacesAndNewlines), calls)
         case .llama3:
             guard let start = output.range(of: "{\"name\"") else { return (output, []) }
             let pieces = output[start.lowerBound...].split(separator: ";")
