@@ -66,6 +66,11 @@ public struct TinyModel: Sendable {
     public var experts = 0
     public var expertsUsed = 0
     public var expertFeedForward = 0
+    /// Blocks at the start with a dense feed-forward network in a mixture-of-experts model
+    /// (`leading_dense_block_count`), and whether the experts are chosen by each one's sigmoid
+    /// plus a bias (`expert_gating_func` 2, `exp_probs_b`) rather than a softmax.
+    public var denseLeadBlocks = 0
+    public var sigmoidExperts = false
     /// Blocks that are LFM2 gated short convolutions instead of attention (no key/value heads),
     /// and the convolution's taps.
     public var convolutionBlocks: [Int] = []
@@ -144,6 +149,8 @@ public struct TinyModel: Sendable {
             writer.add("\(a).expert_count", .uint32(UInt32(experts)))
             writer.add("\(a).expert_used_count", .uint32(UInt32(expertsUsed)))
             writer.add("\(a).expert_feed_forward_length", .uint32(UInt32(expertFeedForward)))
+            if denseLeadBlocks > 0 { writer.add("\(a).leading_dense_block_count", .uint32(UInt32(denseLeadBlocks))) }
+            if sigmoidExperts { writer.add("\(a).expert_gating_func", .uint32(2)) }
         }
         for (key, value) in extraMetadata { writer.add("\(a).\(key)", value) }
         for key in vocab.metadataKeys where key.hasPrefix("tokenizer.") {
@@ -229,8 +236,12 @@ public struct TinyModel: Sendable {
             }
             if postNorms { norm(p + "post_attention_norm.weight", width) }
             norm(p + feedForwardNorm, width)
-            if experts > 0 {
+            if experts > 0, l >= denseLeadBlocks {
                 tensor(p + "ffn_gate_inp.weight", [width, experts], .f32, scale: 2 * inputScale)
+                if sigmoidExperts {
+                    writer.addTensor(name: p + "exp_probs_b.bias", dimensions: [experts],
+                                     floats: (0..<experts).map { _ in 0.5 * RandomWeights.normal(using: &random) })
+                }
                 tensor(p + "ffn_gate_exps.weight", [width, expertFeedForward, experts], types.feedForward, scale: inputScale)
                 tensor(p + "ffn_up_exps.weight", [width, expertFeedForward, experts], types.feedForward, scale: inputScale)
                 tensor(p + "ffn_down_exps.weight", [expertFeedForward, width, experts], types.down,

@@ -34,6 +34,8 @@ extension TinyModel {
         lfm2("lfm2-b", kQuants: true),
         // LFM2 with its attention over a sliding window short enough for the prompts to cross.
         lfm2("lfm2-swa", slidingWindow: 16),
+        // LFM2 MoE: a dense first block, then four experts chosen by sigmoid plus a bias.
+        lfm2("lfm2moe-a", architecture: "lfm2moe"),
         // Qwen3.5: gated DeltaNet in three blocks of four, gated full attention in the fourth, a
         // multi-token-prediction block after them.
         qwen35("qwen35-a"),
@@ -130,8 +132,15 @@ extension TinyModel {
         return model
     }
 
-    private static func lfm2(_ name: String, kQuants: Bool = false, slidingWindow: Int? = nil) -> TinyModel {
-        var model = base(name, "lfm2", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: kQuants)
+    private static func lfm2(_ name: String, architecture: String = "lfm2", kQuants: Bool = false, slidingWindow: Int? = nil) -> TinyModel {
+        var model = base(name, architecture, vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: kQuants)
+        if architecture == "lfm2moe" {
+            model.experts = 4
+            model.expertsUsed = 2
+            model.expertFeedForward = 128
+            model.denseLeadBlocks = 1
+            model.sigmoidExperts = true
+        }
         if let slidingWindow { model.extraMetadata = [("attention.sliding_window", .uint32(UInt32(slidingWindow)))] }
         model.layers = 4
         model.convolutionBlocks = [0, 1, 3]

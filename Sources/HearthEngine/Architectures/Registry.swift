@@ -27,6 +27,7 @@ enum ArchitectureRegistry {
         ("smollm3", SmolLM3.self, "SmolLM3"),
         ("mistral3", Mistral3.self, "Mistral 3 (Ministral 3, Mistral Small 3.x)"),
         ("lfm2", LFM2.self, "LFM2 (LFM2, LFM2.5)"),
+        ("lfm2moe", LFM2.self, "LFM2 mixture of experts (LFM2-8B-A1B, LFM2.5-8B-A1B)"),
         ("qwen35", Qwen35.self, "Qwen3.5"),
     ]
 

@@ -59,13 +59,13 @@ struct PreNormBlock: DecoderBlock {
     }
 
     /// A hybrid's stack: in each block `recurrent(i)` where the file gives the block a recurrent
-    /// state, else `attention(i)`, then a SwiGLU feed-forward network.
+    /// state, else `attention(i)`, then `feedForward(i)` (by default a SwiGLU network).
     static func hybrid(_ gguf: GGUFFile, configuration c: ModelConfiguration, feedForwardNorm: String = "ffn_norm",
-                       recurrent: (Int) throws -> any SequenceMixer,
-                       attention: (Int) throws -> any SequenceMixer) throws -> [PreNormBlock] {
+                       recurrent: (Int) throws -> any SequenceMixer, attention: (Int) throws -> any SequenceMixer,
+                       feedForward: ((Int) throws -> any FeedForwardLayer)? = nil) throws -> [PreNormBlock] {
         try stack(gguf, configuration: c, feedForwardNorm: feedForwardNorm) { i in
             let mixer = if case .recurrent = c.layerMemory[i] { try recurrent(i) } else { try attention(i) }
-            return (mixer, try FeedForward(gguf, layer: i, configuration: c, activation: .silu))
+            return (mixer, try feedForward?(i) ?? FeedForward(gguf, layer: i, configuration: c, activation: .silu))
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import HearthCore
 import HearthFormats
 import HearthKernels
@@ -6,8 +7,8 @@ import HearthKernels
 /// for each row, the row goes through the `used` best ones (each a gated feed-forward network
 /// of its own), and their outputs are added, each weighted by its routing probability.
 ///
-/// As llama.cpp's `build_moe_ffn`: softmax over the router's scores, the top `used` by
-/// probability, their probabilities renormalized to sum to 1 when `normalize` (the sum clamped
+/// As llama.cpp's `build_moe_ffn`: softmax over the router's scores (or each score's sigmoid), the
+/// top `used` by probability (plus a selection bias where the file has one), their probabilities renormalized to sum to 1 when `normalize` (the sum clamped
 /// below at 2^-14) and multiplied by `scale` when it is neither 0 nor 1; each expert's output
 /// multiplied by its weight, and the weighted outputs added in the order the experts were
 /// chosen. An expert's product sums its rows as llama.cpp's `mul_mat_id` does: one row at a time,
@@ -20,13 +21,24 @@ struct MixtureOfExperts: FeedForwardLayer {
     let up: [WeightMatrix]              // experts × (ffn, dim) blk.N.ffn_up_exps
     let down: [WeightMatrix]            // experts × (dim, ffn) blk.N.ffn_down_exps
     let used: Int
+    /// How the router's scores become probabilities.
+    let gating: Gating
+    /// Added to the probabilities to choose the experts (not to weigh them): (experts)
+    /// blk.N.exp_probs_b, or nil.
+    let selectionBias: FloatBuffer?
     let normalize: Bool
     let scale: Float
     let activation: GatedActivation
     let width: Int                      // ffn of one expert
 
+    /// llama.cpp's `expert_gating_func`: 1 softmax over the experts, 2 each expert's sigmoid.
+    enum Gating: Int, Sendable {
+        case softmax = 1
+        case sigmoid = 2
+    }
+
     init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, experts: Int, used: Int, width: Int,
-         normalize: Bool, scale: Float, activation: GatedActivation) throws {
+         normalize: Bool, scale: Float, activation: GatedActivation, gating: Gating = .softmax) throws {
         let p = "blk.\(layer)."
         let dim = c.embeddingLength
         guard experts >= 1, (1...experts).contains(used) else {
@@ -37,6 +49,8 @@ struct MixtureOfExperts: FeedForwardLayer {
         up = try WeightMatrix.experts(gguf, p + "ffn_up_exps.weight", count: experts, rows: width, columns: dim)
         down = try WeightMatrix.experts(gguf, p + "ffn_down_exps.weight", count: experts, rows: dim, columns: width)
         self.used = used
+        self.gating = gating
+        selectionBias = try loadOptionalVector(gguf, p + "exp_probs_b.bias", count: experts)
         self.normalize = normalize
         self.scale = scale
         self.activation = activation
@@ -54,8 +68,12 @@ struct MixtureOfExperts: FeedForwardLayer {
         var weights = [Float](repeating: 0, count: n * used)
         for row in 0..<n {
             let p = probabilities + row * experts
-            Activations.softmaxRow(p, count: experts)
-            let best = (0..<experts).sorted { p[$0] > p[$1] || (p[$0] == p[$1] && $0 < $1) }.prefix(used)
+            switch gating {
+            case .softmax: Activations.softmaxRow(p, count: experts)
+            case .sigmoid: for e in 0..<experts { p[e] = 1 / (1 + expf(-p[e])) }
+            }
+            let score = selectionBias.map { bias in (0..<experts).map { p[$0] + bias.pointer[$0] } } ?? (0..<experts).map { p[$0] }
+            let best = (0..<experts).sorted { score[$0] > score[$1] || (score[$0] == score[$1] && $0 < $1) }.prefix(used)
             var sum: Double = 0
             for (slot, expert) in best.enumerated() {
                 chosen[row * used + slot] = expert
