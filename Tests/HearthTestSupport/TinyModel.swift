@@ -70,6 +70,8 @@ public struct TinyModel: Sendable {
     /// (`leading_dense_block_count`), and whether the experts are chosen by each one's sigmoid
     /// plus a bias (`expert_gating_func` 2, `exp_probs_b`) rather than a softmax.
     public var denseLeadBlocks = 0
+    /// The hidden size of a shared expert beside the routed ones, gated by its own sigmoid (0: none).
+    public var sharedExpertFeedForward = 0
     public var sigmoidExperts = false
     /// Blocks that are LFM2 gated short convolutions instead of attention (no key/value heads),
     /// and the convolution's taps.
@@ -151,6 +153,9 @@ public struct TinyModel: Sendable {
             writer.add("\(a).expert_feed_forward_length", .uint32(UInt32(expertFeedForward)))
             if denseLeadBlocks > 0 { writer.add("\(a).leading_dense_block_count", .uint32(UInt32(denseLeadBlocks))) }
             if sigmoidExperts { writer.add("\(a).expert_gating_func", .uint32(2)) }
+            if sharedExpertFeedForward > 0 {
+                writer.add("\(a).expert_shared_feed_forward_length", .uint32(UInt32(sharedExpertFeedForward)))
+            }
         }
         for (key, value) in extraMetadata { writer.add("\(a).\(key)", value) }
         for key in vocab.metadataKeys where key.hasPrefix("tokenizer.") {
@@ -246,6 +251,13 @@ public struct TinyModel: Sendable {
                 tensor(p + "ffn_up_exps.weight", [width, expertFeedForward, experts], types.feedForward, scale: inputScale)
                 tensor(p + "ffn_down_exps.weight", [expertFeedForward, width, experts], types.down,
                        scale: 4 / Float(expertFeedForward).squareRoot(), role: .feedForwardDown, layer: l)
+                if sharedExpertFeedForward > 0 {
+                    tensor(p + "ffn_gate_inp_shexp.weight", [width], .f32, scale: 2 * inputScale)
+                    tensor(p + "ffn_gate_shexp.weight", [width, sharedExpertFeedForward], types.feedForward, scale: inputScale)
+                    tensor(p + "ffn_up_shexp.weight", [width, sharedExpertFeedForward], types.feedForward, scale: inputScale)
+                    tensor(p + "ffn_down_shexp.weight", [sharedExpertFeedForward, width], types.down,
+                           scale: 4 / Float(sharedExpertFeedForward).squareRoot())
+                }
             } else if fused {
                 tensor(p + "ffn_up.weight", [width, 2 * feedForward], types.feedForward, scale: inputScale)
                 tensor(p + "ffn_down.weight", [feedForward, width], types.down, scale: 4 / Float(feedForward).squareRoot(),

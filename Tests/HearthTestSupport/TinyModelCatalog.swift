@@ -40,6 +40,8 @@ extension TinyModel {
         // multi-token-prediction block after them.
         qwen35("qwen35-a"),
         qwen35("qwen35-b", kQuants: true),
+        // Qwen3.5 MoE: four routed experts (two used) beside a gated shared expert.
+        qwen35("qwen35moe-a", architecture: "qwen35moe"),
     ]
 
     /// Held-back copies of every family's 256-wide model, written with other seeds (other names)
@@ -150,10 +152,17 @@ extension TinyModel {
         return model
     }
 
-    private static func qwen35(_ name: String, kQuants: Bool = false) -> TinyModel {
-        var model = base(name, "qwen35", vocabulary: "llama-cpp-vocab/ggml-vocab-qwen35.gguf", kQuants: kQuants)
+    private static func qwen35(_ name: String, architecture: String = "qwen35", kQuants: Bool = false) -> TinyModel {
+        var model = base(name, architecture, vocabulary: "llama-cpp-vocab/ggml-vocab-qwen35.gguf", kQuants: kQuants)
         model.layers = 4
-        model.predictionBlocks = 1
+        if architecture == "qwen35moe" {
+            model.experts = 4
+            model.expertsUsed = 2
+            model.expertFeedForward = 128
+            model.sharedExpertFeedForward = 256
+        } else {
+            model.predictionBlocks = 1
+        }
         model.headNorms = true
         model.gatedQueries = true
         model.feedForwardNorm = "post_attention_norm.weight"

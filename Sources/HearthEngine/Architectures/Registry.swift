@@ -29,6 +29,7 @@ enum ArchitectureRegistry {
         ("lfm2", LFM2.self, "LFM2 (LFM2, LFM2.5)"),
         ("lfm2moe", LFM2.self, "LFM2 mixture of experts (LFM2-8B-A1B, LFM2.5-8B-A1B)"),
         ("qwen35", Qwen35.self, "Qwen3.5"),
+        ("qwen35moe", Qwen35.self, "Qwen3.5 mixture of experts"),
     ]
 
     /// The type that runs `architecture`, or nil.

@@ -1,3 +1,4 @@
+import Foundation
 import HearthFormats
 import HearthKernels
 
@@ -28,16 +29,18 @@ struct FeedForward: FeedForwardLayer {
 
     /// The feed-forward network of block `layer` (`blk.N.ffn_gate`, `ffn_up`, `ffn_down`; a fused
     /// `ffn_up` of twice the width when there is no `ffn_gate`).
-    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, activation: GatedActivation) throws {
+    /// `suffix` and `width` name and size another network of the block (`_shexp`: a shared expert).
+    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, activation: GatedActivation,
+         suffix: String = "", width ffnWidth: Int? = nil) throws {
         let p = "blk.\(layer)."
-        let dim = c.embeddingLength, ffn = c.feedForwardLength
-        if gguf.tensorInfo(named: p + "ffn_gate.weight") != nil {
-            gateUp = [try WeightMatrix(gguf, p + "ffn_gate.weight", rows: ffn, columns: dim),
-                      try WeightMatrix(gguf, p + "ffn_up.weight", rows: ffn, columns: dim)]
+        let dim = c.embeddingLength, ffn = ffnWidth ?? c.feedForwardLength
+        if gguf.tensorInfo(named: p + "ffn_gate\(suffix).weight") != nil {
+            gateUp = [try WeightMatrix(gguf, p + "ffn_gate\(suffix).weight", rows: ffn, columns: dim),
+                      try WeightMatrix(gguf, p + "ffn_up\(suffix).weight", rows: ffn, columns: dim)]
         } else {
-            gateUp = [try WeightMatrix(gguf, p + "ffn_up.weight", rows: 2 * ffn, columns: dim)]
+            gateUp = [try WeightMatrix(gguf, p + "ffn_up\(suffix).weight", rows: 2 * ffn, columns: dim)]
         }
-        down = try WeightMatrix(gguf, p + "ffn_down.weight", rows: dim, columns: ffn)
+        down = try WeightMatrix(gguf, p + "ffn_down\(suffix).weight", rows: dim, columns: ffn)
         self.activation = activation
         width = ffn
     }
@@ -70,4 +73,31 @@ struct DenseFeedForward: @unchecked Sendable {
     let down: DenseMatrix
 
     var hidden: Int { up.rows }
+}
+
+/// Routed experts beside a shared expert that every row goes through, its output scaled by the
+/// sigmoid of a gate of its own (Qwen3-Next, Qwen3.5 MoE): `experts(x) + shared(x) · σ(g · x)`.
+struct SharedExpertMixture: FeedForwardLayer {
+    let experts: MixtureOfExperts
+    let shared: FeedForward              // blk.N.ffn_{gate,up,down}_shexp
+    let gate: WeightMatrix               // (1, dim) blk.N.ffn_gate_inp_shexp
+
+    init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, experts: MixtureOfExperts, sharedWidth: Int) throws {
+        self.experts = experts
+        shared = try FeedForward(gguf, layer: layer, configuration: c, activation: .silu, suffix: "_shexp", width: sharedWidth)
+        gate = try WeightMatrix(gguf, "blk.\(layer).ffn_gate_inp_shexp.weight", rows: 1, columns: c.embeddingLength)
+    }
+
+    func callAsFunction(_ input: UnsafePointer<Float>, _ pass: ForwardPass) -> UnsafeMutablePointer<Float> {
+        let n = pass.rows, dim = pass.configuration.embeddingLength
+        let routed = pass.workspace.floats(.projected, n * (dim + 1)), gates = routed + n * dim
+        routed.update(from: experts(input, pass), count: n * dim)
+        pass.project(input, columns: dim, through: [gate], into: gates, outputStride: 1)
+        let output = shared(input, pass)
+        for row in 0..<n {
+            let g = 1 / (1 + expf(-gates[row]))
+            for j in 0..<dim { output[row * dim + j] = routed[row * dim + j] + output[row * dim + j] * g }
+        }
+        return output
+    }
 }
