@@ -60,7 +60,8 @@ final class PrefixCache {
         let count = sequence.reproducible - sequence.reproducible % sequence.chunkSize
         let tokens = Array(sequence.tokens[..<count])
         let c = model.configuration
-        let size = sequence.cacheTypes.bytesPerPosition(c) * count
+        // A hybrid's copy also holds its recurrent state and a checkpoint at each whole chunk.
+        let size = sequence.cacheTypes.bytesPerPosition(c) * count + model.recurrentStateBytes * (1 + count / sequence.chunkSize)
         guard count > 0, size <= byteLimit, !covers(tokens, like: sequence) else { return }
         let copy = SequenceState(owner: ObjectIdentifier(model), configuration: c,
                                  contextLength: count, chunkSize: sequence.chunkSize, cacheTypes: sequence.cacheTypes,
