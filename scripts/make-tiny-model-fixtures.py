@@ -15,12 +15,12 @@ and a context of 1024 positions per sequence (which matters to models whose RoPE
 context, such as Phi-3's LongRoPE), with no context checkpoints (--ctx-checkpoints 0: otherwise,
 for hybrid and sliding-window models, it reads a prompt's last 4 tokens in a pass of their own
 to keep a checkpoint before them, and the matrix products of a 4-row pass sum in another order).
-For the held-back models also with --swa-full, which keeps a sliding-window layer's keys and
+For the held-back models (and those named after --swa-full) also with --swa-full, which keeps a sliding-window layer's keys and
 values in the order of their positions as Hearth does (otherwise llama.cpp reuses the cells of
 positions that left the window, and its sums over the cells run in another order, which the F16
 rounding of the attention weights can make visible).
 
-    LLAMA_SERVER=/path/to/llama-server [LLAMA_BUILD="how it was built"] scripts/make-tiny-model-fixtures.py [NAME ...]
+    LLAMA_SERVER=/path/to/llama-server [LLAMA_BUILD="how it was built"] scripts/make-tiny-model-fixtures.py [--held-back] [--swa-full] [NAME ...]
 
 llama-server is not part of Hearth: build it from llama.cpp (these fixtures were made with the
 vendor/llama.cpp of the llama-cpp-python 0.3.36 sdist: those whose `reference` names no build
@@ -114,7 +114,9 @@ def main():
         sys.exit("Set LLAMA_SERVER to a llama-server binary (see this script's docstring).")
     # --held-back: the held-back models (TinyModel.heldBack) into Tests/Fixtures/tiny-models-avx2.
     held_back = "--held-back" in sys.argv[1:]
-    wanted = set(a for a in sys.argv[1:] if a != "--held-back")
+    # --swa-full: the main set's models named with it too (a sliding window its prompts cross).
+    swa_full = held_back or "--swa-full" in sys.argv[1:]
+    wanted = set(a for a in sys.argv[1:] if a not in ("--held-back", "--swa-full"))
     out = fixtures + "-avx2" if held_back else fixtures
     with tempfile.TemporaryDirectory() as folder:
         subprocess.run(["swift", "build", "-c", "release", "--product", "tiny-models"], cwd=root, check=True,
@@ -129,14 +131,14 @@ def main():
                 continue
             with open(path, "rb") as f:
                 digest = hashlib.sha256(f.read()).hexdigest()
-            build, cases = run_model(server, path, all_steps=held_back, swa_full=held_back)
+            build, cases = run_model(server, path, all_steps=held_back, swa_full=swa_full)
             if os.environ.get("LLAMA_BUILD"):
                 build += f" ({os.environ['LLAMA_BUILD']})"
             fixture = {
                 "model": name,
                 "sha256": digest,
                 "reference": f"llama.cpp {build}: llama-server -fa off -t 2 -c {CONTEXT} --ctx-checkpoints 0"
-                             f"{' --swa-full' if held_back else ''}, "
+                             f"{' --swa-full' if swa_full else ''}, "
                              f"/completion with the prompt's "
                              f"token ids, temperature 0, n_probs {TOP}",
                 "cases": cases,

@@ -98,15 +98,19 @@ void hk_silu_mul_f32(int isa, const float *gate, const float *up, float *out, in
     silu_mul_portable(gate, up, out, n);
 }
 
-void hk_softmax_f32(int isa, float *scores, int64_t n) {
+void hk_softmax_f32(int isa, float *scores, int64_t n, float sink) {
     if (n <= 0) return;
     float max = -INFINITY;
     for (int64_t t = 0; t < n; t++) if (scores[t] > max) max = scores[t];
+    // A sink counts as one more score whose weight is dropped, as ggml_soft_max_ext's sinks do.
+    const int has_sink = sink > -INFINITY;
+    if (has_sink && sink > max) max = sink;
     double sum;
 #ifdef HK_X86
     if (isa == HK_ISA_AVX2) sum = exp_sum_avx2(scores, n, max); else
 #endif
     sum = exp_sum_portable(scores, n, max);
+    if (has_sink) sum += (double)expf(sink - max);
     const float inv = (float)(1.0 / sum);
     for (int64_t t = 0; t < n; t++) scores[t] *= inv;
 }

@@ -330,10 +330,11 @@ HK_AVX2 static inline float lanes_total_avx(const float *x, int64_t n) {
 
 // The scores to weights in place; returns the sum the weights still need dividing by (1 when
 // they are normalised already).
-static inline __attribute__((always_inline)) float softmax_stage(int isa, const hk_attention *a, float *s, int64_t n) {
+static inline __attribute__((always_inline)) float softmax_stage(int isa, const hk_attention *a, float *s, int64_t n,
+                                                                 int64_t head) {
     const hk_attention_order o = a->order;
     if (o.softmax == HK_SOFTMAX_LLAMA) {
-        hk_softmax_f32(isa, s, n);
+        hk_softmax_f32(isa, s, n, a->sinks ? a->sinks[head] : -INFINITY);
         int64_t t = 0;
 #ifdef HK_X86
         if (isa == HK_ISA_AVX2) {
@@ -567,7 +568,8 @@ HK_STAGE int values_avx(const hk_attention *a, const float *w, int64_t count, fl
 // NQ (1 to 4) query heads over the same positions: each key and value row is read and converted
 // once for all of them, and each head's arithmetic is exactly the three stages'. NQ is a
 // constant in every call, so the accumulators stay in registers.
-HK_STAGE void llama_group_avx(int isa, const int NQ, const hk_attention *a, const float *q, int64_t n_pos, float *out) {
+HK_STAGE void llama_group_avx(int isa, const int NQ, const hk_attention *a, int64_t head0, const float *q, int64_t n_pos,
+                              float *out) {
     const int64_t d = a->head_dim, stride = a->kv_stride, first = a->first;
     const uint16_t *k = a->k, *v = a->v;
     const int single = a->order.scores == HK_SUM_LLAMA_ONE;
@@ -592,7 +594,7 @@ HK_STAGE void llama_group_avx(int isa, const int NQ, const hk_attention *a, cons
         f16_to_f32_avx(k + t * stride, kf, d);
         for (int h = 0; h < NQ; h++) scores[h * n_pos + t] = capped(a, llama_score_avx(kf, NULL, qh[h], d, single));
     }
-    for (int h = 0; h < NQ; h++) softmax_stage(isa, a, scores + h * n_pos, n_pos);
+    for (int h = 0; h < NQ; h++) softmax_stage(isa, a, scores + h * n_pos, n_pos, head0 + h);
     // As llama_values_avx, 16 dimensions of every head at a time.
     const int slots = a->order.values == HK_SUM_LLAMA_ONE ? 32 : 8;
     __attribute__((aligned(32))) float buf[4][32 * 16];
@@ -634,10 +636,10 @@ HK_AVX2 static void llama_heads_avx(int isa, const hk_attention *a, const float 
     const int64_t d = a->head_dim;
     for (int64_t h = 0; h < a->n_heads; h += 4) {
         switch (a->n_heads - h < 4 ? a->n_heads - h : 4) {
-        case 4: llama_group_avx(isa, 4, a, q + h * d, n_pos, out + h * d); break;
-        case 3: llama_group_avx(isa, 3, a, q + h * d, n_pos, out + h * d); break;
-        case 2: llama_group_avx(isa, 2, a, q + h * d, n_pos, out + h * d); break;
-        default: llama_group_avx(isa, 1, a, q + h * d, n_pos, out + h * d); break;
+        case 4: llama_group_avx(isa, 4, a, h, q + h * d, n_pos, out + h * d); break;
+        case 3: llama_group_avx(isa, 3, a, h, q + h * d, n_pos, out + h * d); break;
+        case 2: llama_group_avx(isa, 2, a, h, q + h * d, n_pos, out + h * d); break;
+        default: llama_group_avx(isa, 1, a, h, q + h * d, n_pos, out + h * d); break;
         }
     }
 }
@@ -651,22 +653,23 @@ static int valid(const hk_attention *a) {
     if (o.scores == HK_SUM_VECTOR && (a->kv_half || a->kv_transposed)) return 0;
     if (o.values == HK_SUM_VECTOR && (a->kv_half || a->kv_transposed)) return 0;
     if (a->kv_transposed && (o.values == HK_SUM_LLAMA_ONE || o.values == HK_SUM_LLAMA_MANY)) return 0;
+    if (a->sinks && o.softmax != HK_SOFTMAX_LLAMA) return 0;
     return 1;
 }
 
 // One query head's three stages, on the portable path.
-static void head_portable(int isa, const hk_attention *a, const float *q, int64_t count, float *out) {
+static void head_portable(int isa, const hk_attention *a, int64_t head, const float *q, int64_t count, float *out) {
     scores_portable(isa, a, q, count, a->scores);
-    const float sum = softmax_stage(isa, a, a->scores, count);
+    const float sum = softmax_stage(isa, a, a->scores, count, head);
     values_portable(isa, a, a->scores, count, sum, out);
 }
 
 #ifdef HK_X86
 // One query head's three stages on AVX2, each stage on its vector form when the order and layout
 // have one.
-HK_AVX2 static void head_avx(const hk_attention *a, const float *q, int64_t count, float *out) {
+HK_AVX2 static void head_avx(const hk_attention *a, int64_t head, const float *q, int64_t count, float *out) {
     if (!scores_avx(a, q, count, a->scores)) scores_portable(HK_ISA_AVX2, a, q, count, a->scores);
-    const float sum = softmax_stage(HK_ISA_AVX2, a, a->scores, count);
+    const float sum = softmax_stage(HK_ISA_AVX2, a, a->scores, count, head);
     if (!values_avx(a, a->scores, count, sum, out)) values_portable(HK_ISA_AVX2, a, a->scores, count, sum, out);
 }
 #endif
@@ -694,9 +697,9 @@ void hk_attention_run(int isa, const hk_attention *a) {
         for (int64_t h = 0; h < a->n_heads; h++) {
             const float *q = query_for(isa, a, row + h * d, rounded);
 #ifdef HK_X86
-            if (isa == HK_ISA_AVX2) { head_avx(a, q, count, out + h * d); continue; }
+            if (isa == HK_ISA_AVX2) { head_avx(a, h, q, count, out + h * d); continue; }
 #endif
-            head_portable(isa, a, q, count, out + h * d);
+            head_portable(isa, a, h, q, count, out + h * d);
         }
     }
 }
@@ -708,11 +711,11 @@ static const hk_attention_order llama_many = {HK_SUM_LLAMA_MANY, HK_SOFTMAX_LLAM
 
 void hk_attention_heads_f16(int isa, const float *q, int64_t n_heads, const uint16_t *k, const uint16_t *v,
                             int64_t stride, int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
-                            int64_t first, float *scores, float *out) {
+                            int64_t first, const float *sinks, float *scores, float *out) {
     const hk_attention a = {
         .q = q, .q_stride = n_heads * head_dim, .n_queries = 1, .n_heads = n_heads, .head_dim = head_dim,
         .k = k, .v = v, .kv_half = 1, .kv_stride = stride, .n_pos = n_pos, .first = first,
-        .scale = scale, .softcap = softcap, .order = single ? llama_one : llama_many,
+        .scale = scale, .softcap = softcap, .sinks = sinks, .order = single ? llama_one : llama_many,
         .scores = scores, .out = out, .out_stride = n_heads * head_dim,
     };
     hk_attention_run(isa, &a);
@@ -721,7 +724,7 @@ void hk_attention_heads_f16(int isa, const float *q, int64_t n_heads, const uint
 void hk_attention_head_f16(int isa, const float *q, const uint16_t *k, const uint16_t *v, int64_t stride,
                            int64_t n_pos, int64_t head_dim, float scale, float softcap, int single, int64_t first,
                            float *scores, float *out) {
-    hk_attention_heads_f16(isa, q, 1, k, v, stride, n_pos, head_dim, scale, softcap, single, first, scores, out);
+    hk_attention_heads_f16(isa, q, 1, k, v, stride, n_pos, head_dim, scale, softcap, single, first, NULL, scores, out);
 }
 
 // ---- Quantized KV caches -----------------------------------------------------------------------
@@ -863,7 +866,8 @@ static void quantized_values(int isa, uint32_t type, const uint8_t *v, size_t ro
 
 void hk_attention_heads_kv(int isa, const float *q, int64_t n_heads, const void *k, uint32_t k_type, size_t k_row_bytes,
                            const void *v, uint32_t v_type, size_t v_row_bytes, int64_t n_pos, int64_t head_dim,
-                           float scale, float softcap, int single, int64_t first, float *scores, float *out) {
+                           float scale, float softcap, int single, int64_t first, const float *sinks, float *scores,
+                           float *out) {
     const int k_ok = k_type == HK_F16 || ((k_type == HK_Q8_0 || k_type == HK_Q4_0) && head_dim % 32 == 0);
     const int v_ok = v_type == HK_F16 || ((v_type == HK_Q8_0 || v_type == HK_Q4_0) && head_dim % 32 == 0);
     if (!k_ok || !v_ok || head_dim <= 0 || head_dim > 512) {
@@ -873,12 +877,12 @@ void hk_attention_heads_kv(int isa, const float *q, int64_t n_heads, const void 
     }
     if (k_type == HK_F16 && v_type == HK_F16) {
         hk_attention_heads_f16(isa, q, n_heads, k, v, (int64_t)(k_row_bytes / 2), n_pos, head_dim, scale, softcap, single,
-                               first, scores, out);
+                               first, sinks, scores, out);
         return;
     }
     const hk_attention half = {
         .head_dim = head_dim, .k = k, .v = v, .kv_half = 1, .kv_stride = (int64_t)(k_row_bytes / 2), .n_pos = n_pos,
-        .first = first, .scale = scale, .softcap = softcap, .order = single ? llama_one : llama_many,
+        .first = first, .scale = scale, .softcap = softcap, .sinks = sinks, .order = single ? llama_one : llama_many,
     };
     hk_attention half_v = half;
     half_v.kv_stride = (int64_t)(v_row_bytes / 2);
@@ -903,7 +907,8 @@ void hk_attention_heads_kv(int isa, const float *q, int64_t n_heads, const void 
                 cap_all(&half, s, n_pos);
             }
             // Weights go to a half V in half precision, as llama.cpp's product converts them.
-            if (v_type == HK_F16) softmax_stage(isa, &half, s, n_pos); else hk_softmax_f32(isa, s, n_pos);
+            if (v_type == HK_F16) softmax_stage(isa, &half, s, n_pos, h0 + h);
+            else hk_softmax_f32(isa, s, n_pos, sinks ? sinks[h0 + h] : -INFINITY);
         }
         float *o = out + h0 * head_dim;
         if (v_type == HK_F16) {

@@ -166,22 +166,20 @@ static HK_AVX2 void deq_q6_K(const hk_q6_K *x, float *y, int64_t nb) {
     }
 }
 
+// 16-bit floats to floats, 8 at a time by `load`, the rest by `scalar`; returns 0.
+#define HK_WIDEN(src, dst, n, load, scalar)                                                      \
+    do {                                                                                         \
+        const uint16_t *s = (src);                                                               \
+        int64_t i = 0;                                                                           \
+        for (; i + 8 <= (n); i += 8) _mm256_storeu_ps((dst) + i, load(s + i));                   \
+        for (; i < (n); i++) (dst)[i] = scalar(s[i]);                                            \
+        return 0;                                                                                \
+    } while (0)
+
 int HK_AVX2 hk_avx2_dequantize(uint32_t type, const void *src, float *dst, int64_t n) {
     switch (type) {
-    case HK_F16: {
-        const uint16_t *s = src;
-        int64_t i = 0;
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load_f16x8(s + i));
-        for (; i < n; i++) dst[i] = _cvtsh_ss(s[i]);
-        return 0;
-    }
-    case HK_BF16: {
-        const uint16_t *s = src;
-        int64_t i = 0;
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load_bf16x8(s + i));
-        for (; i < n; i++) dst[i] = hk_bf16_to_fp32(s[i]);
-        return 0;
-    }
+    case HK_F16: HK_WIDEN(src, dst, n, load_f16x8, _cvtsh_ss);
+    case HK_BF16: HK_WIDEN(src, dst, n, load_bf16x8, hk_bf16_to_fp32);
     case HK_Q4_0: case HK_Q4_1: case HK_Q5_0: case HK_Q5_1: case HK_Q8_0:
         deq_q32(type, src, dst, n / QK);
         return 0;
@@ -266,25 +264,23 @@ static HK_AVX2 void quant_q8_K(const float *x, hk_q8_K *y, int64_t nb) {
 
 int HK_AVX2 hk_avx2_quantize(uint32_t type, const float *x, void *dst, int64_t n) {
     switch (type) {
-    case HK_Q8_0: {
-        hk_q8_0 *y = dst;
+    case HK_Q8_0:
         for (int64_t i = 0; i < n / QK; i++) {
+            hk_q8_0 *y = (hk_q8_0 *)dst + i;
             int sum;
-            const float d = quant_block32(x + i * QK, y[i].qs, &sum);
-            y[i].d = _cvtss_sh(d, 0);
+            y->d = _cvtss_sh(quant_block32(x + i * QK, y->qs, &sum), 0);
         }
         return 0;
-    }
-    case HK_Q8_1: {
-        hk_q8_1 *y = dst;
+    case HK_Q8_1:
+        // The scale and the block's sum times it, for the offset of Q4_1 and Q5_1 weights.
         for (int64_t i = 0; i < n / QK; i++) {
+            hk_q8_1 *y = (hk_q8_1 *)dst + i;
             int sum;
-            const float d = quant_block32(x + i * QK, y[i].qs, &sum);
-            y[i].d = _cvtss_sh(d, 0);
-            y[i].s = _cvtss_sh((float)sum * d, 0);
+            const float d = quant_block32(x + i * QK, y->qs, &sum);
+            y->d = _cvtss_sh(d, 0);
+            y->s = _cvtss_sh((float)sum * d, 0);
         }
         return 0;
-    }
     case HK_Q8_K:
         quant_q8_K(x, dst, n / QK_K);
         return 0;

@@ -1,4 +1,5 @@
 import CHearthKernels
+import Foundation
 import HearthFormats
 
 /// The float kernels between matrix products: attention over a half-precision KV cache,
@@ -29,15 +30,17 @@ public enum Activations {
     /// `attentionHead` for `heads` consecutive query heads (at `query`, `headDimension` floats
     /// each; results likewise at `output`) that share one key/value head. Each key and value row
     /// is read once for all of them, and each head gets exactly what `attentionHead` gives it.
-    /// `scratch` holds `min(heads, 4) * positions` floats.
+    /// `scratch` holds `min(heads, 4) * positions` floats. `sinks`, when given, holds each head's
+    /// attention sink: a score that joins the softmax and weighs no value.
     public static func attentionHeads(
         query: UnsafePointer<Float>, heads: Int, keys: UnsafePointer<UInt16>, values: UnsafePointer<UInt16>, stride: Int,
         positions: Int, headDimension: Int, scale: Float, softcap: Float = 0, single: Bool, firstPosition: Int = 0,
-        scratch: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, path: KernelPath = .best
+        sinks: UnsafePointer<Float>? = nil, scratch: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>,
+        path: KernelPath = .best
     ) {
         precondition(headDimension > 0 && headDimension <= maximumHeadDimension && positions > 0 && heads > 0)
         hk_attention_heads_f16(path.isa, query, Int64(heads), keys, values, Int64(stride), Int64(positions), Int64(headDimension),
-                               scale, softcap, single ? 1 : 0, Int64(firstPosition), scratch, output)
+                               scale, softcap, single ? 1 : 0, Int64(firstPosition), sinks, scratch, output)
     }
 
     /// `attentionHeads` over a cache whose keys are of `keyType` and values of `valueType`
@@ -48,7 +51,7 @@ public enum Activations {
     public static func attentionHeads(
         query: UnsafePointer<Float>, heads: Int, keys: UnsafeRawPointer, keyType: GGMLType, keyRowBytes: Int,
         values: UnsafeRawPointer, valueType: GGMLType, valueRowBytes: Int, positions: Int, headDimension: Int,
-        scale: Float, softcap: Float = 0, single: Bool, firstPosition: Int = 0,
+        scale: Float, softcap: Float = 0, single: Bool, firstPosition: Int = 0, sinks: UnsafePointer<Float>? = nil,
         scratch: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, path: KernelPath = .best
     ) {
         precondition(headDimension > 0 && headDimension <= maximumHeadDimension && positions > 0 && heads > 0)
@@ -56,7 +59,7 @@ public enum Activations {
                      "KV cache rows are f16, q8_0 or q4_0 of \(headDimension) values")
         hk_attention_heads_kv(path.isa, query, Int64(heads), keys, keyType.rawValue, keyRowBytes, values, valueType.rawValue,
                               valueRowBytes, Int64(positions), Int64(headDimension), scale, softcap, single ? 1 : 0,
-                              Int64(firstPosition), scratch, output)
+                              Int64(firstPosition), sinks, scratch, output)
     }
 
     /// Whether `rowBytes` is one row of `count` values of a KV cache type (f16, q8_0, q4_0).
@@ -113,7 +116,7 @@ public enum Activations {
 
     /// Softmax of `count` scores in place.
     public static func softmax(_ scores: UnsafeMutablePointer<Float>, count: Int, path: KernelPath = .best) {
-        hk_softmax_f32(path.isa, scores, Int64(count))
+        hk_softmax_f32(path.isa, scores, Int64(count), -.infinity)
     }
 
     /// Softmax of `count` values in place as llama.cpp's `ggml_soft_max` computes it for a row
@@ -124,6 +127,10 @@ public enum Activations {
 
     /// e^x as the vectorised approximation computes it.
     public static func exp(_ x: Float) -> Float { hk_exp_approx(x) }
+
+    /// The logistic sigmoid 1 / (1 + e^-x), with the C library's expf as ggml's CPU sigmoid has it.
+    @inline(__always)
+    public static func sigmoid(_ x: Float) -> Float { 1 / (1 + expf(-x)) }
 
     /// Floats to IEEE half precision, rounding to nearest even.
     public static func toHalf(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<UInt16>, count: Int,

@@ -32,7 +32,6 @@ private func fixtures(_ name: String = "tiny-models") throws -> [TinyFixture] {
 
 /// The tiny models, written once per test run.
 private let written = Mutex<[String: String]>([:])
-private let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-tiny-models-\(getpid())")
 
 private func modelPath(_ name: String, sha256: String) throws -> String {
     if let path = written.withLock({ $0[name] }) { return path }
@@ -41,8 +40,7 @@ private func modelPath(_ name: String, sha256: String) throws -> String {
     let bytes = try spec.data()
     #expect(TinyModel.sha256(bytes) == sha256,
             "\(name): the model written differs from the one llama.cpp ran; rerun scripts/make-tiny-model-fixtures.py")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    let path = folder.appendingPathComponent("\(name).gguf").path
+    let path = try TemporaryDirectory.shared("tiny-models").appendingPathComponent("\(name).gguf").path
     try Data(bytes).write(to: URL(fileURLWithPath: path))
     written.withLock { $0[name] = path }
     return path

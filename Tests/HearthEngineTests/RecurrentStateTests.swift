@@ -6,11 +6,9 @@ import Testing
 /// The hybrid tiny models (LFM2: short convolutions in three blocks of four; Qwen3.5: gated
 /// DeltaNet in three of four), each written and loaded once.
 private let hybrids: [String: TransformerModel] = {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-recurrent-\(getpid())")
-    try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     var models: [String: TransformerModel] = [:]
     for spec in TinyModel.catalog where ["lfm2-b", "qwen35-b"].contains(spec.name) {
-        if let path = try? spec.write(in: folder) { models[spec.name] = try? TransformerModel(path: path, threads: 2) }
+        if let folder = try? TemporaryDirectory.shared("recurrent"), let path = try? spec.write(in: folder) { models[spec.name] = try? TransformerModel(path: path, threads: 2) }
     }
     return models
 }()

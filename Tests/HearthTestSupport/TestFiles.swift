@@ -69,6 +69,26 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
     }
 }
 
+/// The path of this test process's own folder under the system temporary directory.
+private let processFolderPath = FileManager.default.temporaryDirectory
+    .appendingPathComponent("hearth-test-process-\(getpid())").path
+
+/// Made once, with its removal when the process exits.
+private let processFolder: URL = {
+    atexit { try? FileManager.default.removeItem(atPath: processFolderPath) }
+    return URL(fileURLWithPath: processFolderPath)
+}()
+
+extension TemporaryDirectory {
+    /// A folder `name` that lives as long as the test process: for files written once and
+    /// shared by many tests (the tiny models). Removed when the process exits.
+    public static func shared(_ name: String) throws -> URL {
+        let url = processFolder.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
 /// A directory under the system temporary directory, removed when the test is done with it.
 public final class TemporaryDirectory {
     /// The directory.

@@ -65,8 +65,7 @@ public struct TinyLlama {
         for (name, dims) in extraTensors {
             writer.addTensor(name: name, dimensions: dims, floats: weights(dims.reduce(1, *)))
         }
-        let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("hearth-tiny-\(UUID().uuidString).gguf").path
+        let path = try TemporaryDirectory.shared("tiny-llama").appendingPathComponent("\(UUID().uuidString).gguf").path
         try writer.write(toPath: path)
         return path
     }

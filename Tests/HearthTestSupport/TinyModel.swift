@@ -88,6 +88,9 @@ public struct TinyModel: Sendable {
     public var feedForwardNorm = "ffn_norm.weight"
     /// Multi-token-prediction blocks after the others (Qwen3.5's), which inference skips.
     public var predictionBlocks = 0
+    /// gpt-oss's attention sink per query head, attention output bias, router bias and
+    /// per-expert gate, up and down biases.
+    public var sinksAndBiases = false
     /// For a model of real size: each tensor's type chosen as llama-quantize chooses it (`types`
     /// then unused), and its weights made piece by piece as the file is written, so that a
     /// file larger than memory can be written. Nil: the tiny models' `types`, every weight drawn
@@ -229,6 +232,12 @@ public struct TinyModel: Sendable {
                     tensor(p + "attn_\(part).bias", [count], .f32, scale: 0.5)
                 }
             }
+            if sinksAndBiases, attends {
+                tensor(p + "attn_output.bias", [width], .f32, scale: 0.5)
+                // Sinks about as large as the scores, so that some heads attend to little.
+                writer.addTensor(name: p + "attn_sinks.weight", dimensions: [heads],
+                                 floats: (0..<heads).map { _ in 2 * RandomWeights.normal(using: &random) })
+            }
             if headNorms, attends {
                 norm(p + "attn_q_norm.weight", headDimension)
                 norm(p + "attn_k_norm.weight", headDimension)
@@ -243,6 +252,12 @@ public struct TinyModel: Sendable {
             norm(p + feedForwardNorm, width)
             if experts > 0, l >= denseLeadBlocks {
                 tensor(p + "ffn_gate_inp.weight", [width, experts], .f32, scale: 2 * inputScale)
+                if sinksAndBiases {
+                    tensor(p + "ffn_gate_inp.bias", [experts], .f32, scale: 0.5)
+                    tensor(p + "ffn_gate_exps.bias", [expertFeedForward, experts], .f32, scale: 0.5)
+                    tensor(p + "ffn_up_exps.bias", [expertFeedForward, experts], .f32, scale: 0.5)
+                    tensor(p + "ffn_down_exps.bias", [width, experts], .f32, scale: 0.5)
+                }
                 if sigmoidExperts {
                     writer.addTensor(name: p + "exp_probs_b.bias", dimensions: [experts],
                                      floats: (0..<experts).map { _ in 0.5 * RandomWeights.normal(using: &random) })

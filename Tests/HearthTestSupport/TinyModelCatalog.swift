@@ -42,6 +42,9 @@ extension TinyModel {
         qwen35("qwen35-b", kQuants: true),
         // Qwen3.5 MoE: four routed experts (two used) beside a gated shared expert.
         qwen35("qwen35moe-a", architecture: "qwen35moe"),
+        // gpt-oss: MXFP4 experts with biases, sinks, a sliding window the prompts cross in the
+        // even blocks, and YaRN.
+        gptOss("gptoss-a"),
     ]
 
     /// Held-back copies of every family's 256-wide model, written with other seeds (other names)
@@ -173,6 +176,22 @@ extension TinyModel {
         let pairs = model.headDimension / 4, first = (pairs + 2) / 3, second = (pairs + 1) / 3
         model.extraMetadata = [("rope.dimension_sections", .array([first, second, pairs - first - second, 0].map { .int32(Int32($0)) }))]
         model.ropeDimensions = model.headDimension / 2
+        return model
+    }
+
+    private static func gptOss(_ name: String) -> TinyModel {
+        var model = base(name, "gpt-oss", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: false)
+        model.layers = 4
+        model.attentionBiases = true
+        model.sinksAndBiases = true
+        model.experts = 4
+        model.expertsUsed = 2
+        model.expertFeedForward = 128
+        model.types = Types(embedding: .q8_0, attention: .q8_0, feedForward: .mxfp4, down: .mxfp4, output: .q8_0)
+        model.feedForwardNorm = "post_attention_norm.weight"
+        model.ropeBase = 150_000
+        model.extraMetadata = [("attention.sliding_window", .uint32(16)), ("rope.scaling.type", .string("yarn")),
+                               ("rope.scaling.factor", .float32(8)), ("rope.scaling.original_context_length", .uint32(256))]
         return model
     }
 

@@ -18,8 +18,10 @@ float hk_exp_approx(float x);
 void hk_silu_mul_f32(int isa, const float *gate, const float *up, float *out, int64_t n);
 
 /// Softmax of n scores in place, e^(s - max) by hk_exp_approx, summed in runs of 8 (each run
-/// reduced pairwise, then added in double) and scaled by the float reciprocal of the sum.
-void hk_softmax_f32(int isa, float *scores, int64_t n);
+/// reduced pairwise, then added in double) and scaled by the float reciprocal of the sum. A
+/// `sink` above -INFINITY is one more score (in the maximum, and its expf in the sum) with no
+/// weight of its own: an attention sink.
+void hk_softmax_f32(int isa, float *scores, int64_t n, float sink);
 
 /// Softmax of one row as ggml_soft_max computes it for a row of any length (a router's
 /// scores): runs of 8 through the vectorised exp, the last n % 8 through libm's expf, their sum

@@ -87,6 +87,9 @@ typedef struct {
     int64_t first;
     float scale;
     float softcap;
+    /// One learned score a query head (head h of a row at sinks[h]) that takes part in the
+    /// softmax but weighs no value (HK_SOFTMAX_LLAMA only), or NULL.
+    const float *sinks;
     hk_attention_order order;
     /// n_pos floats for each of up to four heads (min(n_heads, 4) · n_pos). With one head and
     /// HK_NORMALISE_EACH or _OUTPUT, left holding the last row's exponentials.
@@ -121,10 +124,11 @@ void hk_attention_head_f16(int isa, const float *q, const uint16_t *k, const uin
 /// hk_attention_head_f16 for n_heads consecutive query heads (q and out hold head_dim floats
 /// per head) that share one key/value head: each key and value row is read once for all of
 /// them, and each head's result is exactly what hk_attention_head_f16 gives it. scores must
-/// hold min(n_heads, 4) * n_pos floats.
+/// hold min(n_heads, 4) * n_pos floats. sinks, when not NULL, holds each head's attention sink
+/// (hk_softmax_f32's).
 void hk_attention_heads_f16(int isa, const float *q, int64_t n_heads, const uint16_t *k, const uint16_t *v,
                             int64_t stride, int64_t n_pos, int64_t head_dim, float scale, float softcap, int single,
-                            int64_t first, float *scores, float *out);
+                            int64_t first, const float *sinks, float *scores, float *out);
 
 /// Converts one row of n floats to a KV cache type: HK_F16 (1); HK_Q8_0 (8) as llama.cpp's
 /// quantize_row_q8_0 and HK_Q4_0 (2) as its quantize_row_q4_0_ref, n a multiple of 32.
@@ -138,10 +142,11 @@ int hk_kv_store_row(int isa, uint32_t type, const float *x, void *dst, int64_t n
 /// half-precision orders; weights rounded through half precision for half values, and a
 /// quantized value row dequantized and added with one fused multiply-add per dimension,
 /// position after position. head_dim is at most 512 (a multiple of 32 for a quantized type);
-/// scores must hold min(n_heads, 4) * n_pos floats.
+/// scores must hold min(n_heads, 4) * n_pos floats; sinks as hk_attention_heads_f16's.
 void hk_attention_heads_kv(int isa, const float *q, int64_t n_heads, const void *k, uint32_t k_type, size_t k_row_bytes,
                            const void *v, uint32_t v_type, size_t v_row_bytes, int64_t n_pos, int64_t head_dim,
-                           float scale, float softcap, int single, int64_t first, float *scores, float *out);
+                           float scale, float softcap, int single, int64_t first, const float *sinks, float *scores,
+                           float *out);
 
 #ifdef __cplusplus
 }

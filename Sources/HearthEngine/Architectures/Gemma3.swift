@@ -12,9 +12,8 @@ final class Gemma3: StackedDecoder {
 
     init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
         let arch = c.architecture
-        let window = gguf.int("\(arch).attention.sliding_window").flatMap { $0 > 0 ? $0 : nil }
         // Every sixth layer is global unless the file says otherwise.
-        let pattern = gguf.int("\(arch).attention.sliding_window_pattern") ?? 6
+        let window = c.slidingWindow, pattern = gguf.int("\(arch).attention.sliding_window_pattern") ?? 6
         // Larger Gemma 3 models stretch the global layers' positions linearly; the local ones never.
         let global = try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves, factors: nil)
         let local = try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves,

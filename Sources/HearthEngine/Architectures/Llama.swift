@@ -5,19 +5,22 @@ import HearthFormats
 /// RMSNorm → attention (RoPE on adjacent pairs, with Llama 3's per-frequency factors when the
 /// file has `rope_freqs`; grouped-query; KV cache) → residual → RMSNorm → SwiGLU feed-forward →
 /// residual; then a final RMSNorm and the output projection (tied to the token embedding when
-/// the file has no `output.weight`).
+/// the file has no `output.weight`). SmolLM3 is the same but for its NoPE blocks: no RoPE in
+/// every fourth block (3, 7, 11, …), as llama.cpp's `smollm3` runs it.
 final class Llama: StackedDecoder {
     let embedding: TokenEmbedding
     let blocks: [PreNormBlock]
     let head: OutputHead
 
     init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
-        if let experts = gguf.int("llama.expert_count"), experts > 0 {
-            throw HearthError.unsupportedModel(reason: "mixture-of-experts llama models (\(experts) experts)")
+        if let experts = gguf.int("\(c.architecture).expert_count"), experts > 0 {
+            throw HearthError.unsupportedModel(reason: "mixture-of-experts \(c.architecture) models (\(experts) experts)")
         }
-        let rope = try RotaryEmbedding.read(gguf, configuration: c, pairing: .adjacent)
+        let noPE = c.architecture == "smollm3"
+        let rope = try RotaryEmbedding.read(gguf, configuration: c, pairing: .adjacent, factors: noPE ? nil : "rope_freqs.weight")
         embedding = try TokenEmbedding(gguf, configuration: c)
-        blocks = try PreNormBlock.llama(gguf, configuration: c, rope: rope, scale: .standard(c))
+        blocks = try PreNormBlock.llama(gguf, configuration: c, rope: rope, rotates: { !noPE || ($0 + 1) % 4 != 0 },
+                                        scale: .standard(c))
         head = try OutputHead(gguf, configuration: c)
     }
 }

@@ -10,19 +10,14 @@ final class Qwen3MoE: StackedDecoder {
     let head: OutputHead
 
     init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
-        let a = c.architecture
-        guard let experts = gguf.int("\(a).expert_count"), experts > 0,
-              let used = gguf.int("\(a).expert_used_count"), used > 0, used <= experts else {
-            throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "\(a).expert_count and expert_used_count are missing or out of range")
+        guard let experts = try MixtureOfExperts.Shape.read(gguf, configuration: c, sharing: c.feedForwardLength) else {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "\(c.architecture).expert_count is missing or 0")
         }
-        let width = gguf.int("\(a).expert_feed_forward_length") ?? c.feedForwardLength / used
-        let weightScale = gguf.float("\(a).expert_weights_scale") ?? 0
         let rope = try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves, factors: nil)
         embedding = try TokenEmbedding(gguf, configuration: c)
         blocks = try PreNormBlock.stack(gguf, configuration: c) { i in
             (try Attention(gguf, layer: i, configuration: c, rope: rope, headNorms: true, scale: .standard(c)),
-             try MixtureOfExperts(gguf, layer: i, configuration: c, experts: experts, used: used, width: width,
-                                  normalize: true, scale: weightScale, activation: .silu))
+             try experts.layer(gguf, i, configuration: c))
         }
         head = try OutputHead(gguf, configuration: c)
     }

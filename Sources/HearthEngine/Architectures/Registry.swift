@@ -24,12 +24,13 @@ enum ArchitectureRegistry {
         ("phi3", Phi3.self, "Phi-3 (Phi-3.5, Phi-4-mini)"),
         ("gemma2", Gemma2.self, "Gemma 2"),
         ("gemma3", Gemma3.self, "Gemma 3"),
-        ("smollm3", SmolLM3.self, "SmolLM3"),
+        ("smollm3", Llama.self, "SmolLM3"),
         ("mistral3", Mistral3.self, "Mistral 3 (Ministral 3, Mistral Small 3.x)"),
         ("lfm2", LFM2.self, "LFM2 (LFM2, LFM2.5)"),
         ("lfm2moe", LFM2.self, "LFM2 mixture of experts (LFM2-8B-A1B, LFM2.5-8B-A1B)"),
         ("qwen35", Qwen35.self, "Qwen3.5"),
         ("qwen35moe", Qwen35.self, "Qwen3.5 mixture of experts"),
+        ("gpt-oss", GptOss.self, "gpt-oss"),
     ]
 
     /// The type that runs `architecture`, or nil.

@@ -58,6 +58,9 @@ struct Attention: SequenceMixer {
     let longContextRope: (rope: RotaryEmbedding, beyond: Int)?
     let output: WeightMatrix           // (dim, qWidth)
     let outputBias: FloatBuffer?       // (dim)
+    /// Each query head's attention sink (gpt-oss's `attn_sinks`): a learned score that joins
+    /// every softmax and weighs no value, so that a head can attend to nothing. (heads), or nil.
+    let sinks: FloatBuffer?
     /// Positions a row sees, itself included, or nil for the whole context.
     let window: Int?
     /// Scores become `cap * tanh(score / cap)` (Gemma 2), or nil.
@@ -130,6 +133,7 @@ struct Attention: SequenceMixer {
         keyNorm = headNorms ? try RMSNorm(gguf, p + "attn_k_norm.weight", width: c.headDimension, epsilon: c.normEpsilon) : nil
         output = try WeightMatrix(gguf, p + "attn_output.weight", rows: dim, columns: c.queryWidth)
         outputBias = try loadOptionalVector(gguf, p + "attn_output.bias", count: dim)
+        sinks = try loadOptionalVector(gguf, p + "attn_sinks.weight", count: c.headCount)
         self.rope = rope
         self.longContextRope = longContextRope
         self.window = window
@@ -209,7 +213,7 @@ struct Attention: SequenceMixer {
             }
         }
         if let gates {
-            for i in 0..<n * queryWidth { attended[i] *= 1 / (1 + expf(-gates[i])) }
+            for i in 0..<n * queryWidth { attended[i] *= Activations.sigmoid(gates[i]) }
         }
         pass.project(attended, columns: queryWidth, through: [self.output], into: output, outputStride: dim)
         if let outputBias {
@@ -258,7 +262,7 @@ struct Attention: SequenceMixer {
         let scoreScale: Float
         if case .scores(let factor) = scale { scoreScale = factor } else { scoreScale = 1 }
         let softCap = softCap ?? 0
-        let (kvHeads, headDimension, queryWidth) = (kvHeads, headDimension, queryWidth)
+        let (kvHeads, headDimension, queryWidth, sinks) = (kvHeads, headDimension, queryWidth, sinks)
         // The caches stay alive: the pass holds their sequences until it ends.
         spans.withUnsafeBufferPointer { spans in
             pass.pool.run { thread in
@@ -274,25 +278,20 @@ struct Attention: SequenceMixer {
                     let values = span.values + kvHead * cache.capacity * cache.valueRowBytes
                     let query = qkv + row * qkvWidth + head * headDimension
                     let out = output + row * queryWidth + head * headDimension
+                    let sinks = sinks.map { $0.pointer + head }
                     if cache.types != .f16 {
                         Activations.attentionHeads(query: query, heads: count, keys: keys, keyType: cache.types.keys.ggmlType,
                                                    keyRowBytes: cache.keyRowBytes, values: values,
                                                    valueType: cache.types.values.ggmlType, valueRowBytes: cache.valueRowBytes,
                                                    positions: span.count, headDimension: headDimension, scale: scoreScale,
                                                    softcap: softCap, single: span.alone, firstPosition: span.first,
-                                                   scratch: scratch, output: out)
-                    } else if count == 1 {
-                        Activations.attentionHead(query: query, keys: keys.assumingMemoryBound(to: UInt16.self),
-                                                  values: values.assumingMemoryBound(to: UInt16.self),
-                                                  stride: headDimension, positions: span.count, headDimension: headDimension,
-                                                  scale: scoreScale, softcap: softCap, single: span.alone,
-                                                  firstPosition: span.first, scratch: scratch, output: out)
+                                                   sinks: sinks, scratch: scratch, output: out)
                     } else {
                         Activations.attentionHeads(query: query, heads: count, keys: keys.assumingMemoryBound(to: UInt16.self),
                                                    values: values.assumingMemoryBound(to: UInt16.self), stride: headDimension,
                                                    positions: span.count, headDimension: headDimension, scale: scoreScale,
                                                    softcap: softCap, single: span.alone, firstPosition: span.first,
-                                                   scratch: scratch, output: out)
+                                                   sinks: sinks, scratch: scratch, output: out)
                     }
                 }
             }

@@ -8,12 +8,22 @@ enum GatedActivation: Sendable {
     case silu
     /// GeGLU: `gelu(gate) * up`, tanh GELU (Gemma).
     case gelu
+    /// gpt-oss's clamped SwiGLU: with x = min(gate, 7) and y = up clamped to ±7,
+    /// `x σ(1.702 x) (y + 1)`, computed as ggml's `swiglu_oai`.
+    case swigluOAI
 
     /// `output = act(gate) * up` over `count` values.
     func apply(gate: UnsafePointer<Float>, up: UnsafePointer<Float>, into output: UnsafeMutablePointer<Float>, count: Int) {
         switch self {
         case .silu: Activations.siluMul(gate: gate, up: up, output: output, count: count)
         case .gelu: Activations.geluMul(gate: gate, up: up, output: output, count: count)
+        case .swigluOAI:
+            let alpha: Float = 1.702, limit: Float = 7
+            for i in 0..<count {
+                let x = gate[i] < limit ? gate[i] : limit
+                let y = up[i] < -limit ? -limit : (limit < up[i] ? limit : up[i])
+                output[i] = x / (1 + expf(alpha * -x)) * (y + 1)
+            }
         }
     }
 }
@@ -95,7 +105,7 @@ struct SharedExpertMixture: FeedForwardLayer {
         pass.project(input, columns: dim, through: [gate], into: gates, outputStride: 1)
         let output = shared(input, pass)
         for row in 0..<n {
-            let g = 1 / (1 + expf(-gates[row]))
+            let g = Activations.sigmoid(gates[row])
             for j in 0..<dim { output[row * dim + j] = routed[row * dim + j] + output[row * dim + j] * g }
         }
         return output

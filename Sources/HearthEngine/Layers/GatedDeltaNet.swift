@@ -60,23 +60,21 @@ struct GatedDeltaNet: SequenceMixer {
         // queries, keys and values, and its heads' strengths and decays, are made ready.
         pass.forEachRun(width: channels * shape.taps) { rows, sequence in
             let state = sequence.recurrent!.slot(slot)
-            var convolved = [Float](repeating: 0, count: channels)
             for row in rows {
                 let x = projected + row * width, beta = x + channels + valueWidth, alpha = beta + valueHeads
-                convolved.withUnsafeMutableBufferPointer { out in
-                    ConvolutionSum.slide(state, newest: { x[$0] }, weights: convolution.pointer, taps: shape.taps,
-                                         channels: channels) { out[$0] = $1 }
-                    // SiLU, then queries and keys to unit length per head (an RMS norm with ε / head,
-                    // scaled by 1/√head, as llama.cpp computes it).
-                    Activations.siluMul(gate: out.baseAddress!, up: ones.pointer, output: x, count: channels)
-                }
+                // Each channel's sum replaces its input once the window has taken it.
+                ConvolutionSum.slide(state, newest: { x[$0] }, weights: convolution.pointer, taps: shape.taps,
+                                     channels: channels) { x[$0] = $1 }
+                // SiLU, then queries and keys to unit length per head (an RMS norm with ε / head,
+                // scaled by 1/√head, as llama.cpp computes it).
+                Activations.siluMul(gate: x, up: ones.pointer, output: x, count: channels)
                 TensorMath.rmsNorm(rows: 2 * shape.keyHeads, x, weight: ones.pointer, epsilon: epsilon / Float(head),
                                    count: head, into: x)
                 for i in 0..<2 * keyWidth { x[i] *= scale }
                 for h in 0..<valueHeads {
                     let biased = alpha[h] + timeStepBias.pointer[h]
                     let softplus = biased > 20 ? biased : logf(1 + expf(biased))
-                    beta[h] = 1 / (1 + expf(-beta[h]))
+                    beta[h] = Activations.sigmoid(beta[h])
                     alpha[h] = expf(softplus * decayRate.pointer[h])
                 }
             }

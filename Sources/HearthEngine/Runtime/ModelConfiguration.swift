@@ -29,6 +29,9 @@ public struct ModelConfiguration: Sendable, Equatable {
     public var ropeDimensions: Int
     /// Vocabulary size.
     public var vocabularySize: Int
+    /// Positions a sliding-window layer attends to (`attention.sliding_window`), or nil when the
+    /// file gives none; which layers slide is each family's rule.
+    public var slidingWindow: Int?
     /// What each block keeps per sequence: keys and values in the KV cache, or a recurrent
     /// state of fixed size (the convolution window and scan state of hybrid families).
     public var layerMemory: [LayerMemory]
@@ -73,6 +76,7 @@ public struct ModelConfiguration: Sendable, Equatable {
         ropeDimensions = gguf.int("\(architecture).rope.dimension_count") ?? headDimension
         vocabularySize = gguf.int("\(architecture).vocab_size")
             ?? gguf.array("tokenizer.ggml.tokens")?.count ?? 0
+        slidingWindow = gguf.int("\(architecture).attention.sliding_window").flatMap { $0 > 0 ? $0 : nil }
 
         let path = gguf.mapping.path
         let recurrent: [Bool]
