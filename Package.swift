@@ -65,7 +65,8 @@ let package = Package(
         .target(
             name: "Hearth",
             dependencies: [
-                "HearthEngine", "HearthHub", "HearthSpeech",
+                // Every module it re-exports, so that a change in any of them rebuilds what imports Hearth.
+                "HearthConstraints", "HearthCore", "HearthEngine", "HearthFormats", "HearthHub", "HearthSpeech", "HearthTokenizers",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -75,6 +76,7 @@ let package = Package(
             name: "HearthServer",
             dependencies: [
                 "Hearth",
+                "HearthEngine",
                 "HearthStore",
                 "HearthStorePostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),

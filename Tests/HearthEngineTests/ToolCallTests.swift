@@ -28,6 +28,7 @@ func grammarAccepts(_ grammar: Grammar, _ text: String) -> Bool {
             ("NousResearch-Hermes-3-Llama-3.1-8B-tool_use", .hermes), ("meta-llama-Llama-3.2-3B-Instruct", .llama3),
             ("meta-llama-Llama-3.1-8B-Instruct", .llama3), ("mistralai-Mistral-Nemo-Instruct-2407", .mistral),
             ("google-gemma-2-2b-it", .generic), ("Qwen3.5-4B", .xmlParameters), ("Qwen3-Coder", .xmlParameters),
+            ("openai-gpt-oss-120b", .harmony),
         ]
         for (name, format) in expected {
             let source = try String(contentsOf: TestFiles.modelURL("templates/\(name).jinja"), encoding: .utf8)
@@ -117,6 +118,73 @@ func grammarAccepts(_ grammar: Grammar, _ text: String) -> Bool {
         // A broken call stays text.
         let broken = format.parse("<tool_call>\n<function=get_time>\n<parameter=city>\nOs", tools: weatherTools)
         #expect(broken.calls.isEmpty && broken.content.contains("<tool_call>"))
+    }
+
+    /// gpt-oss's harmony calls: the grammar writes them as its template does (after an analysis
+    /// message when the call is required), `parse` reads both of the model's ways of addressing
+    /// the function, and the reasoning splitter and the separation together leave the thoughts,
+    /// no text and the call, however the output is cut.
+    @Test func harmony() throws {
+        let format = ToolCallFormat.harmony
+        let call = #" to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Paris", "unit": "celsius"}"#
+        let (required, triggers) = try format.grammar(tools: weatherTools, choice: .required, parallel: true)
+        #expect(triggers.isEmpty)
+        #expect(grammarAccepts(required, call))
+        #expect(grammarAccepts(required, "<|channel|>analysis<|message|>The user wants the weather.<|end|><|start|>assistant" + call))
+        #expect(!grammarAccepts(required, #" to=functions.delete_all<|channel|>commentary json<|message|>{}"#))
+        #expect(!grammarAccepts(required, #" to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Paris"}"#))
+        #expect(!grammarAccepts(required, "<|channel|>analysis<|message|>" + String(repeating: "a", count: 601) + "<|end|>" + call))
+        let (auto, autoTriggers) = try format.grammar(tools: weatherTools, choice: .auto, parallel: true)
+        #expect(autoTriggers.contains(" to=functions.") && grammarAccepts(auto, "<|start|>assistant" + call))
+        #expect(!grammarAccepts(auto, "<|channel|>analysis<|message|>x<|end|>" + call))
+        let inChannel = #"<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"city": "Oslo"}"#
+        #expect(autoTriggers.contains("<|channel|>commentary to=") && grammarAccepts(auto, inChannel))
+        #expect(grammarAccepts(required, "<|channel|>analysis<|message|>Oslo.<|end|><|start|>assistant" + inChannel))
+        // After thoughts, the call is a message of its own.
+        #expect(!grammarAccepts(required, "<|channel|>analysis<|message|>Oslo.<|end|>" + call))
+
+        for text in ["<|start|>assistant" + call + "<|call|>",
+                     #"<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris","unit":"celsius"}"#] {
+            let parsed = format.parse(text, tools: weatherTools)
+            #expect(parsed.calls.map(\.name) == ["get_weather"], "\(text)")
+            #expect(parsed.calls.first?.arguments == .object([("city", .string("Paris")), ("unit", .string("celsius"))]))
+            #expect(parsed.content.isEmpty)
+        }
+        let broken = format.parse(" to=functions.get_time<|channel|>commentary json<|message|>{\"city\": \"Os", tools: weatherTools)
+        #expect(broken.calls.isEmpty && broken.content.contains("to=functions."))
+
+        // Streamed: analysis, then the call; or analysis, then the final answer.
+        let pieces = ["<|channel|>analy", "sis<|message|>Weather in Paris.<|e", "nd|><|start|>assis", "tant to=functions.get_",
+                      #"weather<|channel|>commentary json<|message|>{"city": "Paris", "#, #""unit": "celsius"}"#, ""]
+        var output = ChatOutput(splitter: ReasoningSplitter(startsInThoughts: false, markers: .harmony),
+                                toolCalls: ToolCallSeparation(format: format, tools: weatherTools))
+        var reasoning = "", text = "", calls: [ToolCall] = []
+        for (i, piece) in pieces.enumerated() {
+            let chunk = output.process(GenerationChunk(text: piece, finishReason: i == pieces.count - 1 ? .stop : nil))
+            reasoning += chunk.reasoning
+            text += chunk.text
+            calls += chunk.toolCalls ?? []
+        }
+        #expect(reasoning == "Weather in Paris." && text.isEmpty && calls.map(\.name) == ["get_weather"])
+        let answer = ReasoningSplitter.split("<|channel|>analysis<|message|>Greet.<|end|><|start|>assistant<|channel|>final<|message|>Hello!",
+                                             startsInThoughts: false, markers: .harmony)
+        #expect(answer.reasoning == "Greet." && answer.answer == "Hello!")
+        let direct = ReasoningSplitter.split("<|channel|>final<|message|>Hi.", startsInThoughts: false, markers: .harmony)
+        #expect(direct.reasoning.isEmpty && direct.answer == "Hi.")
+        let twice = ReasoningSplitter.split("<|channel|>analysis<|message|>One.<|end|><|start|>assistant<|channel|>analysis<|message|>Two.<|end|>"
+                                            + "<|start|>assistant<|channel|>final<|message|>Done.", startsInThoughts: false, markers: .harmony)
+        #expect(twice.reasoning == "One.\nTwo." && twice.answer == "Done.")
+        // The recipient after the channel, cut anywhere: no header reaches the text.
+        let channelForm = "<|channel|>analysis<|message|>Hmm.<|end|><|start|>assistant" + inChannel
+        for cut in stride(from: 1, to: channelForm.utf8.count, by: 7) {
+            let bytes = Array(channelForm.utf8)
+            var output = ChatOutput(splitter: ReasoningSplitter(startsInThoughts: false, markers: .harmony),
+                                    toolCalls: ToolCallSeparation(format: format, tools: weatherTools))
+            let first = output.process(GenerationChunk(text: String(decoding: bytes[..<cut], as: UTF8.self)))
+            let last = output.process(GenerationChunk(text: String(decoding: bytes[cut...], as: UTF8.self), finishReason: .stop))
+            #expect(first.text + last.text == "" && first.reasoning + last.reasoning == "Hmm.", "cut at \(cut)")
+            #expect(last.toolCalls?.map(\.name) == ["get_time"], "cut at \(cut)")
+        }
     }
 
     /// The separation streams the text before a call, holds back what may be a trigger, keeps

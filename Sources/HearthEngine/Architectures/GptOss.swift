@@ -19,15 +19,20 @@ final class GptOss: StackedDecoder {
         experts.gating = .softmaxWeight
         experts.normalize = false
         experts.activation = .swigluOAI
-        // Every other block slides unless the file says otherwise.
-        let pattern = gguf.int("\(c.architecture).attention.sliding_window_pattern") ?? 2
+        // Every other block slides unless the file says otherwise: a period, or each block's flag.
+        let patternKey = "\(c.architecture).attention.sliding_window_pattern"
+        let flags = gguf.array(patternKey)?.compactMap(\.boolValue)
+        let pattern = gguf.int(patternKey) ?? 2
+        if let flags, flags.count < c.blockCount {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "\(patternKey) flags fewer than the \(c.blockCount) blocks")
+        }
         let global = try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves, factors: nil)
         let local = try gguf.float("\(c.architecture).rope.freq_base_swa").map {
             try RotaryEmbedding.read(gguf, configuration: c, pairing: .halves, base: $0, factors: nil)
         } ?? global
         embedding = try TokenEmbedding(gguf, configuration: c)
         blocks = try PreNormBlock.stack(gguf, configuration: c, feedForwardNorm: "post_attention_norm") { i in
-            let sliding = pattern == 0 || i % pattern < pattern - 1
+            let sliding = flags.map { $0[i] } ?? (pattern == 0 || i % pattern < pattern - 1)
             return (try Attention(gguf, layer: i, configuration: c, rope: sliding ? local : global,
                                   window: sliding ? c.slidingWindow : nil,
                                   scale: .standard(c)),

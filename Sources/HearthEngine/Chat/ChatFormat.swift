@@ -53,9 +53,13 @@ public struct ChatFormat: Sendable {
     private let bosText: String
     private let eosText: String
     private let tokenizerAddsBOS: Bool
-    /// Whether the model reasons in `<think>…</think>` before answering: its template mentions
-    /// `<think>` or `enable_thinking`, or its vocabulary has `<think>` and `</think>` tokens.
-    public let thinks: Bool
+    /// How the model's thoughts are marked, or nil when it does not reason before answering:
+    /// harmony's analysis channel when its template writes one (gpt-oss), else `<think>…</think>`
+    /// when its template mentions `<think>` or `enable_thinking` or its vocabulary has `<think>`
+    /// and `</think>` tokens.
+    public let reasoningMarkers: ReasoningSplitter.Markers?
+    /// Whether the model reasons before answering.
+    public var thinks: Bool { reasoningMarkers != nil }
     /// Whether the template shows an earlier answer's thoughts (`reasoning_content`).
     public let showsReasoning: Bool
 
@@ -89,8 +93,14 @@ public struct ChatFormat: Sendable {
         eosText = text("tokenizer.ggml.eos_token_id")
         tokenizerAddsBOS = gguf.bool("tokenizer.ggml.add_bos_token") ?? false
         let source = template.source
-        thinks = source.contains(ReasoningSplitter.openingTag) || source.contains("enable_thinking")
-            || (tokens.contains(ReasoningSplitter.openingTag) && tokens.contains(ReasoningSplitter.closingTag))
+        if source.contains("<|channel|>analysis<|message|>") {
+            reasoningMarkers = .harmony
+        } else if source.contains(ReasoningSplitter.openingTag) || source.contains("enable_thinking")
+                    || (tokens.contains(ReasoningSplitter.openingTag) && tokens.contains(ReasoningSplitter.closingTag)) {
+            reasoningMarkers = .think
+        } else {
+            reasoningMarkers = nil
+        }
         showsReasoning = source.contains("reasoning_content")
     }
 
@@ -134,6 +144,12 @@ public struct ChatFormat: Sendable {
             var object: TemplateObject = ["role": .string(message.role.rawValue), "content": .string(message.content)]
             if showsReasoning, message.role == .assistant, let reasoning = message.reasoning, !reasoning.isEmpty {
                 object["reasoning_content"] = .string(reasoning)
+            }
+            // gpt-oss's template reads an answer's analysis as `thinking`, as llama.cpp gives it,
+            // and refuses a call's message that has both (llama.cpp keeps the thinking).
+            if reasoningMarkers == .harmony, message.role == .assistant, let reasoning = message.reasoning, !reasoning.isEmpty {
+                object["thinking"] = .string(reasoning)
+                if message.toolCalls?.isEmpty == false { object["content"] = .string("") }
             }
             if let calls = message.toolCalls, !calls.isEmpty {
                 object["tool_calls"] = .array(calls.map { call in

@@ -54,8 +54,11 @@ extension ChatFormat {
     /// when the prompt opened them, else watching for a `<think>` at the start, unless thinking
     /// was turned off. Nil for other models, whose output stays as it is, and for JSON answers,
     /// which are held to one object from their first token.
+    /// A harmony model (gpt-oss) writes its analysis channel whatever it is asked, so its output
+    /// is always split.
     public func reasoningSplitter(prompt: String, options: GenerationOptions) -> ReasoningSplitter? {
-        guard thinks, options.format != .json else { return nil }
+        guard let markers = reasoningMarkers, options.format != .json else { return nil }
+        if markers == .harmony { return ReasoningSplitter(startsInThoughts: false, markers: markers) }
         if Self.opensThoughts(prompt) { return ReasoningSplitter(startsInThoughts: true) }
         return options.thinking == false ? nil : ReasoningSplitter(startsInThoughts: false)
     }

@@ -1,6 +1,7 @@
 /// Separates a reasoning model's thoughts from its answer in streamed text: `<think>…</think>`
 /// at the start of the output (Qwen3, QwQ, DeepSeek R1), or, when the prompt already opened
-/// `<think>`, everything up to `</think>`.
+/// `<think>`, everything up to `</think>`; or, in gpt-oss's harmony format, the `analysis`
+/// channel's message before the `final` channel's (``Markers/harmony``).
 ///
 /// Text that could still be part of a tag, and whitespace that might turn out to border one, is
 /// held back until the next piece decides it, so the result does not depend on how the output
@@ -23,6 +24,25 @@ public struct ReasoningSplitter: Sendable {
     /// The tag that closes them.
     public static let closingTag = "</think>"
 
+    /// What opens and closes the thoughts, and the headers the answer may begin with.
+    public struct Markers: Sendable, Equatable {
+        let opening: [UInt8]
+        let closing: [UInt8]
+        /// Dropped where the answer begins (after the thoughts, or at the start of output
+        /// without them).
+        let answerHeaders: [[UInt8]]
+
+        /// `<think>…</think>`.
+        public static let think = Markers(opening: Array(openingTag.utf8), closing: Array(closingTag.utf8), answerHeaders: [])
+        /// gpt-oss's harmony messages: `<|channel|>analysis<|message|>` thoughts `<|end|>`, then
+        /// `<|start|>assistant<|channel|>final<|message|>` and the answer (or another message:
+        /// more analysis, or a call).
+        public static let harmony = Markers(
+            opening: Array("<|channel|>analysis<|message|>".utf8), closing: Array("<|end|>".utf8),
+            answerHeaders: [Array("<|start|>assistant<|channel|>final<|message|>".utf8), Array("<|channel|>final<|message|>".utf8),
+                            Array("<|start|>assistant".utf8)])
+    }
+
     private enum Phase: Sendable {
         /// Nothing but whitespace yet: a `<think>` may still come.
         case undecided
@@ -34,16 +54,18 @@ public struct ReasoningSplitter: Sendable {
         case answering
     }
 
-    private static let opening = Array(openingTag.utf8)
-    private static let closing = Array(closingTag.utf8)
+    private let markers: Markers
+    private var opening: [UInt8] { markers.opening }
+    private var closing: [UInt8] { markers.closing }
 
     private var phase: Phase
     private var pending: [UInt8] = []
     private var thoughtsStarted = false
 
-    /// A splitter for output that begins after a prompt ending inside `<think>`
-    /// (`startsInThoughts`), or that may begin with `<think>` itself.
-    public init(startsInThoughts: Bool) {
+    /// A splitter for output that begins after a prompt ending inside the opening marker
+    /// (`startsInThoughts`), or that may begin with it itself.
+    public init(startsInThoughts: Bool, markers: Markers = .think) {
+        self.markers = markers
         phase = startsInThoughts ? .opening : .undecided
     }
 
@@ -64,21 +86,24 @@ public struct ReasoningSplitter: Sendable {
             switch phase {
             case .undecided:
                 let rest = pending.drop(while: Self.isSpace)
-                if rest.starts(with: Self.opening) {
-                    pending = Array(rest.dropFirst(Self.opening.count))
+                if rest.starts(with: opening) {
+                    pending = Array(rest.dropFirst(opening.count))
                     phase = .thinking
-                } else if rest.count < Self.opening.count, Self.opening.starts(with: rest) {
+                } else if rest.count < opening.count, opening.starts(with: rest) {
                     return (Self.text(reasoning), Self.text(answer))
-                } else {
-                    answer += pending
+                } else if let start = answerStart(rest) {
+                    // No thoughts: all answer, as it is but for a header.
+                    answer += start.startIndex == rest.startIndex ? pending[...] : start
                     pending = []
                     phase = .answering
+                } else {
+                    return (Self.text(reasoning), Self.text(answer))
                 }
             case .opening:
                 let rest = pending.drop(while: Self.isSpace)
-                if rest.starts(with: Self.opening) {
-                    pending = Array(rest.dropFirst(Self.opening.count))
-                } else if rest.count < Self.opening.count, Self.opening.starts(with: rest) {
+                if rest.starts(with: opening) {
+                    pending = Array(rest.dropFirst(opening.count))
+                } else if rest.count < opening.count, opening.starts(with: rest) {
                     return (Self.text(reasoning), Self.text(answer))
                 } else {
                     pending = Array(rest)
@@ -89,9 +114,9 @@ public struct ReasoningSplitter: Sendable {
                     pending = Array(pending.drop(while: Self.isSpace))
                     thoughtsStarted = !pending.isEmpty
                 }
-                if let end = Self.firstIndex(of: Self.closing, in: pending) {
+                if let end = Self.firstIndex(of: closing, in: pending) {
                     reasoning += Self.trimmingTrailingSpace(pending[..<end])
-                    pending = Array(pending[(end + Self.closing.count)...])
+                    pending = Array(pending[(end + closing.count)...])
                     phase = .closed
                 } else {
                     let cut = pending.count - heldBackLength()
@@ -101,7 +126,21 @@ public struct ReasoningSplitter: Sendable {
                 }
             case .closed:
                 pending = Array(pending.drop(while: Self.isSpace))
-                guard !pending.isEmpty else { return (Self.text(reasoning), Self.text(answer)) }
+                guard !pending.isEmpty, let start = answerStart(pending[...]) else {
+                    return (Self.text(reasoning), Self.text(answer))
+                }
+                if !markers.answerHeaders.isEmpty, start.starts(with: opening) {
+                    // Another message of thoughts (harmony): they go on, a line apart.
+                    pending = Array(start.dropFirst(opening.count))
+                    reasoning += [0x0A]
+                    thoughtsStarted = false
+                    phase = .thinking
+                    continue
+                }
+                if !markers.answerHeaders.isEmpty, start.count < opening.count, opening.starts(with: start) {
+                    return (Self.text(reasoning), Self.text(answer))
+                }
+                pending = Array(start)
                 phase = .answering
             case .answering:
                 answer += pending
@@ -124,14 +163,28 @@ public struct ReasoningSplitter: Sendable {
             if !thoughtsStarted { rest = rest.drop(while: Self.isSpace) }
             phase = .closed
             return (Self.text(Self.trimmingTrailingSpace(rest)), "")
-        case .closed, .answering:
+        case .closed:
+            // Whatever began an answer header and went no further.
+            return ("", Self.text(pending))
+        case .answering:
             return ("", "")
         }
     }
 
+    /// Where the answer begins in `rest`: after one of the markers' answer headers, or at
+    /// once; nil while `rest` may still turn out to be a header.
+    private func answerStart(_ rest: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
+        for header in markers.answerHeaders {
+            if rest.starts(with: header) { return rest.dropFirst(header.count) }
+            if rest.count < header.count, header.starts(with: rest) { return nil }
+        }
+        return rest
+    }
+
     /// Splits a whole output at once, as streaming it through a splitter does.
-    public static func split(_ text: String, startsInThoughts: Bool) -> (reasoning: String, answer: String) {
-        var splitter = ReasoningSplitter(startsInThoughts: startsInThoughts)
+    public static func split(_ text: String, startsInThoughts: Bool,
+                             markers: Markers = .think) -> (reasoning: String, answer: String) {
+        var splitter = ReasoningSplitter(startsInThoughts: startsInThoughts, markers: markers)
         let first = splitter.append(text)
         let last = splitter.finish()
         return (first.reasoning + last.reasoning, first.answer + last.answer)
@@ -140,8 +193,8 @@ public struct ReasoningSplitter: Sendable {
     /// Bytes at the end of the thoughts that may yet belong to `</think>` or to the whitespace
     /// before it.
     private func heldBackLength() -> Int {
-        var length = min(Self.closing.count - 1, pending.count)
-        while length > 0, !pending.suffix(length).elementsEqual(Self.closing.prefix(length)) { length -= 1 }
+        var length = min(closing.count - 1, pending.count)
+        while length > 0, !pending.suffix(length).elementsEqual(closing.prefix(length)) { length -= 1 }
         var start = pending.count - length
         while start > 0, Self.isSpace(pending[start - 1]) { start -= 1 }
         return pending.count - start

@@ -64,6 +64,11 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
     /// Qwen3-Coder and Qwen3.5: `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n…
     /// </function>\n</tool_call>`, one block a call; a string value as it is, any other as JSON.
     case xmlParameters
+    /// gpt-oss's harmony: a message to the function on the commentary channel,
+    /// `<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{…}` (or the
+    /// recipient after the channel: `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>`),
+    /// ended by `<|call|>`; one call an answer.
+    case harmony
     /// Families whose template has no tool calls (SmolLM2, Gemma): the answer is one JSON
     /// object, `{"tool_calls": [{"name": …, "arguments": {…}}, …]}` or `{"response": "…"}`,
     /// and the system prompt describes the tools and this shape.
@@ -77,6 +82,7 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
     public static func detect(template source: String) -> ToolCallFormat {
         if source.contains("<tool_call>") { return source.contains("<function=") ? .xmlParameters : .hermes }
         if source.contains("[TOOL_CALLS]") { return .mistral }
+        if source.contains("<|channel|>commentary") { return .harmony }
         if source.contains("<|python_tag|>") || (source.contains("tools_in_user_message") && source.contains("\"parameters\"")) {
             return .llama3
         }
@@ -90,6 +96,7 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
         case .hermes, .xmlParameters: return ["<tool_call>"]
         case .llama3: return ["{\"name\""]
         case .mistral: return ["[TOOL_CALLS]"]
+        case .harmony: return ["<|start|>assistant to=", " to=functions.", "<|channel|>commentary to="]
         case .generic: return []
         }
     }
@@ -107,6 +114,7 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
         }
         guard !offered.isEmpty else { throw HearthError.invalidArgument("There are no tools to call.") }
         if self == .xmlParameters { return (try Self.xmlGrammar(offered, parallel: parallel), choice == .auto ? triggers : []) }
+        if self == .harmony { return (try Self.harmonyGrammar(offered, thoughts: choice != .auto), choice == .auto ? triggers : []) }
         var b = GrammarBuilder()
         // Whitespace between tokens of the call, as the schemas' grammars allow it: nothing, a
         // space, or a newline and an indent; bounded so that a model cannot run on in it.
@@ -148,8 +156,8 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
             let more = parallel ? b.repeated(GrammarBuilder.literal(",") + [w, .rule(call)], minimum: 0, maximum: Self.maximumParallelCalls - 1, name: "more") : []
             b.define("root", [GrammarBuilder.literal("[TOOL_CALLS][") + [w, .rule(call)] + more + [w] + GrammarBuilder.literal("]")])
             return (try b.build(root: "root"), auto ? triggers : [])
-        case .xmlParameters:
-            preconditionFailure("built by xmlGrammar")
+        case .xmlParameters, .harmony:
+            preconditionFailure("built by xmlGrammar and harmonyGrammar")
         case .generic:
             let more = parallel ? b.repeated(GrammarBuilder.literal(",") + [w, .rule(call)], minimum: 0, maximum: Self.maximumParallelCalls - 1, name: "more") : []
             let toolCalls = GrammarBuilder.literal("{") + [w] + GrammarBuilder.literal("\"tool_calls\"") + [w] + GrammarBuilder.literal(":")
@@ -236,6 +244,27 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
             guard let value = try? JSONValue(parsing: String(output[start.upperBound...]).trimmingCharacters(in: .whitespacesAndNewlines)),
                   let list = value.arrayValue, list.allSatisfy({ call(from: $0) }) else { return (output, []) }
             return (String(output[..<start.lowerBound]).trimmingCharacters(in: .whitespacesAndNewlines), calls)
+        case .harmony:
+            guard let to = output.range(of: "to=functions.") else { return (output, []) }
+            let rest = output[to.upperBound...]
+            let name = rest.prefix { !$0.isWhitespace && $0 != "<" }
+            guard !name.isEmpty, let message = rest.range(of: "<|message|>") else { return (output, []) }
+            var body = rest[message.upperBound...]
+            if let end = body.range(of: "<|call|>") { body = body[..<end.lowerBound] }
+            guard let arguments = try? JSONValue(parsing: body.trimmingCharacters(in: .whitespacesAndNewlines)),
+                  call(from: .object([("name", .string(String(name))), ("arguments", arguments)])) else { return (output, []) }
+            // The text before the call's header (which starts at its message's start, or its
+            // channel): a preamble's message, without its markers.
+            var head = output[..<to.lowerBound]
+            for marker in ["<|start|>assistant", "<|channel|>commentary"] {
+                if let start = head.range(of: marker, options: .backwards), !head[start.upperBound...].contains("<|message|>") {
+                    head = head[..<start.lowerBound]
+                    break
+                }
+            }
+            if let message = head.range(of: "<|message|>", options: .backwards) { head = head[message.upperBound...] }
+            if let end = head.range(of: "<|end|>") { head = head[..<end.lowerBound] }
+            return (head.trimmingCharacters(in: .whitespacesAndNewlines), calls)
         case .generic:
             guard let value = try? JSONValue(parsing: output.trimmingCharacters(in: .whitespacesAndNewlines)) else { return (output, []) }
             if let response = value["response"]?.stringValue { return (response, []) }
@@ -324,6 +353,46 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
         let block = GrammarBuilder.literal("<tool_call>\n") + [.rule(call)] + GrammarBuilder.literal("</tool_call>")
         let more = parallel ? b.repeated(GrammarBuilder.literal("\n") + block, minimum: 0, maximum: maximumParallelCalls - 1, name: "more") : []
         b.define("root", [block + more])
+        return try b.build(root: "root")
+    }
+
+    /// The grammar of a harmony call of one of `tools`, after the prompt's `<|start|>assistant`:
+    /// the function named in the message's header, as gpt-oss's template writes calls
+    /// (` to=functions.NAME<|channel|>commentary json<|message|>`), or after its channel, as the
+    /// model also writes them (`<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>`);
+    /// then the arguments under the tool's schema. With `thoughts` (calls that must be made, the
+    /// grammar holding from the start) an analysis message of up to `maximumThoughtsBeforeCalls`
+    /// characters (no `<`) may come first, the call then in a message of its own; without (a
+    /// call the model chose to make), from one of its triggers on.
+    static func harmonyGrammar(_ tools: [ToolDefinition], thoughts: Bool) throws -> Grammar {
+        var b = GrammarBuilder()
+        // What may stand between the function's name and its message: a content type, or none.
+        let type = b.define("type", [GrammarBuilder.literal(" json"), GrammarBuilder.literal(" <|constrain|>json"),
+                                     GrammarBuilder.literal("<|constrain|>json"), []])
+        var inHeader: [[Grammar.Element]] = [], inChannel: [[Grammar.Element]] = []
+        for (i, tool) in tools.enumerated() {
+            let arguments: Grammar
+            do {
+                arguments = try Grammar(jsonSchema: tool.parameters)
+            } catch let error as HearthError {
+                throw HearthError.invalidArgument("The parameters of tool \(tool.name): \(error.message)")
+            }
+            let args = b.include(arguments, prefix: "tool\(i)")
+            inHeader.append(GrammarBuilder.literal("\(tool.name)<|channel|>commentary") + [.rule(type)]
+                            + GrammarBuilder.literal("<|message|>") + [.rule(args)])
+            inChannel.append(GrammarBuilder.literal(tool.name) + [.rule(type)] + GrammarBuilder.literal("<|message|>") + [.rule(args)])
+        }
+        let call = b.define("call", [GrammarBuilder.literal(" to=functions.") + [.rule(b.define("header", inHeader))],
+                                     GrammarBuilder.literal("<|channel|>commentary to=functions.") + [.rule(b.define("channel", inChannel))]])
+        let start = GrammarBuilder.literal("<|start|>assistant")
+        var alternatives = [[.rule(call)], start + [.rule(call)]]
+        if thoughts {
+            let thought = b.repeated([.characters(Grammar.CharacterClass([0...59, 61...0x10FFFF]))], minimum: 0,
+                                     maximum: maximumThoughtsBeforeCalls, name: "thought")
+            alternatives.append(GrammarBuilder.literal("<|channel|>analysis<|message|>") + thought + GrammarBuilder.literal("<|end|>")
+                                + start + [.rule(call)])
+        }
+        b.define("root", alternatives)
         return try b.build(root: "root")
     }
 
