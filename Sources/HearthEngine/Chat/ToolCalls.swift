@@ -16,6 +16,15 @@ public struct ToolDefinition: Sendable, Equatable, Codable {
         self.parameters = parameters
     }
 
+    /// The grammar of its arguments: JSON under its schema, or a clear error naming the tool.
+    func argumentsGrammar() throws -> Grammar {
+        do {
+            return try Grammar(jsonSchema: parameters)
+        } catch let error as HearthError {
+            throw HearthError.invalidArgument("The parameters of tool \(name): \(error.message)")
+        }
+    }
+
     /// The tool as OpenAI's API and chat templates write it:
     /// `{"type": "function", "function": {"name", "description", "parameters"}}`.
     public var openAIShape: JSONValue {
@@ -123,13 +132,7 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
         let argumentsKey = self == .llama3 ? "parameters" : "arguments"
         var calls: [[Grammar.Element]] = []
         for (i, tool) in offered.enumerated() {
-            let arguments: Grammar
-            do {
-                arguments = try Grammar(jsonSchema: tool.parameters)
-            } catch let error as HearthError {
-                throw HearthError.invalidArgument("The parameters of tool \(tool.name): \(error.message)")
-            }
-            let args = b.include(arguments, prefix: "tool\(i)")
+            let args = b.include(try tool.argumentsGrammar(), prefix: "tool\(i)")
             var nameText = ""
             JSONValue.quote(tool.name, into: &nameText)
             let sequence: [Grammar.Element] = GrammarBuilder.literal("{") + [.rule(b.reference("ws"))]
@@ -371,13 +374,7 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
                                      GrammarBuilder.literal("<|constrain|>json"), []])
         var inHeader: [[Grammar.Element]] = [], inChannel: [[Grammar.Element]] = []
         for (i, tool) in tools.enumerated() {
-            let arguments: Grammar
-            do {
-                arguments = try Grammar(jsonSchema: tool.parameters)
-            } catch let error as HearthError {
-                throw HearthError.invalidArgument("The parameters of tool \(tool.name): \(error.message)")
-            }
-            let args = b.include(arguments, prefix: "tool\(i)")
+            let args = b.include(try tool.argumentsGrammar(), prefix: "tool\(i)")
             inHeader.append(GrammarBuilder.literal("\(tool.name)<|channel|>commentary") + [.rule(type)]
                             + GrammarBuilder.literal("<|message|>") + [.rule(args)])
             inChannel.append(GrammarBuilder.literal(tool.name) + [.rule(type)] + GrammarBuilder.literal("<|message|>") + [.rule(args)])
