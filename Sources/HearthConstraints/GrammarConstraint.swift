@@ -80,10 +80,15 @@ public struct GrammarConstraint: TokenConstraint {
     }
 
     public func markAllowed(in mask: UnsafeMutableBufferPointer<UInt64>, vocabularySize: Int) {
-        let computed = program.mask(for: state)
         let limit = budgetLimit
+        // Text tokens within the budget are the trie's walk that stops where the cost is too
+        // high; only token elements need asking token by token.
+        let computed = limit.flatMap { limit in
+            program.grammar.hasTokens ? nil : program.mask(for: state, costAtMost: limit, cost: completionCost)
+        } ?? program.mask(for: state)
+        let checked = program.grammar.hasTokens ? limit : nil
         for i in 0..<min(mask.count, computed.count, (vocabularySize + 63) / 64) {
-            guard let limit else {
+            guard let limit = checked else {
                 mask[i] |= computed[i]
                 continue
             }
@@ -172,6 +177,17 @@ public final class GrammarProgram: Sendable {
         case .excluded:
             return viaToken
         case .text:
+            guard grammar.hasTokens else {
+                // Through the automaton: a step met before is a lookup.
+                return automaton.withLock { automaton in
+                    var id = automaton.id(of: state)
+                    for i in Int(table.offsets[Int(token)])..<Int(table.offsets[Int(token) + 1]) {
+                        id = automaton.next(id, table.bytes[i], grammar: grammar)
+                        if id < 0 { return nil }
+                    }
+                    return automaton.state(id)
+                }
+            }
             var s = state
             let ok = table.bytes.withUnsafeBufferPointer { bytes in
                 for i in Int(table.offsets[Int(token)])..<Int(table.offsets[Int(token) + 1]) {
@@ -221,6 +237,26 @@ public final class GrammarProgram: Sendable {
         }
         return computed
     }
+
+    /// The text tokens after which `state` can still be completed at a cost of at most `limit`
+    /// (with the end-of-generation tokens when `state` may end), one bit each: the walk of
+    /// `mask(for:)` that also leaves out a token whose state costs more. Costs are kept per
+    /// state of the automaton.
+    func mask(for state: GrammarState, costAtMost limit: Int, cost: (GrammarState) -> Int) -> [UInt64] {
+        var computed = [UInt64](repeating: 0, count: (table.vocabularySize + 63) / 64)
+        automaton.withLock { automaton in
+            if automaton.stateCount > 1 << 16 { automaton = ByteAutomaton() }
+            computed.withUnsafeMutableBufferPointer { words in
+                trie.walk(from: automaton.id(of: state), automaton: &automaton, grammar: grammar, mask: words.baseAddress!) { automaton, id in
+                    automaton.cost(of: id, cost) <= limit
+                }
+            }
+        }
+        if state.isAccepting {
+            for token in table.endTokens { computed[Int(token) >> 6] |= 1 << UInt64(token & 63) }
+        }
+        return computed
+    }
 }
 
 /// Grammar states numbered as they are met, and each one's step on each byte once computed:
@@ -231,6 +267,8 @@ struct ByteAutomaton {
     private var ids: [GrammarState: Int32] = [:]
     /// 256 entries per state: the next state's id, -1 for a refused byte, -2 not yet computed.
     private var transitions: [Int32] = []
+    /// Each state's completion cost once asked for (-1 before).
+    private var costs: [Int] = []
 
     var stateCount: Int { states.count }
 
@@ -240,7 +278,16 @@ struct ByteAutomaton {
         states.append(state)
         ids[state] = id
         transitions.append(contentsOf: repeatElement(-2, count: 256))
+        costs.append(-1)
         return id
+    }
+
+    func state(_ id: Int32) -> GrammarState { states[Int(id)] }
+
+    /// `cost` of state `id`, computed once.
+    mutating func cost(of id: Int32, _ cost: (GrammarState) -> Int) -> Int {
+        if costs[Int(id)] < 0 { costs[Int(id)] = cost(states[Int(id)]) }
+        return costs[Int(id)]
     }
 
     /// The state after `byte` from state `id`, or -1.
@@ -319,8 +366,10 @@ struct TokenTrie: Sendable {
     }
 
     /// Sets in `mask` the bit of every text token whose bytes the state `start` of `automaton`
-    /// takes: a depth-first walk that leaves a subtree as soon as its first byte is refused.
-    func walk(from start: Int32, automaton: inout ByteAutomaton, grammar: CompiledGrammar, mask: UnsafeMutablePointer<UInt64>) {
+    /// takes (and whose state after them `keep` accepts): a depth-first walk that leaves a
+    /// subtree as soon as its first byte is refused.
+    func walk(from start: Int32, automaton: inout ByteAutomaton, grammar: CompiledGrammar, mask: UnsafeMutablePointer<UInt64>,
+              keep: (inout ByteAutomaton, Int32) -> Bool = { _, _ in true }) {
         var stack: [(node: Int32, state: Int32)] = [(0, start)]
         stack.reserveCapacity(64)
         byte.withUnsafeBufferPointer { byte in
@@ -331,6 +380,10 @@ struct TokenTrie: Sendable {
                             for child in Int(childStart[Int(node)])..<Int(childStart[Int(node) + 1]) {
                                 let t = automaton.next(s, byte[child], grammar: grammar)
                                 guard t >= 0 else { continue }
+                                if tokenStart[child] < tokenStart[child + 1], !keep(&automaton, t) {
+                                    if childStart[child] < childStart[child + 1] { stack.append((Int32(child), t)) }
+                                    continue
+                                }
                                 for i in Int(tokenStart[child])..<Int(tokenStart[child + 1]) {
                                     let token = tokens[i]
                                     mask[Int(token) >> 6] |= 1 << UInt64(token & 63)

@@ -79,4 +79,45 @@ private let budgetModel = Result { try TransformerModel(path: TestFiles.model(Te
         }
         #expect(compared >= 3, "too few answers ended far from the budget to compare")
     }
+
+    /// Near the budget, the whole-vocabulary mask is the unbudgeted one less every token after
+    /// whose bytes (stepped through the recognizer one by one) the completion costs too much,
+    /// in every state a tree answer passes through and at every remaining count that matters.
+    @Test func budgetedMaskEqualsAskingTokenByToken() throws {
+        let model = try budgetModel.get()
+        let program = model.grammarProgram(try Grammar(jsonSchema: try JSONSchemaFixtures.schema("20-recursive-tree")))
+        let n = model.configuration.vocabularySize
+        let ends = Set(model.tokenizer.endOfGenerationTokens)
+        func mask(_ constraint: GrammarConstraint) -> [UInt64] {
+            var mask = [UInt64](repeating: 0, count: (n + 63) / 64)
+            mask.withUnsafeMutableBufferPointer { constraint.markAllowed(in: $0, vocabularySize: n) }
+            return mask
+        }
+        var constraint = GrammarConstraint(program: program)
+        var checked = 0, narrowed = 0
+        for piece in ["{", "\"value\"", ": ", "1", ", ", "\"children\": [", "{\"value\": 3", "}", ", ", "{\"value\": 4}", "]", "}"] {
+            for token in model.tokenizer.encode(piece, addSpecial: false, parseSpecial: false) {
+                let accepted = constraint.accept(token)
+                #expect(accepted, "\(piece)")
+            }
+            let state = constraint.state, cost = constraint.completionCost(state)
+            let free = mask(constraint)
+            for remaining in Set([cost, cost + 1, cost + 2, cost + 7, cost + GrammarConstraint.budgetMargin]) {
+                var bounded = constraint
+                bounded.remainingTokens = remaining
+                var expected = [UInt64](repeating: 0, count: free.count)
+                for token in 0..<Int32(n) where free[Int(token) >> 6] >> UInt64(token & 63) & 1 == 1 {
+                    var after = state
+                    let fits = ends.contains(token) && state.isAccepting
+                        || (after.consume(model.tokenizer.tokenBytes(token), in: program.grammar)
+                            && constraint.completionCost(after) <= remaining - 1)
+                    if fits { expected[Int(token) >> 6] |= 1 << UInt64(token & 63) }
+                }
+                #expect(mask(bounded) == expected, "after \(piece), \(remaining) tokens left")
+                if expected != free { narrowed += 1 }
+                checked += 1
+            }
+        }
+        #expect(checked > 20 && narrowed > 5, "\(checked) masks compared, \(narrowed) narrowed by the budget")
+    }
 }
