@@ -100,8 +100,8 @@ struct ArchitectureTests {
         var alone: [[[UInt32]]] = []
         for (prompt, next) in zip(prompts, followers) {
             let sequence = try model.makeSequence(contextLength: 256)
-            var steps = [Array(try model.evaluate(prompt, sequence: sequence)).map(\.bitPattern)]
-            for token in next { steps.append(Array(try model.evaluate([token], sequence: sequence)).map(\.bitPattern)) }
+            var steps = [try model.evaluate(prompt, sequence: sequence).bits]
+            for token in next { steps.append(try model.evaluate([token], sequence: sequence).bits) }
             alone.append(steps)
         }
         let sequences = try prompts.map { _ in try model.makeSequence(contextLength: 256) }
@@ -109,14 +109,14 @@ struct ArchitectureTests {
         for (prompt, sequence) in zip(prompts, sequences) { try first.add(prompt, to: sequence) }
         try model.evaluate(first)
         for (index, sequence) in sequences.enumerated() {
-            #expect(Array(sequence.logits).map(\.bitPattern) == alone[index][0], "\(fixture.model) sequence \(index): the prompts' pass")
+            #expect(sequence.logits.bits == alone[index][0], "\(fixture.model) sequence \(index): the prompts' pass")
         }
         for step in 0..<3 {
             var batch = Batch()
             for (index, sequence) in sequences.enumerated() { try batch.add([followers[index][step]], to: sequence) }
             try model.evaluate(batch)
             for (index, sequence) in sequences.enumerated() {
-                #expect(Array(sequence.logits).map(\.bitPattern) == alone[index][step + 1], "\(fixture.model) sequence \(index): step \(step + 1)")
+                #expect(sequence.logits.bits == alone[index][step + 1], "\(fixture.model) sequence \(index): step \(step + 1)")
             }
         }
     }

@@ -179,7 +179,7 @@ struct BatchedGenerationTests {
         }
         #expect(seen == sequences.count)
         for (sequence, expected) in zip(sequences, aloneLogits) {
-            #expect(Array(sequence.logits).map(\.bitPattern) == expected.map(\.bitPattern))
+            #expect(sequence.logits.bits == FloatRows.bits(expected))
         }
         // A sequence holds one run of rows per pass.
         var twice = Batch()
@@ -197,7 +197,7 @@ struct BatchedGenerationTests {
         try original.copyPrefix(prompt.count - 2, to: copy)
         #expect(copy.tokens == Array(prompt.prefix(prompt.count - 2)))
         let continued = Array(try model.evaluate(Array(prompt.suffix(2)), sequence: copy))
-        #expect(continued.map(\.bitPattern) == Array(original.logits).map(\.bitPattern))
+        #expect(FloatRows.bits(continued) == original.logits.bits)
         #expect(throws: HearthError.self) { try original.copyPrefix(prompt.count + 1, to: copy) }
         let stranger = try TinyLlama().load()
         #expect(throws: HearthError.self) { try original.copyPrefix(2, to: try stranger.makeSequence(contextLength: 8)) }

@@ -40,22 +40,9 @@ struct KVCacheTypeTests {
         try batch.add(tokens, to: sequence, logits: .all)
         var rows: [(logits: [Float], total: Double)] = []
         try model.evaluate(batch) { _, _, logits in
-            let top = Double(logits.max()!)
-            let total = top + Foundation.log(logits.reduce(0.0) { $0 + Foundation.exp(Double($1) - top) })
-            rows.append((Array(logits), total))
+            rows.append((Array(logits), FloatRows.logSumExp(logits)))
         }
         return rows
-    }
-
-    /// The `count` highest of `x`, highest first (the lower index first on ties).
-    private func highest(_ x: [Float], _ count: Int) -> [Int] {
-        var best: [Int] = []
-        for i in x.indices where best.count < count || x[i] > x[best.last!] {
-            let place = best.firstIndex { x[i] > x[$0] } ?? best.count
-            best.insert(i, at: place)
-            if best.count > count { best.removeLast() }
-        }
-        return best
     }
 
     /// The fixture's drift: at each position, the largest change among the `top` tokens the
@@ -64,11 +51,11 @@ struct KVCacheTypeTests {
         var result = Drift(), agreeing = 0
         for tokens in sequences {
             for (b, q) in zip(try rows(model, tokens, .f16), try rows(model, tokens, types)) {
-                let ranked = highest(b.logits, top)
+                let ranked = FloatRows.highest(b.logits, top)
                 let change = ranked.map { abs((Double(q.logits[$0]) - q.total) - (Double(b.logits[$0]) - b.total)) }.max()!
                 result.mean += change
                 result.max = Swift.max(result.max, change)
-                if highest(q.logits, 1) == [ranked[0]] { agreeing += 1 }
+                if FloatRows.highest(q.logits, 1) == [ranked[0]] { agreeing += 1 }
                 result.positions += 1
             }
         }
@@ -118,7 +105,7 @@ struct KVCacheTypeTests {
         let next = try model.evaluate([prompt.last!], sequence: q4).argmax
         let fromCopy = try model.evaluate([prompt.last!], sequence: copy)
         #expect(fromCopy.argmax == next)
-        #expect(q4.logits.map(\.bitPattern) == fromCopy.map(\.bitPattern))
+        #expect(q4.logits.bits == fromCopy.bits)
         #expect(throws: HearthError.self) { try q4.copyPrefix(prompt.count, to: half) }
     }
 
@@ -135,8 +122,8 @@ struct KVCacheTypeTests {
         for (type, prompt) in zip(types, prompts) {
             let sequence = try model.makeSequence(contextLength: 128, cacheTypes: type)
             let first = try model.evaluate(prompt, sequence: sequence).argmax
-            alone.append(sequence.logits.map(\.bitPattern))
-            alone.append(try model.evaluate([first], sequence: sequence).map(\.bitPattern))
+            alone.append(sequence.logits.bits)
+            alone.append(try model.evaluate([first], sequence: sequence).bits)
         }
         // Together: every prompt in one pass, then every next token in one pass.
         let sequences = try types.map { try model.makeSequence(contextLength: 128, cacheTypes: $0) }
@@ -144,13 +131,13 @@ struct KVCacheTypeTests {
         for (sequence, prompt) in zip(sequences, prompts) { try batch.add(prompt, to: sequence) }
         try model.evaluate(batch)
         let firsts = sequences.map { $0.logits.argmax }
-        let promptBits = sequences.map { $0.logits.map(\.bitPattern) }
+        let promptBits = sequences.map { $0.logits.bits }
         var step = Batch()
         for (sequence, token) in zip(sequences, firsts) { try step.add([token], to: sequence) }
         try model.evaluate(step)
         for i in types.indices {
             #expect(promptBits[i] == alone[2 * i], "\(types[i]): the prompt's logits")
-            #expect(sequences[i].logits.map(\.bitPattern) == alone[2 * i + 1], "\(types[i]): the next token's logits")
+            #expect(sequences[i].logits.bits == alone[2 * i + 1], "\(types[i]): the next token's logits")
         }
     }
 

@@ -23,7 +23,7 @@ private func tokens(_ model: TransformerModel, _ text: String) -> [Int32] {
 
 private let longText = String(repeating: "The mill stands by the river, and the miller grinds the grain into flour. ", count: 14)
 
-private func bits(_ logits: Logits) -> [UInt32] { logits.map(\.bitPattern) }
+private func bits(_ logits: Logits) -> [UInt32] { logits.bits }
 
 @Suite("Hybrid models keep a recurrent state beside the KV cache, with checkpoints at whole chunks")
 struct RecurrentStateTests {
