@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HearthSpeech
 import HearthTestSupport
 import Testing
@@ -57,6 +58,16 @@ struct FasterWhisperFixture: Decodable {
 /// One Whisper base for the suite: loading converts 74M weights.
 enum WhisperBase {
     static let transcriber = Result { try Transcriber(contentsOf: TestFiles.modelURL("whisper-base"), threads: 2) }
+
+    /// Each clip's transcription with the default settings, made once for the tests that read it.
+    static func defaults(_ clip: String) throws -> Transcription {
+        if let known = made.withLock({ $0[clip] }) { return known }
+        let audio = try AudioSamples.load(contentsOf: SpeechClips.url(clip))
+        let result = try transcriber.get().transcribe(samples: audio.samples)
+        made.withLock { $0[clip] = result }
+        return result
+    }
+    private static let made = Mutex<[String: Transcription]>([:])
 }
 
 @Suite(.serialized) struct TranscriberTests {
@@ -184,10 +195,8 @@ enum HumanTranscripts {
     /// skipping) every clip's segments equal its own.
     @Test(arguments: try FasterWhisperFixture.load().clips.map(\.clip))
     func defaultsAsFasterWhisper(clip: String) throws {
-        let transcriber = try WhisperBase.transcriber.get()
         let expected = try #require(try FasterWhisperFixture.load().clips.first { $0.clip == clip })
-        let audio = try AudioSamples.load(contentsOf: SpeechClips.url(clip))
-        let result = try transcriber.transcribe(samples: audio.samples)
+        let result = try WhisperBase.defaults(clip)
         #expect(result.text == expected.default.text)
         expectSegments(result.segments, equal: expected.default.segments)
     }
@@ -195,13 +204,11 @@ enum HumanTranscripts {
     /// With the defaults, the word error rate over all clips against the human transcripts is
     /// no worse than faster-whisper's.
     @Test func wordErrorRateNoWorseThanFasterWhisper() throws {
-        let transcriber = try WhisperBase.transcriber.get()
         let human = try HumanTranscripts.load()
         var ours = 0, theirs = 0, total = 0
         for clip in try FasterWhisperFixture.load().clips {
             let reference = HumanTranscripts.words(try #require(human[clip.clip]))
-            let audio = try AudioSamples.load(contentsOf: SpeechClips.url(clip.clip))
-            let result = try transcriber.transcribe(samples: audio.samples)
+            let result = try WhisperBase.defaults(clip.clip)
             ours += HumanTranscripts.errors(HumanTranscripts.words(result.text), reference)
             theirs += HumanTranscripts.errors(HumanTranscripts.words(clip.default.text), reference)
             total += reference.count
