@@ -180,6 +180,7 @@ public final class GrammarProgram: Sendable {
             guard grammar.hasTokens else {
                 // Through the automaton: a step met before is a lookup.
                 return automaton.withLock { automaton in
+                    if automaton.stateCount > ByteAutomaton.capacity { automaton = ByteAutomaton() }
                     var id = automaton.id(of: state)
                     for i in Int(table.offsets[Int(token)])..<Int(table.offsets[Int(token) + 1]) {
                         id = automaton.next(id, table.bytes[i], grammar: grammar)
@@ -212,7 +213,7 @@ public final class GrammarProgram: Sendable {
         var computed = [UInt64](repeating: 0, count: (table.vocabularySize + 63) / 64)
         func mark(_ token: Int32) { computed[Int(token) >> 6] |= 1 << UInt64(token & 63) }
         automaton.withLock { automaton in
-            if automaton.stateCount > 1 << 16 { automaton = ByteAutomaton() }
+            if automaton.stateCount > ByteAutomaton.capacity { automaton = ByteAutomaton() }
             computed.withUnsafeMutableBufferPointer { words in
                 trie.walk(from: automaton.id(of: state), automaton: &automaton, grammar: grammar, mask: words.baseAddress!)
             }
@@ -245,7 +246,7 @@ public final class GrammarProgram: Sendable {
     func mask(for state: GrammarState, costAtMost limit: Int, cost: (GrammarState) -> Int) -> [UInt64] {
         var computed = [UInt64](repeating: 0, count: (table.vocabularySize + 63) / 64)
         automaton.withLock { automaton in
-            if automaton.stateCount > 1 << 16 { automaton = ByteAutomaton() }
+            if automaton.stateCount > ByteAutomaton.capacity { automaton = ByteAutomaton() }
             computed.withUnsafeMutableBufferPointer { words in
                 trie.walk(from: automaton.id(of: state), automaton: &automaton, grammar: grammar, mask: words.baseAddress!) { automaton, id in
                     automaton.cost(of: id, cost) <= limit
@@ -271,6 +272,8 @@ struct ByteAutomaton {
     private var costs: [Int] = []
 
     var stateCount: Int { states.count }
+    /// States kept before the automaton starts again (a kilobyte of transitions each).
+    static let capacity = 1 << 16
 
     mutating func id(of state: GrammarState) -> Int32 {
         if let id = ids[state] { return id }
