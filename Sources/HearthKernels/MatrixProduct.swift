@@ -24,12 +24,17 @@ public final class QuantizedActivations: @unchecked Sendable {
 
     /// Converts `count` float rows (row `c` at `x + c * columns`) for every matrix in `matrices`.
     /// `x` must stay as it is until their products are done.
+    @inlinable
     public func quantize<M: Matrix>(_ x: UnsafePointer<Float>, rows count: Int, for matrices: [M], pool: WorkerPool) {
+        quantize(x, rows: count, as: matrices.map(\.inputType), pool: pool)
+    }
+
+    /// Converts `count` float rows (row `c` at `x + c * columns`) to each of `types`.
+    public func quantize(_ x: UnsafePointer<Float>, rows count: Int, as types: [GGMLType], pool: WorkerPool) {
         precondition(count <= capacity, "\(count) input rows, room for \(capacity)")
         floats = x
-        for (index, matrix) in matrices.enumerated() {
-            let type = matrix.inputType
-            if type == .f32 || matrices[..<index].contains(where: { $0.inputType == type }) { continue }
+        for (index, type) in types.enumerated() {
+            if type == .f32 || types[..<index].contains(type) { continue }
             let destination: UnsafeMutableRawPointer, stride: Int
             if let existing = formats.first(where: { $0.type == type }) {
                 (destination, stride) = (existing.buffer, existing.stride)
