@@ -42,11 +42,7 @@ public struct GrammarConstraint: TokenConstraint {
     /// may end, else its shortest completion and the end token (`Grammar.unreachableLength`
     /// when the vocabulary's single-byte tokens cannot write a completion, or it has no end
     /// token).
-    public func completionCost(_ state: GrammarState) -> Int {
-        if state.isAccepting { return state.canContinue ? 1 : 0 }
-        guard program.canEnd else { return Grammar.unreachableLength }
-        return min(Grammar.unreachableLength, program.shortestCompletionTokens(state) + 1)
-    }
+    public func completionCost(_ state: GrammarState) -> Int { program.completionCost(state) }
 
     /// The budget tokens must keep to, when it is near: a text token is allowed only if the
     /// state after it costs at most this.
@@ -80,24 +76,25 @@ public struct GrammarConstraint: TokenConstraint {
     }
 
     public func markAllowed(in mask: UnsafeMutableBufferPointer<UInt64>, vocabularySize: Int) {
-        let limit = budgetLimit
-        // Text tokens within the budget are the trie's walk that stops where the cost is too
-        // high; only token elements need asking token by token.
-        let computed = limit.flatMap { limit in
-            program.grammar.hasTokens ? nil : program.mask(for: state, costAtMost: limit, cost: completionCost)
-        } ?? program.mask(for: state)
-        let checked = program.grammar.hasTokens ? limit : nil
-        for i in 0..<min(mask.count, computed.count, (vocabularySize + 63) / 64) {
-            guard let limit = checked else {
-                mask[i] |= computed[i]
-                continue
-            }
-            var word = computed[i]
-            while word != 0 {
-                let bit = word.trailingZeroBitCount
-                word &= word - 1
-                let token = Int32(i * 64 + bit)
-                if fits(token, limit: limit) { mask[i] |= 1 << UInt64(bit) }
+        let words = min(mask.count, (vocabularySize + 63) / 64)
+        switch (budgetLimit, program.grammar.hasTokens) {
+        case (nil, _):
+            let computed = program.mask(for: state)
+            for i in 0..<min(words, computed.count) { mask[i] |= computed[i] }
+        case (let limit?, false):
+            // The trie's walk that stops where the completion costs too much.
+            let computed = program.mask(for: state, costAtMost: limit)
+            for i in 0..<min(words, computed.count) { mask[i] |= computed[i] }
+        case (let limit?, true):
+            // A token element's state is not the byte automaton's: each allowed token is asked.
+            let computed = program.mask(for: state)
+            for i in 0..<min(words, computed.count) {
+                var word = computed[i]
+                while word != 0 {
+                    let bit = word.trailingZeroBitCount
+                    word &= word - 1
+                    if fits(Int32(i * 64 + bit), limit: limit) { mask[i] |= 1 << UInt64(bit) }
+                }
             }
         }
     }
@@ -111,7 +108,8 @@ public final class GrammarProgram: Sendable {
     let table: TokenByteTable
     let trie: TokenTrie
     private let automaton: Mutex<ByteAutomaton>
-    private let masks = Mutex<[GrammarState: [UInt64]]>([:])
+    /// Masks by state and, near a budget, the highest completion cost allowed.
+    private let masks = Mutex<[MaskKey: [UInt64]]>([:])
     private let counters = Mutex(MaskStatistics())
 
     /// How the program's whole-vocabulary masks were had so far.
@@ -160,6 +158,16 @@ public final class GrammarProgram: Sendable {
         grammar.shortestCompletion(state, remaining: remainingTokens, continuation: continuationCost)
     }
 
+    /// The tokens at least that `state` needs to end: none when complete, the end token when it
+    /// may end, else its shortest completion and the end token (`Grammar.unreachableLength`
+    /// when the vocabulary's single-byte tokens cannot write a completion, or it has no end
+    /// token).
+    public func completionCost(_ state: GrammarState) -> Int {
+        if state.isAccepting { return state.canContinue ? 1 : 0 }
+        guard canEnd else { return Grammar.unreachableLength }
+        return min(Grammar.unreachableLength, shortestCompletionTokens(state) + 1)
+    }
+
     /// Most masks kept: about 8 MB of them.
     var maskCapacity: Int { max(16, (8 << 20) / ((table.vocabularySize + 63) / 64 * 8)) }
 
@@ -205,31 +213,54 @@ public final class GrammarProgram: Sendable {
 
     /// The allowed tokens after `state`, one bit each.
     func mask(for state: GrammarState) -> [UInt64] {
-        if let known = masks.withLock({ $0[state] }) {
+        cachedMask(MaskKey(state: state, limit: nil)) { words in
+            func mark(_ token: Int32) { words[Int(token) >> 6] |= 1 << UInt64(token & 63) }
+            automaton.withLock { automaton in
+                if automaton.stateCount > ByteAutomaton.capacity { automaton = ByteAutomaton() }
+                trie.walk(from: automaton.id(of: state), automaton: &automaton, grammar: grammar, mask: words.baseAddress!)
+            }
+            if state.isAccepting { for token in table.endTokens { mark(token) } }
+            if grammar.hasTokens && grammar.waitsForToken(state.stacks) {
+                for token in 0..<Int32(table.vocabularySize) {
+                    var s = state
+                    if s.consumeToken(token, in: grammar) { mark(token) }
+                }
+            }
+        }
+    }
+
+    /// The text tokens after which `state` can still be completed at a cost of at most `limit`
+    /// (see `completionCost`), with the end-of-generation tokens when `state` may end, one bit
+    /// each: the walk of `mask(for:)` that also leaves out a token whose state costs more.
+    /// Costs are kept per state of the automaton.
+    func mask(for state: GrammarState, costAtMost limit: Int) -> [UInt64] {
+        cachedMask(MaskKey(state: state, limit: limit)) { words in
+            automaton.withLock { automaton in
+                if automaton.stateCount > ByteAutomaton.capacity { automaton = ByteAutomaton() }
+                trie.walk(from: automaton.id(of: state), automaton: &automaton, grammar: grammar, mask: words.baseAddress!) { automaton, id in
+                    automaton.cost(of: id, completionCost) <= limit
+                }
+            }
+            if state.isAccepting {
+                for token in table.endTokens { words[Int(token) >> 6] |= 1 << UInt64(token & 63) }
+            }
+        }
+    }
+
+    /// The mask kept for `key`, or the one `compute` marks into zeroed words (then kept).
+    private func cachedMask(_ key: MaskKey, compute: (UnsafeMutableBufferPointer<UInt64>) -> Void) -> [UInt64] {
+        if let known = masks.withLock({ $0[key] }) {
             counters.withLock { $0.cached += 1 }
             return known
         }
         let started = ContinuousClock.now
         var computed = [UInt64](repeating: 0, count: (table.vocabularySize + 63) / 64)
-        func mark(_ token: Int32) { computed[Int(token) >> 6] |= 1 << UInt64(token & 63) }
-        automaton.withLock { automaton in
-            if automaton.stateCount > ByteAutomaton.capacity { automaton = ByteAutomaton() }
-            computed.withUnsafeMutableBufferPointer { words in
-                trie.walk(from: automaton.id(of: state), automaton: &automaton, grammar: grammar, mask: words.baseAddress!)
-            }
-        }
-        if state.isAccepting { for token in table.endTokens { mark(token) } }
-        if grammar.hasTokens && grammar.waitsForToken(state.stacks) {
-            for token in 0..<Int32(table.vocabularySize) {
-                var s = state
-                if s.consumeToken(token, in: grammar) { mark(token) }
-            }
-        }
+        computed.withUnsafeMutableBufferPointer { compute($0) }
         let capacity = maskCapacity
         masks.withLock { masks in
             // Emptying when full is simpler than tracking use, and the states that recur come back soon.
             if masks.count >= capacity { masks.removeAll(keepingCapacity: true) }
-            masks[state] = computed
+            masks[key] = computed
         }
         let elapsed = ContinuousClock.now - started
         counters.withLock {
@@ -239,24 +270,10 @@ public final class GrammarProgram: Sendable {
         return computed
     }
 
-    /// The text tokens after which `state` can still be completed at a cost of at most `limit`
-    /// (with the end-of-generation tokens when `state` may end), one bit each: the walk of
-    /// `mask(for:)` that also leaves out a token whose state costs more. Costs are kept per
-    /// state of the automaton.
-    func mask(for state: GrammarState, costAtMost limit: Int, cost: (GrammarState) -> Int) -> [UInt64] {
-        var computed = [UInt64](repeating: 0, count: (table.vocabularySize + 63) / 64)
-        automaton.withLock { automaton in
-            if automaton.stateCount > ByteAutomaton.capacity { automaton = ByteAutomaton() }
-            computed.withUnsafeMutableBufferPointer { words in
-                trie.walk(from: automaton.id(of: state), automaton: &automaton, grammar: grammar, mask: words.baseAddress!) { automaton, id in
-                    automaton.cost(of: id, cost) <= limit
-                }
-            }
-        }
-        if state.isAccepting {
-            for token in table.endTokens { computed[Int(token) >> 6] |= 1 << UInt64(token & 63) }
-        }
-        return computed
+    /// A state, and the highest completion cost its mask allows (nil: no budget).
+    private struct MaskKey: Hashable {
+        let state: GrammarState
+        let limit: Int?
     }
 }
 

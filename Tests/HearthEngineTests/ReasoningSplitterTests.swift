@@ -149,6 +149,30 @@ import Testing
         #expect(ReasoningSplitter.split("unfinished", startsInThoughts: true) == ("unfinished", ""))
     }
 
+    /// A harmony output cut off by the end inside a header (the token limit reached) leaves no
+    /// piece of markup in the answer, however it was streamed.
+    @Test func harmonyHeadersCutOffByTheEnd() {
+        let thoughts = "<|channel|>analysis<|message|>Plan.<|end|>"
+        for header in ["<|start|>assistant<|channel|>final<|message|>", "<|channel|>analysis<|message|>"] {
+            for length in 2..<header.utf8.count {
+                let cut = String(decoding: header.utf8.prefix(length), as: UTF8.self)
+                for output in [thoughts + cut, cut] {
+                    let whole = ReasoningSplitter.split(output, startsInThoughts: false, markers: .harmony)
+                    #expect(whole.answer.isEmpty, "\(output)")
+                    #expect(whole.reasoning == (output == cut ? "" : "Plan."), "\(output)")
+                    var splitter = ReasoningSplitter(startsInThoughts: false, markers: .harmony)
+                    var answer = ""
+                    for character in output { answer += splitter.append(String(character)).answer }
+                    answer += splitter.finish().answer
+                    #expect(answer.isEmpty, "\(output), a character at a time")
+                }
+            }
+        }
+        let finished = ReasoningSplitter.split(thoughts + "<|start|>assistant<|channel|>final<|message|>Yes", startsInThoughts: false,
+                                               markers: .harmony)
+        #expect(finished.reasoning == "Plan." && finished.answer == "Yes")
+    }
+
     @Test func aPromptThatOpensTheThoughts() {
         #expect(ChatFormat.opensThoughts("<|im_start|>assistant\n<think>\n"))
         #expect(ChatFormat.opensThoughts("<｜Assistant｜><think>\n"))

@@ -114,6 +114,8 @@ private let budgetModel = Result { try TransformerModel(path: TestFiles.model(Te
                     if fits { expected[Int(token) >> 6] |= 1 << UInt64(token & 63) }
                 }
                 #expect(mask(bounded) == expected, "after \(piece), \(remaining) tokens left")
+                let cached = program.statistics.cached
+                #expect(mask(bounded) == expected && program.statistics.cached > cached, "asked again, the mask is the one kept")
                 if expected != free { narrowed += 1 }
                 checked += 1
             }

@@ -31,16 +31,21 @@ public struct ReasoningSplitter: Sendable {
         /// Dropped where the answer begins (after the thoughts, or at the start of output
         /// without them).
         let answerHeaders: [[UInt8]]
+        /// Whether more thoughts may open after they close (harmony's messages), rather than
+        /// the answer following once and for all.
+        let thoughtsReopen: Bool
 
         /// `<think>…</think>`.
-        public static let think = Markers(opening: Array(openingTag.utf8), closing: Array(closingTag.utf8), answerHeaders: [])
+        public static let think = Markers(opening: Array(openingTag.utf8), closing: Array(closingTag.utf8), answerHeaders: [],
+                                          thoughtsReopen: false)
         /// gpt-oss's harmony messages: `<|channel|>analysis<|message|>` thoughts `<|end|>`, then
         /// `<|start|>assistant<|channel|>final<|message|>` and the answer (or another message:
         /// more analysis, or a call).
         public static let harmony = Markers(
             opening: Array("<|channel|>analysis<|message|>".utf8), closing: Array("<|end|>".utf8),
             answerHeaders: [Array("<|start|>assistant<|channel|>final<|message|>".utf8), Array("<|channel|>final<|message|>".utf8),
-                            Array("<|start|>assistant".utf8)])
+                            Array("<|start|>assistant".utf8)],
+            thoughtsReopen: true)
     }
 
     private enum Phase: Sendable {
@@ -129,7 +134,7 @@ public struct ReasoningSplitter: Sendable {
                 guard !pending.isEmpty, let start = answerStart(pending[...]) else {
                     return (Self.text(reasoning), Self.text(answer))
                 }
-                if !markers.answerHeaders.isEmpty, start.starts(with: opening) {
+                if markers.thoughtsReopen, start.starts(with: opening) {
                     // Another message of thoughts (harmony): they go on, a line apart.
                     pending = Array(start.dropFirst(opening.count))
                     reasoning += [0x0A]
@@ -137,7 +142,7 @@ public struct ReasoningSplitter: Sendable {
                     phase = .thinking
                     continue
                 }
-                if !markers.answerHeaders.isEmpty, start.count < opening.count, opening.starts(with: start) {
+                if markers.thoughtsReopen, start.count < opening.count, opening.starts(with: start) {
                     return (Self.text(reasoning), Self.text(answer))
                 }
                 pending = Array(start)
@@ -157,6 +162,8 @@ public struct ReasoningSplitter: Sendable {
         switch phase {
         case .undecided:
             phase = .answering
+            // Harmony's output opens with a header: one cut off by the end is markup.
+            if markers.thoughtsReopen, pending.drop(while: Self.isSpace).count > 1 { return ("", "") }
             return ("", Self.text(pending))
         case .opening, .thinking:
             var rest = pending[...]
@@ -164,8 +171,9 @@ public struct ReasoningSplitter: Sendable {
             phase = .closed
             return (Self.text(Self.trimmingTrailingSpace(rest)), "")
         case .closed:
-            // Whatever began an answer header and went no further.
-            return ("", Self.text(pending))
+            // The beginning of a header, or of more thoughts, cut off by the end: markup, not
+            // answer (a lone byte may be text).
+            return ("", pending.count > 1 ? "" : Self.text(pending))
         case .answering:
             return ("", "")
         }
