@@ -100,6 +100,15 @@ public enum Activations {
         hk_gated_delta_rule(path.isa, state, query, key, value, decay, beta, scale, output, Int64(count))
     }
 
+    /// One token of Mamba-2's selective scan for one head of `count` values over its state
+    /// ((count, stateSize)): each row decays by `decay` and takes `b` times the value times
+    /// `timeStep`, and `output` is each row read with `c`.
+    public static func mamba2Scan(state: UnsafeMutablePointer<Float>, x: UnsafePointer<Float>, b: UnsafePointer<Float>,
+                                  c: UnsafePointer<Float>, timeStep: Float, decay: Float, output: UnsafeMutablePointer<Float>,
+                                  count: Int, stateSize: Int, path: KernelPath = .best) {
+        hk_mamba2_scan(path.isa, state, x, b, c, timeStep, decay, output, Int64(count), Int64(stateSize))
+    }
+
     /// `output[i] = gelu(gate[i]) * up[i]` (tanh GELU through a half-precision table).
     public static func geluMul(gate: UnsafePointer<Float>, up: UnsafePointer<Float>,
                                output: UnsafeMutablePointer<Float>, count: Int) {

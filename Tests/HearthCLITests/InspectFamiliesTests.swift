@@ -40,6 +40,8 @@ struct InspectFamiliesTests {
              capabilities: ["completion", "chat", "tools", "thinking"], sampling: nil),
         Case(tiny: "gptoss-a", template: "openai-gpt-oss-120b", family: "gpt-oss",
              capabilities: ["completion", "chat", "tools", "thinking"], sampling: nil),
+        Case(tiny: "granitehybrid-a", template: "ibm-granite-granite-4.0", family: "Granite 4 (Granite 4.0-H)",
+             capabilities: ["completion", "chat", "tools"], sampling: nil),
         Case(tiny: "llama-spm-a", template: "mistralai-Mistral-Nemo-Instruct-2407", family: "Llama (Llama 2 and 3, SmolLM, Mistral)",
              capabilities: ["completion", "chat", "tools"], sampling: nil),
     ]

@@ -4,10 +4,10 @@ import HearthTestSupport
 import Testing
 
 /// The hybrid tiny models (LFM2: short convolutions in three blocks of four; Qwen3.5: gated
-/// DeltaNet in three of four), each written and loaded once.
+/// DeltaNet in three of four; Granite 4: Mamba-2 in three of four), each written and loaded once.
 private let hybrids: [String: TransformerModel] = {
     var models: [String: TransformerModel] = [:]
-    for spec in TinyModel.catalog where ["lfm2-b", "qwen35-b"].contains(spec.name) {
+    for spec in TinyModel.catalog where ["lfm2-b", "qwen35-b", "granitehybrid-b"].contains(spec.name) {
         if let folder = try? TemporaryDirectory.shared("recurrent"), let path = try? spec.write(in: folder) { models[spec.name] = try? TransformerModel(path: path, threads: 2) }
     }
     return models
@@ -28,7 +28,7 @@ private func bits(_ logits: Logits) -> [UInt32] { logits.bits }
 @Suite("Hybrid models keep a recurrent state beside the KV cache, with checkpoints at whole chunks")
 struct RecurrentStateTests {
     @Test("rewinding goes back to the last checkpoint; evaluating on from there gives the same bits",
-          arguments: ["lfm2-b", "qwen35-b"])
+          arguments: ["lfm2-b", "qwen35-b", "granitehybrid-b"])
     func rewindToCheckpoint(name: String) throws {
         let model = try hybrid(name)
         let prompt = tokens(model, longText)
@@ -50,7 +50,7 @@ struct RecurrentStateTests {
     }
 
     @Test("a copy of a checkpoint's positions goes on as the original; other positions are refused by name",
-          arguments: ["lfm2-b", "qwen35-b"])
+          arguments: ["lfm2-b", "qwen35-b", "granitehybrid-b"])
     func copyPrefix(name: String) throws {
         let model = try hybrid(name)
         let prompt = tokens(model, longText)
@@ -71,7 +71,7 @@ struct RecurrentStateTests {
     }
 
     @Test("a regenerated answer equals the first, read again from the last checkpoint of its prompt",
-          arguments: ["lfm2-b", "qwen35-b"])
+          arguments: ["lfm2-b", "qwen35-b", "granitehybrid-b"])
     func regenerate(name: String) throws {
         let model = try hybrid(name)
         let prompt = tokens(model, longText)
@@ -97,7 +97,7 @@ struct RecurrentStateTests {
     }
 
     @Test("a shared beginning is read once: a second prompt starts from the first's checkpoint, bit for bit as alone",
-          arguments: ["lfm2-b", "qwen35-b"])
+          arguments: ["lfm2-b", "qwen35-b", "granitehybrid-b"])
     func sharedBeginning(name: String) async throws {
         let model = try hybrid(name)
         var options = GenerationOptions(sampling: .greedy, maxTokens: 8)
@@ -151,5 +151,11 @@ struct RecurrentStateTests {
         #expect(qwen.configuration.recurrentLayerCount == 3)
         let window = 3 * 8 * 64, matrices = 4 * 64 * 64
         #expect(qwen.recurrentStateBytes == 3 * (window + matrices) * 4)
+
+        // Granite 4: per block, the window of 3 positions over x (2 × 256 values), B and C (64
+        // each), and 8 heads' (64 × 64) scan states.
+        let granite = try hybrid("granitehybrid-b")
+        #expect(granite.configuration.recurrentLayerCount == 3)
+        #expect(granite.recurrentStateBytes == 3 * (3 * (512 + 2 * 64) + 512 * 64) * 4)
     }
 }

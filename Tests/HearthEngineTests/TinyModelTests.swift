@@ -39,6 +39,20 @@ extension TinyLlama {
         #expect(throws: HearthError.self, "\(name)") { try tiny.load() }
     }
 
+    @Test("Granite 4 files with what the engine does not run are refused by name: experts, feed-forward biases")
+    func graniteRefusals() throws {
+        let folder = try TemporaryDirectory()
+        var experts = try #require(TinyModel.catalog.first { $0.name == "granitehybrid-a" })
+        experts.extraMetadata.append(("expert_count", .uint32(4)))
+        var biases = try #require(TinyModel.catalog.first { $0.name == "granitehybrid-a" })
+        biases.blockTensors = [("ffn_up.bias", [biases.feedForward], .f32)]
+        for (spec, words) in [(experts, "mixture-of-experts granitehybrid"), (biases, "granitehybrid models with feed-forward biases")] {
+            let path = try spec.write(in: folder.url)
+            let error = #expect(throws: HearthError.self) { try TransformerModel(path: path, threads: 1) }
+            #expect(error?.category == .model && "\(error!)".contains(words), "\(String(describing: error))")
+        }
+    }
+
     @Test func ropeFrequencyFactorsOfTheWrongSizeAreAnError() throws {
         var tiny = TinyLlama()
         tiny.extraTensors = [("rope_freqs.weight", [8])]

@@ -148,6 +148,35 @@ import Testing
         }
     }
 
+    @Test("Mamba-2's scan: AVX2 equals portable bit for bit over several tokens, and a double-precision reference",
+          arguments: [16, 32, 40, 64, 128])
+    func mamba2Scan(stateSize n: Int) {
+        var random = SplitMix64(seed: UInt64(n))
+        let dim = 8
+        var states = [[Float]](repeating: randomFloats(dim * n, 1, using: &random), count: KernelPath.allCases.count)
+        var reference = states[0].map(Double.init)
+        for _ in 0..<5 {
+            let x = randomFloats(dim, 2, using: &random), b = randomFloats(n, 1, using: &random), c = randomFloats(n, 1, using: &random)
+            let dt = Float.random(in: 0.1...3, using: &random), decay = Float.random(in: 0.2...0.99, using: &random)
+            var outputs: [[Float]] = []
+            for (p, path) in KernelPath.allCases.enumerated() {
+                var out = [Float](repeating: 0, count: dim)
+                Activations.mamba2Scan(state: &states[p], x: x, b: b, c: c, timeStep: dt, decay: decay, output: &out, count: dim,
+                                       stateSize: n, path: path)
+                outputs.append(out)
+            }
+            #expect(outputs[0] == outputs[1] && states[0] == states[1])
+            for i in 0..<dim {
+                var y = 0.0
+                for j in 0..<n {
+                    reference[i * n + j] = reference[i * n + j] * Double(decay) + Double(b[j]) * Double(x[i]) * Double(dt)
+                    y += reference[i * n + j] * Double(c[j])
+                }
+                #expect(abs(Double(outputs[0][i]) - y) <= 1e-4 * max(1, abs(y)), "value \(i): \(outputs[0][i]) against \(y)")
+            }
+        }
+    }
+
     @Test func softmax() {
         var random = SplitMix64(seed: 5)
         for count in [1, 5, 8, 9, 100] {

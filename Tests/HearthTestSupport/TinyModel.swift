@@ -82,6 +82,10 @@ public struct TinyModel: Sendable {
     /// Qwen3.5's gated DeltaNet blocks (all but every fourth): value heads and key heads of
     /// `stateSize` values, a convolution of 4 taps.
     public var deltaNet: (stateSize: Int, keyHeads: Int, valueHeads: Int)? = nil
+    /// Mamba-2 blocks (Granite 4's) in the blocks of `convolutionBlocks`, instead of LFM2's short
+    /// convolutions: the scan's state size, heads and groups over an inner width of twice the
+    /// model's.
+    public var mamba2: (stateSize: Int, heads: Int, groups: Int)? = nil
     /// Queries with an output gate per value (`attn_q` twice as tall: each head's queries, then its gates).
     public var gatedQueries = false
     /// The feed-forward network's norm, after `blk.N.`.
@@ -135,6 +139,13 @@ public struct TinyModel: Sendable {
             writer.add("\(a).ssm.inner_size", .uint32(UInt32(deltaNet.valueHeads * deltaNet.stateSize)))
             writer.add("\(a).full_attention_interval", .uint32(4))
         }
+        if let mamba2 {
+            writer.add("\(a).ssm.conv_kernel", .uint32(4))
+            writer.add("\(a).ssm.state_size", .uint32(UInt32(mamba2.stateSize)))
+            writer.add("\(a).ssm.group_count", .uint32(UInt32(mamba2.groups)))
+            writer.add("\(a).ssm.time_step_rank", .uint32(UInt32(mamba2.heads)))
+            writer.add("\(a).ssm.inner_size", .uint32(UInt32(2 * width)))
+        }
         writer.add("\(a).feed_forward_length", .uint32(UInt32(feedForward)))
         writer.add("\(a).attention.head_count", .uint32(UInt32(heads)))
         if convolutionBlocks.isEmpty {
@@ -142,7 +153,7 @@ public struct TinyModel: Sendable {
         } else {
             writer.add("\(a).attention.head_count_kv",
                        .array((0..<layers).map { .uint32(convolutionBlocks.contains($0) ? 0 : UInt32(kvHeads)) }))
-            writer.add("\(a).shortconv.l_cache", .uint32(UInt32(convolutionTaps)))
+            if mamba2 == nil { writer.add("\(a).shortconv.l_cache", .uint32(UInt32(convolutionTaps))) }
         }
         writer.add("\(a).attention.key_length", .uint32(UInt32(headDimension)))
         writer.add("\(a).attention.value_length", .uint32(UInt32(headDimension)))
@@ -211,6 +222,20 @@ public struct TinyModel: Sendable {
                 tensor(p + "ssm_alpha.weight", [width, deltaNet.valueHeads], types.attention, scale: 2 * inputScale)
                 norm(p + "ssm_norm.weight", head)
                 tensor(p + "ssm_out.weight", [values, width], types.attention, scale: 4 / Float(values).squareRoot())
+            } else if let mamba2, convolutionBlocks.contains(l) {
+                let inner = 2 * width, channels = inner + 2 * mamba2.groups * mamba2.stateSize
+                func floats(_ name: String, _ dimensions: [Int], _ value: () -> Float) {
+                    writer.addTensor(name: p + name, dimensions: dimensions, floats: (0..<dimensions.reduce(1, *)).map { _ in value() })
+                }
+                tensor(p + "ssm_in.weight", [width, inner + channels + mamba2.heads], types.attention, scale: inputScale)
+                floats("ssm_conv1d.weight", [4, channels]) { 0.6 * RandomWeights.normal(using: &random) }
+                floats("ssm_conv1d.bias", [channels]) { 0.3 * RandomWeights.normal(using: &random) }
+                floats("ssm_dt.bias", [mamba2.heads]) { RandomWeights.normal(using: &random) }
+                // −e^(A_log): decays between e^-0.2 and e^-1.2 a unit of softplus.
+                floats("ssm_a", [1, mamba2.heads]) { -0.2 - RandomWeights.uniform(using: &random) }
+                floats("ssm_d", [1, mamba2.heads]) { RandomWeights.normal(using: &random) }
+                floats("ssm_norm.weight", [inner / mamba2.groups, mamba2.groups]) { 1 + 0.2 * RandomWeights.normal(using: &random) }
+                tensor(p + "ssm_out.weight", [inner, width], types.attention, scale: 4 / Float(inner).squareRoot())
             } else if convolutionBlocks.contains(l) {
                 // Taps of about 1/2, the newest position the strongest.
                 writer.addTensor(name: p + "shortconv.conv.weight", dimensions: [convolutionTaps, width],

@@ -45,6 +45,11 @@ extension TinyModel {
         // gpt-oss: MXFP4 experts with biases, sinks, a sliding window the prompts cross in the
         // even blocks, and YaRN.
         gptOss("gptoss-a"),
+        // Granite 4: Mamba-2 in three blocks of four, attention without positions in the third
+        // (as Granite 4.0-H has it), and Granite's four multipliers.
+        granite("granitehybrid-a"),
+        // The same with RoPE, 64-value scan states in one group, in F16 and the K-quant formats.
+        granite("granitehybrid-b", kQuants: true),
     ]
 
     /// Held-back copies of every family's 256-wide model, written with other seeds (other names)
@@ -192,6 +197,21 @@ extension TinyModel {
         model.ropeBase = 150_000
         model.extraMetadata = [("attention.sliding_window", .uint32(16)), ("rope.scaling.type", .string("yarn")),
                                ("rope.scaling.factor", .float32(8)), ("rope.scaling.original_context_length", .uint32(256))]
+        return model
+    }
+
+    private static func granite(_ name: String, kQuants: Bool = false) -> TinyModel {
+        var model = base(name, "granitehybrid", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: kQuants)
+        model.layers = 4
+        model.convolutionBlocks = [0, 1, 3]
+        model.mamba2 = kQuants ? (stateSize: 64, heads: 8, groups: 1) : (stateSize: 32, heads: 8, groups: 2)
+        model.extraMetadata = [("embedding_scale", .float32(4)), ("residual_scale", .float32(0.5)),
+                               ("attention.scale", .float32(0.125)), ("logit_scale", .float32(2))]
+        if !kQuants {
+            model.extraMetadata.append(("rope.scaling.finetuned", .bool(false)))
+            // Its own output matrix: tied to embeddings this strong, the head repeats the last token.
+            model.types.output = .q8_0
+        }
         return model
     }
 

@@ -13,9 +13,7 @@ final class Llama: StackedDecoder {
     let head: OutputHead
 
     init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
-        if let experts = gguf.int("\(c.architecture).expert_count"), experts > 0 {
-            throw HearthError.unsupportedModel(reason: "mixture-of-experts \(c.architecture) models (\(experts) experts)")
-        }
+        try MixtureOfExperts.refuse(gguf, configuration: c)
         let noPE = c.architecture == "smollm3"
         let rope = try RotaryEmbedding.read(gguf, configuration: c, pairing: .adjacent, factors: noPE ? nil : "rope_freqs.weight")
         embedding = try TokenEmbedding(gguf, configuration: c)

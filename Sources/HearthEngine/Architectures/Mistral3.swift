@@ -12,12 +12,8 @@ final class Mistral3: StackedDecoder {
 
     init(gguf: GGUFFile, configuration c: ModelConfiguration) throws {
         let a = c.architecture
-        if let experts = gguf.int("\(a).expert_count"), experts > 0 {
-            throw HearthError.unsupportedModel(reason: "mixture-of-experts mistral3 models (\(experts) experts)")
-        }
-        if gguf.tensorInfo(named: "blk.0.ffn_up.bias") != nil || gguf.tensorInfo(named: "blk.0.ffn_down.bias") != nil {
-            throw HearthError.unsupportedModel(reason: "mistral3 models with feed-forward biases")
-        }
+        try MixtureOfExperts.refuse(gguf, configuration: c)
+        try FeedForward.refuseBiases(gguf, configuration: c)
         var temperature: Attention.Temperature?
         if let scale = gguf.float("\(a).attention.temperature_scale"), scale != 0 {
             let floor = gguf.int("\(a).rope.scaling.original_context_length") ?? c.contextLength

@@ -25,45 +25,58 @@ protocol DecoderBlock: Sendable {
 
 /// The block most decoders repeat (Llama, Qwen, Mistral, Phi-3): attention (or a hybrid's
 /// recurrent layer) and then a feed-forward network, each reading an RMSNorm of the residual
-/// stream and adding its output back: `x += attention(norm(x))`, `x += ffn(norm(x))`.
+/// stream and adding its output back: `x += attention(norm(x))`, `x += ffn(norm(x))` (each
+/// output times `residualScale` first where the family has one, as Granite's do).
 struct PreNormBlock: DecoderBlock {
     let attentionNorm: RMSNorm      // (dim) blk.N.attn_norm
     let attention: any SequenceMixer
     let feedForwardNorm: RMSNorm    // (dim) blk.N.ffn_norm
     let feedForward: any FeedForwardLayer
+    let residualScale: Float?
 
     init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, attention: any SequenceMixer,
-         feedForward: any FeedForwardLayer, feedForwardNorm normName: String = "ffn_norm") throws {
+         feedForward: any FeedForwardLayer, feedForwardNorm normName: String = "ffn_norm", residualScale: Float? = nil) throws {
         attentionNorm = try RMSNorm(gguf, "blk.\(layer).attn_norm.weight", width: c.embeddingLength, epsilon: c.normEpsilon)
         self.attention = attention
         feedForwardNorm = try RMSNorm(gguf, "blk.\(layer).\(normName).weight", width: c.embeddingLength, epsilon: c.normEpsilon)
         self.feedForward = feedForward
+        self.residualScale = residualScale
     }
 
     func callAsFunction(_ pass: ForwardPass, isLast: Bool) {
         let attended = attention(attentionNorm(pass.residual, pass), pass)
         if isLast, !pass.keepLogitRows(alongWith: attended) { return }
-        pass.addToResidual(attended)
-        pass.addToResidual(feedForward(feedForwardNorm(pass.residual, pass), pass))
+        pass.addToResidual(scaled(attended, pass))
+        pass.addToResidual(scaled(feedForward(feedForwardNorm(pass.residual, pass), pass), pass))
+    }
+
+    /// A block output's rows times `residualScale`, in place.
+    private func scaled(_ output: UnsafeMutablePointer<Float>, _ pass: ForwardPass) -> UnsafeMutablePointer<Float> {
+        if let residualScale {
+            for i in 0..<pass.rows * pass.configuration.embeddingLength { output[i] *= residualScale }
+        }
+        return output
     }
 
     /// The model's `blockCount` blocks, layer `i` built from `parts(i)`; the feed-forward
     /// network's norm is `blk.N.<feedForwardNorm>.weight`.
     static func stack(_ gguf: GGUFFile, configuration c: ModelConfiguration, feedForwardNorm: String = "ffn_norm",
+                      residualScale: Float? = nil,
                       _ parts: (Int) throws -> (any SequenceMixer, any FeedForwardLayer)) throws -> [PreNormBlock] {
         try (0..<c.blockCount).map { i in
             let (attention, feedForward) = try parts(i)
             return try PreNormBlock(gguf, layer: i, configuration: c, attention: attention, feedForward: feedForward,
-                                    feedForwardNorm: feedForwardNorm)
+                                    feedForwardNorm: feedForwardNorm, residualScale: residualScale)
         }
     }
 
     /// A hybrid's stack: in each block `recurrent(i)` where the file gives the block a recurrent
     /// state, else `attention(i)`, then `feedForward(i)` (by default a SwiGLU network).
     static func hybrid(_ gguf: GGUFFile, configuration c: ModelConfiguration, feedForwardNorm: String = "ffn_norm",
+                       residualScale: Float? = nil,
                        recurrent: (Int) throws -> any SequenceMixer, attention: (Int) throws -> any SequenceMixer,
                        feedForward: ((Int) throws -> any FeedForwardLayer)? = nil) throws -> [PreNormBlock] {
-        try stack(gguf, configuration: c, feedForwardNorm: feedForwardNorm) { i in
+        try stack(gguf, configuration: c, feedForwardNorm: feedForwardNorm, residualScale: residualScale) { i in
             let mixer = if case .recurrent = c.layerMemory[i] { try recurrent(i) } else { try attention(i) }
             return (mixer, try feedForward?(i) ?? FeedForward(gguf, layer: i, configuration: c, activation: .silu))
         }

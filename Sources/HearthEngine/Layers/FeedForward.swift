@@ -1,4 +1,5 @@
 import Foundation
+import HearthCore
 import HearthFormats
 import HearthKernels
 
@@ -109,5 +110,17 @@ struct SharedExpertMixture: FeedForwardLayer {
             for j in 0..<dim { output[row * dim + j] = routed[row * dim + j] + output[row * dim + j] * g }
         }
         return output
+    }
+}
+
+extension FeedForward {
+    /// Refuses by name a file whose feed-forward networks have biases (`ffn_gate`, `ffn_up` or
+    /// `ffn_down` in any block), which this network does not add.
+    static func refuseBiases(_ gguf: GGUFFile, configuration c: ModelConfiguration) throws {
+        for layer in 0..<c.blockCount {
+            for part in ["gate", "up", "down"] where gguf.tensorInfo(named: "blk.\(layer).ffn_\(part).bias") != nil {
+                throw HearthError.unsupportedModel(reason: "\(c.architecture) models with feed-forward biases")
+            }
+        }
     }
 }

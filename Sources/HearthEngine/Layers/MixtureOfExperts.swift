@@ -209,3 +209,12 @@ struct MixtureOfExperts: FeedForwardLayer {
         }
     }
 }
+
+extension MixtureOfExperts {
+    /// Refuses by name a file of a family run here only dense whose blocks route among experts.
+    static func refuse(_ gguf: GGUFFile, configuration c: ModelConfiguration) throws {
+        if let experts = gguf.int("\(c.architecture).expert_count"), experts > 0 {
+            throw HearthError.unsupportedModel(reason: "mixture-of-experts \(c.architecture) models (\(experts) experts)")
+        }
+    }
+}

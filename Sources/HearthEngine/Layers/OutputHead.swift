@@ -26,18 +26,20 @@ struct TokenEmbedding {
 
 /// The last steps: a final RMSNorm and the projection to one score per vocabulary entry (its
 /// own matrix, or the token embedding's when the two are tied), with an optional final soft cap
-/// (Gemma 2). Computed only for the rows that want logits.
+/// (Gemma 2) or divisor (Granite). Computed only for the rows that want logits.
 struct OutputHead {
     let norm: RMSNorm
     let projection: WeightMatrix    // (vocab, dim)
     let bias: FloatBuffer?          // (vocab) output.bias, or nil
     /// Logits become `cap * tanh(logit / cap)`, or nil.
     let softCap: Float?
+    /// Logits are divided by this (Granite's `logit_scale`), or nil.
+    let divisor: Float?
 
     /// `output_norm` and `output.weight`, or the token embedding table when there is no
     /// `output.weight` (read as a matrix, apart from the table the embedding reads rows of).
     init(_ gguf: GGUFFile, configuration c: ModelConfiguration, norm normName: String = "output_norm.weight",
-         softCap: Float? = nil) throws {
+         softCap: Float? = nil, divisor: Float? = nil) throws {
         norm = try RMSNorm(gguf, normName, width: c.embeddingLength, epsilon: c.normEpsilon)
         if gguf.tensorInfo(named: "output.weight") != nil {
             projection = try WeightMatrix(gguf, "output.weight", rows: c.vocabularySize, columns: c.embeddingLength)
@@ -46,6 +48,7 @@ struct OutputHead {
         }
         bias = try loadOptionalVector(gguf, "output.bias", count: c.vocabularySize)
         self.softCap = softCap
+        self.divisor = divisor
     }
 
     /// The logits of the pass's wanted rows: (wanted rows, vocab) in the workspace, in the
@@ -64,6 +67,11 @@ struct OutputHead {
                      into: logits, outputStride: vocab)
         if let bias {
             for i in 0..<wanted.count { TensorMath.add(bias.pointer, to: logits + i * vocab, count: vocab) }
+        }
+        if let divisor {
+            // Times the reciprocal, as llama.cpp's graph scales them.
+            let inverse = 1 / divisor
+            for i in 0..<wanted.count * vocab { logits[i] *= inverse }
         }
         if let softCap {
             // Scaled by the reciprocal, as llama.cpp's graph does (ggml_scale by 1 / cap).

@@ -111,6 +111,8 @@ public struct ModelConfiguration: Sendable, Equatable {
                     throw HearthError.invalidModelFile(path: path, reason: "\(architecture).shortconv.l_cache is \(taps)")
                 }
                 recurrentStateFloats = (taps - 1) * embeddingLength
+            } else if Mamba2Shape.architectures.contains(architecture) {
+                recurrentStateFloats = try Mamba2Shape(gguf, path: path).stateFloats
             } else if let delta = try DeltaNetShape(gguf, path: path) {
                 recurrentStateFloats = delta.stateFloats
             } else {
@@ -205,4 +207,40 @@ struct DeltaNetShape: Sendable, Equatable {
     var channels: Int { (2 * keyHeads + valueHeads) * headDimension }
     /// Floats of a block's state: the convolution's window and each value head's matrix.
     var stateFloats: Int { (taps - 1) * channels + valueHeads * headDimension * headDimension }
+}
+
+/// The sizes of Mamba-2's blocks (`ssm.*` keys): an inner width of `heads` heads, split into
+/// `groups` groups that share their input (B) and output (C) projections of `stateSize` values,
+/// and the taps of the convolution over x, B and C.
+struct Mamba2Shape: Sendable, Equatable {
+    /// The families whose `ssm.*` keys describe Mamba-2 blocks.
+    static let architectures: Set<String> = ["granitehybrid"]
+
+    let taps: Int
+    let inner: Int
+    let stateSize: Int
+    let heads: Int
+    let groups: Int
+
+    init(_ gguf: GGUFFile, path: String) throws {
+        let a = gguf.architecture ?? ""
+        guard let taps = gguf.int("\(a).ssm.conv_kernel"), let inner = gguf.int("\(a).ssm.inner_size"),
+              let state = gguf.int("\(a).ssm.state_size"), let heads = gguf.int("\(a).ssm.time_step_rank"),
+              let groups = gguf.int("\(a).ssm.group_count"),
+              (2...64).contains(taps), (1...(1 << 16)).contains(inner), (1...1024).contains(state), (1...1024).contains(heads),
+              (1...1024).contains(groups), inner % heads == 0, heads % groups == 0 else {
+            throw HearthError.invalidModelFile(
+                path: path, reason: "\(a).ssm.conv_kernel, inner_size, state_size, time_step_rank and group_count are missing or do not fit")
+        }
+        (self.taps, self.inner, stateSize, self.heads, self.groups) = (taps, inner, state, heads, groups)
+    }
+
+    /// Values of one head.
+    var headDimension: Int { inner / heads }
+    /// Channels of the convolution: x, B and C.
+    var channels: Int { inner + 2 * groups * stateSize }
+    /// Rows of the input projection: z, x, B, C and each head's time step.
+    var projectionRows: Int { 2 * inner + 2 * groups * stateSize + heads }
+    /// Floats of a block's state: the convolution's window and each head's state matrix.
+    var stateFloats: Int { (taps - 1) * channels + inner * stateSize }
 }
