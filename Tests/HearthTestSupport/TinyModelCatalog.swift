@@ -50,6 +50,9 @@ extension TinyModel {
         granite("granitehybrid-a"),
         // The same with RoPE, 64-value scan states in one group, in F16 and the K-quant formats.
         granite("granitehybrid-b", kQuants: true),
+        // Granite 3.x and Granite 4.0's dense models: attention in every block, the same
+        // multipliers.
+        granite("granite-a", architecture: "granite"),
     ]
 
     /// Held-back copies of every family's 256-wide model, written with other seeds (other names)
@@ -200,13 +203,17 @@ extension TinyModel {
         return model
     }
 
-    private static func granite(_ name: String, kQuants: Bool = false) -> TinyModel {
-        var model = base(name, "granitehybrid", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: kQuants)
+    private static func granite(_ name: String, architecture: String = "granitehybrid", kQuants: Bool = false) -> TinyModel {
+        var model = base(name, architecture, vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: kQuants)
+        model.extraMetadata = [("embedding_scale", .float32(4)), ("residual_scale", .float32(0.5)),
+                               ("attention.scale", .float32(0.125)), ("logit_scale", .float32(2))]
+        guard architecture == "granitehybrid" else {
+            model.types.output = .q8_0
+            return model
+        }
         model.layers = 4
         model.convolutionBlocks = [0, 1, 3]
         model.mamba2 = kQuants ? (stateSize: 64, heads: 8, groups: 1) : (stateSize: 32, heads: 8, groups: 2)
-        model.extraMetadata = [("embedding_scale", .float32(4)), ("residual_scale", .float32(0.5)),
-                               ("attention.scale", .float32(0.125)), ("logit_scale", .float32(2))]
         if !kQuants {
             model.extraMetadata.append(("rope.scaling.finetuned", .bool(false)))
             // Its own output matrix: tied to embeddings this strong, the head repeats the last token.

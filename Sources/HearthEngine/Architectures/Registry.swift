@@ -31,6 +31,7 @@ enum ArchitectureRegistry {
         ("qwen35", Qwen35.self, "Qwen3.5"),
         ("qwen35moe", Qwen35.self, "Qwen3.5 mixture of experts"),
         ("gpt-oss", GptOss.self, "gpt-oss"),
+        ("granite", Granite.self, "Granite (Granite 3.x, Granite 4.0 dense)"),
         ("granitehybrid", Granite.self, "Granite 4 (Granite 4.0-H)"),
     ]
 
