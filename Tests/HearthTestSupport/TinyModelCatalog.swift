@@ -53,6 +53,7 @@ extension TinyModel {
         // Granite 3.x and Granite 4.0's dense models: attention in every block, the same
         // multipliers.
         granite("granite-a", architecture: "granite"),
+        granite("granite-b", architecture: "granite", kQuants: true),
     ]
 
     /// Held-back copies of every family's 256-wide model, written with other seeds (other names)
@@ -208,7 +209,7 @@ extension TinyModel {
         model.extraMetadata = [("embedding_scale", .float32(4)), ("residual_scale", .float32(0.5)),
                                ("attention.scale", .float32(0.125)), ("logit_scale", .float32(2))]
         guard architecture == "granitehybrid" else {
-            model.types.output = .q8_0
+            if !kQuants { model.types.output = .q8_0 }
             return model
         }
         model.layers = 4
