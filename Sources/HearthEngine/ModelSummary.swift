@@ -156,10 +156,20 @@ public struct ModelSummary: Sendable, Codable, Equatable {
         var attentionBlocks = blockCount
         if let configuration = try? ModelConfiguration(gguf: file) {
             kvHeadCount = configuration.kvHeadCount
+            feedForwardLength = configuration.feedForwardLength
             attentionBlocks = configuration.attentionLayerCount
             if configuration.recurrentLayerCount > 0 {
                 recurrentBlockCount = configuration.recurrentLayerCount
                 recurrentStateBytes = configuration.recurrentLayerCount * configuration.recurrentStateFloats * MemoryLayout<Float>.size
+            }
+            // Layers of several shapes (Gemma 4's) are counted one by one.
+            if Set(configuration.cacheShapes).count > 1 {
+                let heads = configuration.cacheShapes.map(\.headDimension)
+                let types = KVCacheType.allCases.filter { type in heads.allSatisfy { type.unsupportedReason(headDimension: $0) == nil } }
+                kvCacheBytesPerPosition = Dictionary(uniqueKeysWithValues: types.map {
+                    ($0.rawValue, KVCacheTypes(keys: $0, values: $0).bytesPerPosition(configuration))
+                })
+                attentionBlocks = nil
             }
         }
         if let blocks = attentionBlocks, let kvHeads = kvHeadCount, let d = headDimension, blocks > 0, kvHeads > 0, d > 0 {

@@ -95,6 +95,32 @@ public struct TinyModel: Sendable {
     /// gpt-oss's attention sink per query head, attention output bias, router bias and
     /// per-expert gate, up and down biases.
     public var sinksAndBiases = false
+    /// Gemma 4's layout: which blocks slide (the others attend globally), the sliding blocks'
+    /// head size and key/value heads (the global ones' are `headDimension` and `kvHeads`),
+    /// how many last blocks read an earlier block's keys and values, the width of the per-layer
+    /// embedding (0: none), whether global blocks use their keys as values (no `attn_v`), and
+    /// each block's feed-forward width. Nil: not Gemma 4.
+    public var gemma4: Gemma4Layout? = nil
+
+    public struct Gemma4Layout: Sendable {
+        public var sliding: [Bool]
+        public var slidingHeadDimension: Int
+        public var slidingKVHeads: Int
+        public var sharedKVLayers = 0
+        public var perLayerWidth = 0
+        public var keysAsValues = false
+        public var feedForwardWidths: [Int]? = nil
+        /// Pairs of each global head that turn (Gemma 4's partial rotation: the rest get RoPE
+        /// divisors of 1e30).
+        public var rotatedGlobalPairs: Int
+
+        public init(sliding: [Bool], slidingHeadDimension: Int, slidingKVHeads: Int, rotatedGlobalPairs: Int) {
+            self.sliding = sliding
+            self.slidingHeadDimension = slidingHeadDimension
+            self.slidingKVHeads = slidingKVHeads
+            self.rotatedGlobalPairs = rotatedGlobalPairs
+        }
+    }
     /// For a model of real size: each tensor's type chosen as llama-quantize chooses it (`types`
     /// then unused), and its weights made piece by piece as the file is written, so that a
     /// file larger than memory can be written. Nil: the tiny models' `types`, every weight drawn
@@ -146,9 +172,21 @@ public struct TinyModel: Sendable {
             writer.add("\(a).ssm.time_step_rank", .uint32(UInt32(mamba2.heads)))
             writer.add("\(a).ssm.inner_size", .uint32(UInt32(2 * width)))
         }
-        writer.add("\(a).feed_forward_length", .uint32(UInt32(feedForward)))
+        if let widths = gemma4?.feedForwardWidths {
+            writer.add("\(a).feed_forward_length", .array(widths.map { .uint32(UInt32($0)) }))
+        } else {
+            writer.add("\(a).feed_forward_length", .uint32(UInt32(feedForward)))
+        }
         writer.add("\(a).attention.head_count", .uint32(UInt32(heads)))
-        if convolutionBlocks.isEmpty {
+        if let gemma4 {
+            writer.add("\(a).attention.head_count_kv", .array(gemma4.sliding.map { .uint32(UInt32($0 ? gemma4.slidingKVHeads : kvHeads)) }))
+            writer.add("\(a).attention.sliding_window_pattern", .array(gemma4.sliding.map { .bool($0) }))
+            writer.add("\(a).attention.key_length_swa", .uint32(UInt32(gemma4.slidingHeadDimension)))
+            writer.add("\(a).attention.value_length_swa", .uint32(UInt32(gemma4.slidingHeadDimension)))
+            writer.add("\(a).rope.dimension_count_swa", .uint32(UInt32(gemma4.slidingHeadDimension)))
+            writer.add("\(a).attention.shared_kv_layers", .uint32(UInt32(gemma4.sharedKVLayers)))
+            writer.add("\(a).embedding_length_per_layer_input", .uint32(UInt32(gemma4.perLayerWidth)))
+        } else if convolutionBlocks.isEmpty {
             writer.add("\(a).attention.head_count_kv", .uint32(UInt32(kvHeads)))
         } else {
             writer.add("\(a).attention.head_count_kv",
@@ -200,11 +238,28 @@ public struct TinyModel: Sendable {
             let values = (0..<count).map { _ in 1 + 0.2 * RandomWeights.normal(using: &random) }
             writer.addTensor(name: name, dimensions: [count], floats: values)
         }
-        let qWidth = heads * headDimension, kvWidth = kvHeads * headDimension
         let inputScale = 1 / Float(width).squareRoot()
         tensor("token_embd.weight", [width, vocabularySize], types.embedding, scale: 1, role: .tokenEmbedding)
+        if let gemma4, gemma4.perLayerWidth > 0 {
+            let total = gemma4.perLayerWidth * layers
+            tensor("per_layer_token_embd.weight", [total, vocabularySize], types.embedding, scale: 1, role: .tokenEmbedding)
+            tensor("per_layer_model_proj.weight", [width, total], types.attention, scale: 1)
+            norm("per_layer_proj_norm.weight", gemma4.perLayerWidth)
+        }
+        if let gemma4 {
+            let pairs = headDimension / 2
+            writer.addTensor(name: "rope_freqs.weight", dimensions: [pairs],
+                             floats: (0..<pairs).map { $0 < gemma4.rotatedGlobalPairs ? 1 : 1e30 })
+        }
         for l in 0..<layers {
             let p = "blk.\(l)."
+            let sliding = gemma4?.sliding[l] == true
+            let headDimension = sliding ? gemma4!.slidingHeadDimension : headDimension
+            let kvHeads = sliding ? gemma4!.slidingKVHeads : kvHeads
+            let qWidth = heads * headDimension, kvWidth = kvHeads * headDimension
+            // Gemma 4's last blocks read an earlier block's keys and values and have none.
+            let storesKeys = gemma4.map { l < layers - $0.sharedKVLayers } ?? true
+            let feedForward = gemma4?.feedForwardWidths?[l] ?? feedForward
             norm(p + "attn_norm.weight", width)
             if let deltaNet, (l + 1) % 4 != 0 {
                 let head = deltaNet.stateSize, values = deltaNet.valueHeads * head
@@ -248,8 +303,12 @@ public struct TinyModel: Sendable {
                 tensor(p + "attn_qkv.weight", [width, qWidth + 2 * kvWidth], types.attention, scale: inputScale)
             } else {
                 tensor(p + "attn_q.weight", [width, (gatedQueries ? 2 : 1) * qWidth], types.attention, scale: inputScale)
-                tensor(p + "attn_k.weight", [width, kvWidth], types.attention, scale: inputScale)
-                tensor(p + "attn_v.weight", [width, kvWidth], types.attention, scale: inputScale, role: .attentionValue, layer: l)
+                if storesKeys {
+                    tensor(p + "attn_k.weight", [width, kvWidth], types.attention, scale: inputScale)
+                    if !(gemma4?.keysAsValues == true && !sliding) {
+                        tensor(p + "attn_v.weight", [width, kvWidth], types.attention, scale: inputScale, role: .attentionValue, layer: l)
+                    }
+                }
             }
             let attends = !convolutionBlocks.contains(l) && (deltaNet == nil || (l + 1) % 4 == 0)
             if attentionBiases, attends {
@@ -265,7 +324,7 @@ public struct TinyModel: Sendable {
             }
             if headNorms, attends {
                 norm(p + "attn_q_norm.weight", headDimension)
-                norm(p + "attn_k_norm.weight", headDimension)
+                if storesKeys { norm(p + "attn_k_norm.weight", headDimension) }
             }
             // Blocks write strongly into the residual stream, so that what a token attends to
             // matters more than the token itself.
@@ -309,6 +368,15 @@ public struct TinyModel: Sendable {
                        role: .feedForwardDown, layer: l)
             }
             if postNorms { norm(p + "post_ffw_norm.weight", width) }
+            if let gemma4 {
+                if gemma4.perLayerWidth > 0 {
+                    tensor(p + "inp_gate.weight", [width, gemma4.perLayerWidth], types.attention, scale: inputScale)
+                    tensor(p + "proj.weight", [gemma4.perLayerWidth, width], types.attention, scale: 4 / Float(gemma4.perLayerWidth).squareRoot())
+                    norm(p + "post_norm.weight", width)
+                }
+                writer.addTensor(name: p + "layer_output_scale.weight", dimensions: [1],
+                                 floats: [0.5 + 0.5 * RandomWeights.uniform(using: &random)])
+            }
             for (suffix, dimensions, type) in blockTensors {
                 if type == .f32, dimensions.count == 1 {
                     // Per-dimension factors (RoPE frequency factors) are positive, around 1 to 4.
@@ -323,6 +391,7 @@ public struct TinyModel: Sendable {
             // A Qwen3.5 multi-token-prediction block: a full-attention block with the norms and
             // projection that join the last hidden state to the next token's embedding.
             let p = "blk.\(l)."
+            let qWidth = heads * headDimension, kvWidth = kvHeads * headDimension
             norm(p + "attn_norm.weight", width)
             tensor(p + "attn_q.weight", [width, (gatedQueries ? 2 : 1) * qWidth], types.attention, scale: inputScale)
             tensor(p + "attn_k.weight", [width, kvWidth], types.attention, scale: inputScale)

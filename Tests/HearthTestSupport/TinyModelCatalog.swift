@@ -54,6 +54,14 @@ extension TinyModel {
         // multipliers.
         granite("granite-a", architecture: "granite"),
         granite("granite-b", architecture: "granite", kQuants: true),
+        // Gemma 4 as E2B and E4B are made: global attention in every third block with heads of
+        // twice the sliding ones' size and a quarter of their pairs turning, the last three
+        // blocks reading the keys and values of earlier ones with twice as wide feed-forward
+        // networks, and a per-layer embedding.
+        gemma4("gemma4-a"),
+        // Gemma 4 as 31B is made: no per-layer embedding or shared keys and values, global
+        // blocks with fewer key/value heads and their keys as values; F16 and K-quants.
+        gemma4("gemma4-b", kQuants: true),
     ]
 
     /// Held-back copies of every family's 256-wide model, written with other seeds (other names)
@@ -132,6 +140,36 @@ extension TinyModel {
         model.types.output = nil
         model.extraMetadata = [("attention.sliding_window", .uint32(16)), ("attn_logit_softcapping", .float32(50)),
                                ("final_logit_softcapping", .float32(30))]
+        return model
+    }
+
+    private static func gemma4(_ name: String, kQuants: Bool = false) -> TinyModel {
+        var model = base(name, "gemma4", vocabulary: "llama-cpp-vocab/ggml-vocab-gemma-4.gguf", kQuants: kQuants)
+        model.layers = 6
+        model.postNorms = true
+        model.headNorms = true
+        // Its own output matrix: tied to embeddings this strong, the head repeats the last token.
+        if !kQuants { model.types.output = .q8_0 }
+        model.ropeBase = 1_000_000
+        model.extraMetadata = [("attention.sliding_window", .uint32(16)), ("final_logit_softcapping", .float32(30)),
+                               ("rope.freq_base_swa", .float32(10_000))]
+        let sliding = [true, true, false, true, true, false]
+        if kQuants {
+            // Sliding heads of 64 (two key/value heads), global ones of 128 (one).
+            var layout = TinyModel.Gemma4Layout(sliding: sliding, slidingHeadDimension: 64, slidingKVHeads: 2, rotatedGlobalPairs: 16)
+            layout.keysAsValues = true
+            model.headDimension = 128
+            model.kvHeads = 1
+            model.gemma4 = layout
+        } else {
+            var layout = TinyModel.Gemma4Layout(sliding: sliding, slidingHeadDimension: 32, slidingKVHeads: 1, rotatedGlobalPairs: 8)
+            layout.sharedKVLayers = 3
+            layout.perLayerWidth = 32
+            layout.feedForwardWidths = [256, 256, 256, 512, 512, 512]
+            model.headDimension = 64
+            model.kvHeads = 1
+            model.gemma4 = layout
+        }
         return model
     }
 

@@ -24,6 +24,7 @@ enum ArchitectureRegistry {
         ("phi3", Phi3.self, "Phi-3 (Phi-3.5, Phi-4-mini)"),
         ("gemma2", Gemma2.self, "Gemma 2"),
         ("gemma3", Gemma3.self, "Gemma 3"),
+        ("gemma4", Gemma4.self, "Gemma 4"),
         ("smollm3", Llama.self, "SmolLM3"),
         ("mistral3", Mistral3.self, "Mistral 3 (Ministral 3, Mistral Small 3.x)"),
         ("lfm2", LFM2.self, "LFM2 (LFM2, LFM2.5)"),

@@ -7,9 +7,12 @@ import HearthKernels
 /// over the cache, project back.
 ///
 /// Grouped-query (fewer key/value heads than query heads), split or fused QKV weights, optional
-/// biases, optional per-head RMSNorm of queries and keys, a sliding window, a soft cap on the
-/// scores, and the query scale applied either to the scores or to the queries beforehand (the
-/// two round differently, and each family follows its own llama.cpp graph).
+/// biases, optional per-head RMSNorm of queries and keys (and of values, unweighted), a sliding
+/// window, a soft cap on the scores, and the query scale applied either to the scores or to the
+/// queries beforehand (the two round differently, and each family follows its own llama.cpp
+/// graph). A block that shares an earlier block's cache (Gemma 4's last blocks) projects only
+/// queries and attends over the keys and values that block stored; a block without `attn_v`
+/// uses its keys as values (Gemma 4's global blocks).
 struct Attention: SequenceMixer {
     /// How the input becomes queries, keys and values.
     enum Projection {
@@ -17,11 +20,17 @@ struct Attention: SequenceMixer {
         case separate(query: WeightMatrix, key: WeightMatrix, value: WeightMatrix)
         /// One matrix of qWidth + 2 * kvWidth rows (Phi-3's `attn_qkv`).
         case fused(WeightMatrix)
+        /// Queries and keys; the values are the keys as projected, before their norm and RoPE.
+        case keysAsValues(query: WeightMatrix, key: WeightMatrix)
+        /// Queries only, over keys and values another block stored.
+        case queries(WeightMatrix)
 
         var matrices: [WeightMatrix] {
             switch self {
             case .separate(let q, let k, let v): return [q, k, v]
             case .fused(let qkv): return [qkv]
+            case .keysAsValues(let q, let k): return [q, k]
+            case .queries(let q): return [q]
             }
         }
     }
@@ -50,6 +59,10 @@ struct Attention: SequenceMixer {
     let bias: FloatBuffer?
     let queryNorm: RMSNorm?            // (headDim), applied to each query head
     let keyNorm: RMSNorm?              // (headDim), applied to each key head
+    /// Each value head is RMS-normed without a weight (Gemma 4).
+    let valueNorm: Bool
+    /// The block stores its keys and values; false when it reads an earlier block's.
+    let storesKeys: Bool
     /// The rotation of queries and keys, or nil for a layer without positions (SmolLM3's NoPE
     /// layers).
     let rope: RotaryEmbedding?
@@ -93,7 +106,7 @@ struct Attention: SequenceMixer {
     /// QKV weights and any biases the file has; Q/K norms when `headNorms` says the family has
     /// them.
     init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, rope: RotaryEmbedding?,
-         longContextRope: (rope: RotaryEmbedding, beyond: Int)? = nil, headNorms: Bool = false,
+         longContextRope: (rope: RotaryEmbedding, beyond: Int)? = nil, headNorms: Bool = false, valueNorm: Bool = false,
          window: Int? = nil, softCap: Float? = nil, scale: Scale, temperature: Temperature? = nil,
          outputGate: Bool = false) throws {
         let p = "blk.\(layer)."
@@ -101,19 +114,30 @@ struct Attention: SequenceMixer {
         let dim = c.embeddingLength
         self.layer = c.cacheLayer(layer)
         self.temperature = temperature
+        let shape = c.attentionShape(layer)
         heads = c.headCount
-        kvHeads = c.kvHeadCount
-        headDimension = c.headDimension
-        let qkvWidth = c.queryWidth + 2 * c.kvWidth
-        if gguf.tensorInfo(named: p + "attn_qkv.weight") != nil {
+        kvHeads = shape.kvHeads
+        headDimension = shape.headDimension
+        storesKeys = c.storesKeys(layer)
+        self.valueNorm = valueNorm
+        let queryWidth = heads * headDimension, kvWidth = kvHeads * headDimension
+        let qkvWidth = queryWidth + 2 * kvWidth
+        if !storesKeys {
+            projection = .queries(try WeightMatrix(gguf, p + "attn_q.weight", rows: queryWidth, columns: dim))
+            bias = nil
+        } else if valueNorm, gguf.tensorInfo(named: p + "attn_v.weight") == nil {
+            projection = .keysAsValues(query: try WeightMatrix(gguf, p + "attn_q.weight", rows: queryWidth, columns: dim),
+                                       key: try WeightMatrix(gguf, p + "attn_k.weight", rows: kvWidth, columns: dim))
+            bias = nil
+        } else if gguf.tensorInfo(named: p + "attn_qkv.weight") != nil {
             projection = .fused(try WeightMatrix(gguf, p + "attn_qkv.weight", rows: qkvWidth, columns: dim))
             bias = try loadOptionalVector(gguf, p + "attn_qkv.bias", count: qkvWidth)
         } else {
-            projection = .separate(query: try WeightMatrix(gguf, p + "attn_q.weight", rows: (outputGate ? 2 : 1) * c.queryWidth,
+            projection = .separate(query: try WeightMatrix(gguf, p + "attn_q.weight", rows: (outputGate ? 2 : 1) * queryWidth,
                                                            columns: dim),
-                                   key: try WeightMatrix(gguf, p + "attn_k.weight", rows: c.kvWidth, columns: dim),
-                                   value: try WeightMatrix(gguf, p + "attn_v.weight", rows: c.kvWidth, columns: dim))
-            let parts = try [("attn_q.bias", c.queryWidth), ("attn_k.bias", c.kvWidth), ("attn_v.bias", c.kvWidth)].map {
+                                   key: try WeightMatrix(gguf, p + "attn_k.weight", rows: kvWidth, columns: dim),
+                                   value: try WeightMatrix(gguf, p + "attn_v.weight", rows: kvWidth, columns: dim))
+            let parts = try [("attn_q.bias", queryWidth), ("attn_k.bias", kvWidth), ("attn_v.bias", kvWidth)].map {
                 try loadOptionalVector(gguf, p + $0.0, count: $0.1)
             }
             if parts.allSatisfy({ $0 == nil }) {
@@ -122,16 +146,16 @@ struct Attention: SequenceMixer {
                 // A family with some biases has zeros for the others.
                 let joined = FloatBuffer(qkvWidth)
                 var offset = 0
-                for (part, width) in zip(parts, [c.queryWidth, c.kvWidth, c.kvWidth]) {
+                for (part, width) in zip(parts, [queryWidth, kvWidth, kvWidth]) {
                     if let part { (joined.pointer + offset).update(from: part.pointer, count: width) }
                     offset += width
                 }
                 bias = joined
             }
         }
-        queryNorm = headNorms ? try RMSNorm(gguf, p + "attn_q_norm.weight", width: c.headDimension, epsilon: c.normEpsilon) : nil
-        keyNorm = headNorms ? try RMSNorm(gguf, p + "attn_k_norm.weight", width: c.headDimension, epsilon: c.normEpsilon) : nil
-        output = try WeightMatrix(gguf, p + "attn_output.weight", rows: dim, columns: c.queryWidth)
+        queryNorm = headNorms ? try RMSNorm(gguf, p + "attn_q_norm.weight", width: headDimension, epsilon: c.normEpsilon) : nil
+        keyNorm = headNorms && storesKeys ? try RMSNorm(gguf, p + "attn_k_norm.weight", width: headDimension, epsilon: c.normEpsilon) : nil
+        output = try WeightMatrix(gguf, p + "attn_output.weight", rows: dim, columns: queryWidth)
         outputBias = try loadOptionalVector(gguf, p + "attn_output.bias", count: dim)
         sinks = try loadOptionalVector(gguf, p + "attn_sinks.weight", count: c.headCount)
         self.rope = rope
@@ -168,6 +192,13 @@ struct Attention: SequenceMixer {
             pass.project(input, columns: dim, through: projection.matrices, into: qkv, outputStride: qkvWidth)
         }
 
+        if case .keysAsValues = projection {
+            for row in 0..<n {
+                let k = qkv + row * qkvWidth + queryWidth
+                (k + kvWidth).update(from: k, count: kvWidth)
+            }
+        }
+
         let table = rope.map { pass.rotaryTable($0) }
         let longTable = longContextRope.map { (table: pass.rotaryTable($0.rope), beyond: $0.beyond) }
         // Norms and rotations cost several operations a value.
@@ -177,13 +208,17 @@ struct Attention: SequenceMixer {
             if let bias { TensorMath.add(bias.pointer, to: q, count: qkvWidth) }
             queryNorm?.perHead(q, heads: heads)
             keyNorm?.perHead(k, heads: kvHeads)
+            if valueNorm, storesKeys {
+                TensorMath.rmsNorm(rows: kvHeads, k + kvWidth, weight: nil, epsilon: pass.configuration.normEpsilon,
+                                   count: headDimension, into: k + kvWidth)
+            }
             if let rope, let table {
                 var rowTable = table + row * rope.tableWidth
                 if let longTable, pass.sequence(ofRow: row).contextLength > longTable.beyond {
                     rowTable = longTable.table + row * rope.tableWidth
                 }
                 rope.rotate(q, heads: heads, headDimension: headDimension, table: rowTable)
-                rope.rotate(k, heads: kvHeads, headDimension: headDimension, table: rowTable)
+                if storesKeys { rope.rotate(k, heads: kvHeads, headDimension: headDimension, table: rowTable) }
             }
             if let temperature {
                 let factor = temperature.factor(at: pass.positions[row])
@@ -197,8 +232,9 @@ struct Attention: SequenceMixer {
             // them: the queries turn with the keys, the output turns back after the values.
             if let chunk = cache.types.keyRotation(headDimension: headDimension) {
                 Activations.hadamardRotate(q, count: queryWidth, chunk: chunk)
-                Activations.hadamardRotate(k, count: kvWidth, chunk: chunk)
+                if storesKeys { Activations.hadamardRotate(k, count: kvWidth, chunk: chunk) }
             }
+            guard storesKeys else { return }
             if let chunk = cache.types.valueRotation(headDimension: headDimension) {
                 Activations.hadamardRotate(k + kvWidth, count: kvWidth, chunk: chunk)
             }
@@ -274,15 +310,15 @@ struct Attention: SequenceMixer {
                     let count = min(headsPerTask, (kvHead + 1) * group - head)
                     let span = spans[row]
                     let cache = span.cache
-                    let keys = span.keys + kvHead * cache.capacity * cache.keyRowBytes
-                    let values = span.values + kvHead * cache.capacity * cache.valueRowBytes
+                    let keys = span.keys + kvHead * cache.capacity * cache.keyRowBytes[layer]
+                    let values = span.values + kvHead * cache.capacity * cache.valueRowBytes[layer]
                     let query = qkv + row * qkvWidth + head * headDimension
                     let out = output + row * queryWidth + head * headDimension
                     let sinks = sinks.map { $0.pointer + head }
                     if cache.types != .f16 {
                         Activations.attentionHeads(query: query, heads: count, keys: keys, keyType: cache.types.keys.ggmlType,
-                                                   keyRowBytes: cache.keyRowBytes, values: values,
-                                                   valueType: cache.types.values.ggmlType, valueRowBytes: cache.valueRowBytes,
+                                                   keyRowBytes: cache.keyRowBytes[layer], values: values,
+                                                   valueType: cache.types.values.ggmlType, valueRowBytes: cache.valueRowBytes[layer],
                                                    positions: span.count, headDimension: headDimension, scale: scoreScale,
                                                    softcap: softCap, single: span.alone, firstPosition: span.first,
                                                    sinks: sinks, scratch: scratch, output: out)

@@ -94,9 +94,12 @@ extension RotaryEmbedding {
     /// over `rope.scaling.original_context_length` positions, or the trained context), and
     /// scales cos and sin by 1 + 0.1 ln(factor), with llama.cpp's defaults and roundings (or, with
     /// `yarnKeys`, the file's `rope.scaling.yarn_beta_fast`, `yarn_beta_slow` and `yarn_log_multiplier`).
+    /// `dimensions` overrides `c.ropeDimensions` (Gemma 4's sliding layers turn their own).
     static func read(_ gguf: GGUFFile, configuration c: ModelConfiguration, pairing: Pairing, base: Float? = nil,
-                     factors: String? = "rope_freqs.weight", scaled: Bool = true, yarnKeys: Bool = false) throws -> RotaryEmbedding {
+                     factors: String? = "rope_freqs.weight", scaled: Bool = true, yarnKeys: Bool = false,
+                     dimensions: Int? = nil) throws -> RotaryEmbedding {
         let a = c.architecture
+        let dimensions = dimensions ?? c.ropeDimensions
         let type = gguf.string("\(a).rope.scaling.type") ?? "linear"
         guard type == "linear" || type == "none" || type == "yarn" else {
             throw HearthError.unsupportedModel(reason: "\(a) models with \(type) RoPE scaling")
@@ -125,7 +128,7 @@ extension RotaryEmbedding {
                 throw HearthError.invalidModelFile(path: gguf.mapping.path,
                                                    reason: "\(a).rope.scaling YaRN betas \(betaFast), \(betaSlow) or log multiplier \(logMultiplier)")
             }
-            yarn = YaRN(dimensions: c.ropeDimensions, originalContext: original, base: base, betaFast: betaFast, betaSlow: betaSlow)
+            yarn = YaRN(dimensions: dimensions, originalContext: original, base: base, betaFast: betaFast, betaSlow: betaSlow)
             // llama.cpp's magnitude: m(1) = 1 + 0.1 ln(factor) (1 for a factor up to 1), or, with a
             // log multiplier μ (`mscale_all_dim`), m(1) / m(μ) where m(μ) = 1 + 0.1 μ ln(factor);
             // divided by the 1 + 0.1 ln(factor) the rotation multiplies back in; each step rounded to float.
@@ -135,8 +138,8 @@ extension RotaryEmbedding {
             attentionFactor = magnitude * (1 / (1 + 0.1 * logf(scale))) * attentionFactor
         }
         return RotaryEmbedding(
-            dimensions: c.ropeDimensions, base: base, pairing: pairing,
-            frequencyFactors: try factors.flatMap { try loadOptionalVector(gguf, $0, count: c.ropeDimensions / 2) },
+            dimensions: dimensions, base: base, pairing: pairing,
+            frequencyFactors: try factors.flatMap { try loadOptionalVector(gguf, $0, count: dimensions / 2) },
             frequencyScale: frequencyScale, attentionFactor: attentionFactor, yarn: yarn)
     }
 }

@@ -4,8 +4,8 @@ import HearthKernels
 /// The small element-wise steps between matrix multiplications. They touch a few kilobytes
 /// per token, so plain loops are fast enough.
 enum TensorMath {
-    /// RMSNorm: `y = x / sqrt(mean(x²) + eps) * weight`.
-    static func rmsNorm(_ x: UnsafePointer<Float>, weight: UnsafePointer<Float>, epsilon: Float,
+    /// RMSNorm: `y = x / sqrt(mean(x²) + eps) * weight` (no weight: `x / sqrt(mean(x²) + eps)`).
+    static func rmsNorm(_ x: UnsafePointer<Float>, weight: UnsafePointer<Float>?, epsilon: Float,
                         count: Int, into y: UnsafeMutablePointer<Float>) {
         var sum: Double = 0
         for i in 0..<count { sum += Double(x[i] * x[i]) }
@@ -18,7 +18,7 @@ enum TensorMath {
     /// Each row's sum of squares is one chain of double additions (llama.cpp's order), so a
     /// row waits on the latency of every addition; four rows side by side keep four chains
     /// going at once, each summed exactly as alone.
-    static func rmsNorm(rows: Int, _ x: UnsafePointer<Float>, weight: UnsafePointer<Float>, epsilon: Float,
+    static func rmsNorm(rows: Int, _ x: UnsafePointer<Float>, weight: UnsafePointer<Float>?, epsilon: Float,
                         count: Int, into y: UnsafeMutablePointer<Float>) {
         var row = 0
         while row + 4 <= rows {
@@ -43,11 +43,15 @@ enum TensorMath {
 
     /// `y = x / sqrt(sum / count + eps) * weight`, the second half of RMSNorm.
     @inline(__always)
-    private static func scaleRow(_ x: UnsafePointer<Float>, sum: Double, weight: UnsafePointer<Float>, epsilon: Float,
+    private static func scaleRow(_ x: UnsafePointer<Float>, sum: Double, weight: UnsafePointer<Float>?, epsilon: Float,
                                  count: Int, into y: UnsafeMutablePointer<Float>) {
         let mean = Float(sum / Double(count))
         let scale = 1 / (mean + epsilon).squareRoot()
-        for i in 0..<count { y[i] = x[i] * scale * weight[i] }
+        if let weight {
+            for i in 0..<count { y[i] = x[i] * scale * weight[i] }
+        } else {
+            for i in 0..<count { y[i] = x[i] * scale }
+        }
     }
 
     /// `x += y`.

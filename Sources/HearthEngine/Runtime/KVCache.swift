@@ -59,7 +59,9 @@ public struct KVCacheTypes: Sendable, Hashable, Codable, CustomStringConvertible
 
     /// Bytes the keys and values of one position of every attention layer take.
     public func bytesPerPosition(_ c: ModelConfiguration) -> Int {
-        c.attentionLayerCount * c.kvHeadCount * (keys.rowBytes(headDimension: c.headDimension) + values.rowBytes(headDimension: c.headDimension))
+        c.cacheShapes.reduce(0) {
+            $0 + $1.kvHeads * (keys.rowBytes(headDimension: $1.headDimension) + values.rowBytes(headDimension: $1.headDimension))
+        }
     }
 
     /// The runs of a head that quantized keys are rotated in before they are stored (queries
@@ -82,14 +84,17 @@ public struct KVCacheTypes: Sendable, Hashable, Codable, CustomStringConvertible
 
     /// Throws when `c`'s heads cannot be kept in these types.
     public func check(_ c: ModelConfiguration) throws {
-        if let reason = keys.unsupportedReason(headDimension: c.headDimension) ?? values.unsupportedReason(headDimension: c.headDimension) {
-            throw HearthError.invalidArgument(reason)
+        for d in Set(c.cacheShapes.map(\.headDimension)).sorted() {
+            if let reason = keys.unsupportedReason(headDimension: d) ?? values.unsupportedReason(headDimension: d) {
+                throw HearthError.invalidArgument(reason)
+            }
         }
     }
 }
 
 /// Keys and values of every position of one sequence, per layer, in half precision or
-/// quantized (`KVCacheTypes`).
+/// quantized (`KVCacheTypes`). Layers may differ in heads and head size (Gemma 4's sliding and
+/// global layers).
 ///
 /// Each key/value head's positions lie one after another (layer, head, position), so that
 /// attention reads one head's keys and values as one run of memory. With heads side by side in
@@ -100,28 +105,38 @@ public struct KVCacheTypes: Sendable, Hashable, Codable, CustomStringConvertible
 /// Memory is reserved for the whole context but pages are touched only as positions fill, so
 /// a long context costs address space, not resident memory, until it is used.
 final class KVCache: @unchecked Sendable {
-    let layers: Int
-    let heads: Int
-    let headDimension: Int
+    /// Each layer's key/value heads and head size.
+    let shapes: [ModelConfiguration.AttentionShape]
     let capacity: Int       // positions
     let types: KVCacheTypes
-    /// Bytes of one head's key, and of its value, at one position.
-    let keyRowBytes: Int
-    let valueRowBytes: Int
-    let keys: UnsafeMutableRawPointer     // (layers, heads, capacity) rows of keyRowBytes
-    let values: UnsafeMutableRawPointer   // (layers, heads, capacity) rows of valueRowBytes
+    /// Bytes of one head's key, and of its value, at one position, per layer.
+    let keyRowBytes: [Int]
+    let valueRowBytes: [Int]
+    /// Where each layer's keys and values start, in bytes.
+    private let keyOffsets: [Int]
+    private let valueOffsets: [Int]
+    let keys: UnsafeMutableRawPointer     // each layer's (heads, capacity) rows of its keyRowBytes
+    let values: UnsafeMutableRawPointer   // each layer's (heads, capacity) rows of its valueRowBytes
 
-    init(layers: Int, heads: Int, headDimension: Int, capacity: Int, types: KVCacheTypes = .f16) {
-        self.layers = layers
-        self.heads = heads
-        self.headDimension = headDimension
+    init(shapes: [ModelConfiguration.AttentionShape], capacity: Int, types: KVCacheTypes = .f16) {
+        self.shapes = shapes
         self.capacity = capacity
         self.types = types
-        keyRowBytes = types.keys.rowBytes(headDimension: headDimension)
-        valueRowBytes = types.values.rowBytes(headDimension: headDimension)
-        let rows = layers * heads * capacity
-        keys = .allocate(byteCount: max(rows * keyRowBytes, 1), alignment: 64)
-        values = .allocate(byteCount: max(rows * valueRowBytes, 1), alignment: 64)
+        keyRowBytes = shapes.map { types.keys.rowBytes(headDimension: $0.headDimension) }
+        valueRowBytes = shapes.map { types.values.rowBytes(headDimension: $0.headDimension) }
+        func offsets(_ rowBytes: [Int]) -> [Int] {
+            var total = 0
+            return zip(shapes, rowBytes).map { shape, bytes in
+                defer { total += shape.kvHeads * capacity * bytes }
+                return total
+            }
+        }
+        keyOffsets = offsets(keyRowBytes)
+        valueOffsets = offsets(valueRowBytes)
+        let keyBytes = zip(shapes, keyRowBytes).reduce(0) { $0 + $1.0.kvHeads * capacity * $1.1 }
+        let valueBytes = zip(shapes, valueRowBytes).reduce(0) { $0 + $1.0.kvHeads * capacity * $1.1 }
+        keys = .allocate(byteCount: max(keyBytes, 1), alignment: 64)
+        values = .allocate(byteCount: max(valueBytes, 1), alignment: 64)
     }
 
     deinit {
@@ -130,39 +145,41 @@ final class KVCache: @unchecked Sendable {
     }
 
     /// Bytes reserved for keys and values.
-    var bytes: Int { layers * heads * capacity * (keyRowBytes + valueRowBytes) }
+    var bytes: Int {
+        (0..<shapes.count).reduce(0) { $0 + shapes[$1].kvHeads * capacity * (keyRowBytes[$1] + valueRowBytes[$1]) }
+    }
 
-    /// Keys of `layer`'s head `head` at `position` (keyRowBytes; the next position follows,
-    /// the next head `capacity` rows on).
+    /// Keys of `layer`'s head `head` at `position` (keyRowBytes[layer]; the next position
+    /// follows, the next head `capacity` rows on).
     func keys(layer: Int, head: Int = 0, position: Int) -> UnsafeMutableRawPointer {
-        keys + ((layer * heads + head) * capacity + position) * keyRowBytes
+        keys + keyOffsets[layer] + (head * capacity + position) * keyRowBytes[layer]
     }
 
     /// Values of `layer`'s head `head` at `position`.
     func values(layer: Int, head: Int = 0, position: Int) -> UnsafeMutableRawPointer {
-        values + ((layer * heads + head) * capacity + position) * valueRowBytes
+        values + valueOffsets[layer] + (head * capacity + position) * valueRowBytes[layer]
     }
 
     /// Stores one position's key and value (every head side by side), given as floats.
     func store(layer: Int, position: Int, key: UnsafePointer<Float>, value: UnsafePointer<Float>) {
-        for head in 0..<heads {
-            Activations.storeCacheRow(key + head * headDimension, type: types.keys.ggmlType,
-                                      into: keys(layer: layer, head: head, position: position), count: headDimension)
-            Activations.storeCacheRow(value + head * headDimension, type: types.values.ggmlType,
-                                      into: values(layer: layer, head: head, position: position), count: headDimension)
+        let d = shapes[layer].headDimension
+        for head in 0..<shapes[layer].kvHeads {
+            Activations.storeCacheRow(key + head * d, type: types.keys.ggmlType,
+                                      into: keys(layer: layer, head: head, position: position), count: d)
+            Activations.storeCacheRow(value + head * d, type: types.values.ggmlType,
+                                      into: values(layer: layer, head: head, position: position), count: d)
         }
     }
 
     /// Copies the first `count` positions of every layer into `other`.
     func copyPrefix(_ count: Int, to other: KVCache) {
-        precondition(other.layers == layers && other.heads == heads && other.headDimension == headDimension
-                     && other.types == types && count <= min(capacity, other.capacity))
-        for layer in 0..<layers {
-            for head in 0..<heads {
+        precondition(other.shapes == shapes && other.types == types && count <= min(capacity, other.capacity))
+        for (layer, shape) in shapes.enumerated() {
+            for head in 0..<shape.kvHeads {
                 other.keys(layer: layer, head: head, position: 0).copyMemory(from: keys(layer: layer, head: head, position: 0),
-                                                                             byteCount: count * keyRowBytes)
+                                                                             byteCount: count * keyRowBytes[layer])
                 other.values(layer: layer, head: head, position: 0).copyMemory(from: values(layer: layer, head: head, position: 0),
-                                                                               byteCount: count * valueRowBytes)
+                                                                               byteCount: count * valueRowBytes[layer])
             }
         }
     }

@@ -37,13 +37,27 @@ public struct ModelConfiguration: Sendable, Equatable {
     public var layerMemory: [LayerMemory]
     /// Floats of one recurrent layer's state, or 0 when no layer has one.
     public var recurrentStateFloats: Int
+    /// Each KV cache layer's key/value heads and head size: one shape for every layer, except in
+    /// a family whose sliding-window layers have heads of their own size
+    /// (`attention.key_length_swa`, Gemma 4) or their own count of key/value heads
+    /// (`attention.head_count_kv` given per block).
+    public var cacheShapes: [AttentionShape]
 
     /// What a block keeps per sequence, and where.
     public enum LayerMemory: Sendable, Equatable {
         /// Keys and values, in this layer of the sequence's KV cache.
         case attention(cacheLayer: Int)
+        /// The keys and values an earlier block stored in this layer of the cache, read and not
+        /// written (Gemma 4's last `attention.shared_kv_layers` blocks).
+        case sharedAttention(cacheLayer: Int)
         /// A fixed-size state, in this slot of the sequence's recurrent state.
         case recurrent(slot: Int)
+    }
+
+    /// The keys and values one cache layer keeps a position.
+    public struct AttentionShape: Sendable, Hashable {
+        public var kvHeads: Int
+        public var headDimension: Int
     }
 
     /// Reads the configuration from a GGUF file's metadata.
@@ -63,13 +77,24 @@ public struct ModelConfiguration: Sendable, Equatable {
         // Multi-token-prediction blocks (Qwen3.5's, for speculative decoding) follow the others
         // and take no part in a forward pass.
         blockCount = try required("block_count") - max(gguf.int("\(architecture).nextn_predict_layers") ?? 0, 0)
-        feedForwardLength = try required("feed_forward_length")
+        // Gemma 4 gives each block its own width (its last blocks' are twice as wide).
+        if let widths = gguf.array("\(architecture).feed_forward_length")?.compactMap(\.intValue), let widest = widths.max() {
+            guard widths.allSatisfy({ (1...(1 << 24)).contains($0) }) else {
+                throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "\(architecture).feed_forward_length is out of range")
+            }
+            feedForwardLength = widest
+        } else {
+            feedForwardLength = try required("feed_forward_length")
+        }
         headCount = try required("attention.head_count")
         // Hybrid families give each block its own key/value head count, 0 for recurrent blocks.
         let kvKey = "\(architecture).attention.head_count_kv"
         let perLayerKV = gguf.array(kvKey)?.compactMap(\.intValue)
         kvHeadCount = perLayerKV.map { $0.max() ?? 0 } ?? gguf.int(kvKey) ?? headCount
         headDimension = gguf.int("\(architecture).attention.key_length") ?? embeddingLength / headCount
+        // Gemma 4's sliding-window blocks have heads of their own size.
+        let slidingHeadDimension = gguf.int("\(architecture).attention.key_length_swa")
+        let slidingFlags = gguf.array("\(architecture).attention.sliding_window_pattern")?.compactMap(\.boolValue)
         contextLength = gguf.int("\(architecture).context_length") ?? 2048
         normEpsilon = gguf.float("\(architecture).attention.layer_norm_rms_epsilon") ?? 1e-5
         ropeBase = gguf.float("\(architecture).rope.freq_base") ?? 10_000
@@ -81,12 +106,12 @@ public struct ModelConfiguration: Sendable, Equatable {
         let path = gguf.mapping.path
         let recurrent: [Bool]
         if let perLayerKV {
-            let blockCount = blockCount, kvHeadCount = kvHeadCount
-            guard perLayerKV.count == blockCount, perLayerKV.allSatisfy({ $0 == 0 || $0 == kvHeadCount }) else {
+            let blockCount = blockCount, headCount = headCount
+            guard perLayerKV.count >= blockCount, perLayerKV.allSatisfy({ $0 == 0 || ($0 <= headCount && headCount % $0 == 0) }) else {
                 throw HearthError.invalidModelFile(
-                    path: path, reason: "\(kvKey) must give each of the \(blockCount) blocks 0 or one shared head count")
+                    path: path, reason: "\(kvKey) must give each of the \(blockCount) blocks 0 or a count that divides the \(headCount) query heads")
             }
-            recurrent = perLayerKV.map { $0 == 0 }
+            recurrent = perLayerKV.prefix(blockCount).map { $0 == 0 }
         } else if let interval = gguf.int("\(architecture).full_attention_interval")
                     ?? (gguf.int("\(architecture).ssm.state_size") != nil ? 4 : nil) {
             // Gated DeltaNet blocks, with full attention in every `interval`-th.
@@ -97,12 +122,46 @@ public struct ModelConfiguration: Sendable, Equatable {
         } else {
             recurrent = Array(repeating: false, count: blockCount)
         }
-        var memory: [LayerMemory] = [], cacheLayers = 0, slots = 0
-        for isRecurrent in recurrent {
-            memory.append(isRecurrent ? .recurrent(slot: slots) : .attention(cacheLayer: cacheLayers))
-            if isRecurrent { slots += 1 } else { cacheLayers += 1 }
+        // Each block's cache shape: its own key/value heads where the file gives them per block,
+        // its own head size where it slides and the file gives sliding heads theirs.
+        let (blockCount, kvHeadCount, headDimension) = (blockCount, kvHeadCount, headDimension)
+        if let slidingHeadDimension, slidingFlags.map({ $0.count < blockCount }) ?? true {
+            throw HearthError.invalidModelFile(
+                path: path, reason: "\(architecture).attention.key_length_swa needs sliding_window_pattern to flag each of the \(blockCount) blocks (it gives heads of \(slidingHeadDimension))")
+        }
+        let blockShapes = (0..<blockCount).map { i in
+            AttentionShape(kvHeads: perLayerKV.map { $0[i] } ?? kvHeadCount,
+                           headDimension: slidingFlags.map { $0[i] } == true ? slidingHeadDimension ?? headDimension : headDimension)
+        }
+        // Gemma 4's last blocks read the cache of the last block before them that slides as they
+        // do, as llama.cpp lays them out: the last sliding block is the second before them, the
+        // last global one just before.
+        let shared = gguf.int("\(architecture).attention.shared_kv_layers") ?? 0
+        let firstShared = blockCount - shared
+        if shared > 0 {
+            guard shared < blockCount - 1, let flags = slidingFlags, flags.count >= blockCount,
+                  (firstShared..<blockCount).allSatisfy({ i in
+                      let source = firstShared - (flags[i] ? 2 : 1)
+                      return flags[source] == flags[i] && blockShapes[source] == blockShapes[i] && !recurrent[source]
+                  }) else {
+                throw HearthError.invalidModelFile(
+                    path: path, reason: "\(architecture).attention.shared_kv_layers (\(shared)) does not fit the \(blockCount) blocks' sliding_window_pattern")
+            }
+        }
+        var memory: [LayerMemory] = [], shapes: [AttentionShape] = [], slots = 0
+        for (i, isRecurrent) in recurrent.enumerated() {
+            if isRecurrent {
+                memory.append(.recurrent(slot: slots))
+                slots += 1
+            } else if shared > 0, i >= firstShared, case .attention(let source) = memory[firstShared - (slidingFlags![i] ? 2 : 1)] {
+                memory.append(.sharedAttention(cacheLayer: source))
+            } else {
+                memory.append(.attention(cacheLayer: shapes.count))
+                shapes.append(blockShapes[i])
+            }
         }
         layerMemory = memory
+        cacheShapes = shapes
         recurrentStateFloats = 0
         if slots > 0 {
             if let taps = gguf.int("\(architecture).shortconv.l_cache") {
@@ -131,8 +190,11 @@ public struct ModelConfiguration: Sendable, Equatable {
             throw HearthError.invalidModelFile(path: path, reason: "the norm epsilon (\(normEpsilon)) and RoPE base (\(ropeBase)) must be positive numbers")
         }
         // The attention kernels keep one head on the stack.
-        guard (1...Self.maximumHeadDimension).contains(headDimension) else {
-            throw HearthError.unsupportedModel(reason: "head size \(headDimension) (at most \(Self.maximumHeadDimension))")
+        for d in [headDimension] + cacheShapes.map(\.headDimension) where !(1...Self.maximumHeadDimension).contains(d) {
+            throw HearthError.unsupportedModel(reason: "head size \(d) (at most \(Self.maximumHeadDimension))")
+        }
+        for d in cacheShapes.map(\.headDimension) where d % 2 != 0 {
+            throw HearthError.invalidModelFile(path: gguf.mapping.path, reason: "head size \(d) is odd")
         }
         guard kvHeadCount > 0, headCount % kvHeadCount == 0 else {
             throw HearthError.invalidModelFile(path: gguf.mapping.path,
@@ -152,18 +214,30 @@ public struct ModelConfiguration: Sendable, Equatable {
     public static let maximumHeadDimension = Activations.maximumHeadDimension
 
     /// Blocks with keys and values in the KV cache.
-    public var attentionLayerCount: Int {
-        layerMemory.count { if case .attention = $0 { return true } else { return false } }
-    }
+    public var attentionLayerCount: Int { cacheShapes.count }
 
     /// Blocks with a recurrent state.
-    public var recurrentLayerCount: Int { layerMemory.count - attentionLayerCount }
-
-    /// The KV cache layer of block `layer`; a precondition that it has one.
-    func cacheLayer(_ layer: Int) -> Int {
-        guard case .attention(let cacheLayer) = layerMemory[layer] else { preconditionFailure("block \(layer) is recurrent") }
-        return cacheLayer
+    public var recurrentLayerCount: Int {
+        layerMemory.count { if case .recurrent = $0 { return true } else { return false } }
     }
+
+    /// The KV cache layer block `layer` attends over (its own or, for a block that shares an
+    /// earlier one's, that one's); a precondition that it attends.
+    func cacheLayer(_ layer: Int) -> Int {
+        switch layerMemory[layer] {
+        case .attention(let cacheLayer), .sharedAttention(let cacheLayer): return cacheLayer
+        case .recurrent: preconditionFailure("block \(layer) is recurrent")
+        }
+    }
+
+    /// Whether block `layer` stores keys and values of its own (false for a recurrent block and
+    /// for one that reads an earlier block's).
+    func storesKeys(_ layer: Int) -> Bool {
+        if case .attention = layerMemory[layer] { return true } else { return false }
+    }
+
+    /// The cache shape block `layer` attends with.
+    func attentionShape(_ layer: Int) -> AttentionShape { cacheShapes[cacheLayer(layer)] }
 
     /// The recurrent state slot of block `layer`; a precondition that it has one.
     func recurrentSlot(_ layer: Int) -> Int {

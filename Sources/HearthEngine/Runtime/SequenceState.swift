@@ -29,8 +29,7 @@ public final class SequenceState: @unchecked Sendable {
     init(owner: ObjectIdentifier, configuration c: ModelConfiguration, contextLength: Int, chunkSize: Int,
          cacheTypes: KVCacheTypes = .f16, withLogits: Bool = true) {
         self.owner = owner
-        cache = KVCache(layers: c.attentionLayerCount, heads: c.kvHeadCount, headDimension: c.headDimension,
-                        capacity: contextLength, types: cacheTypes)
+        cache = KVCache(shapes: c.cacheShapes, capacity: contextLength, types: cacheTypes)
         recurrent = c.recurrentLayerCount == 0 ? nil
             : RecurrentState(slots: c.recurrentLayerCount, slotFloats: c.recurrentStateFloats)
         logitBuffer = FloatBuffer(withLogits ? c.vocabularySize : 0)

@@ -21,6 +21,7 @@ final class Workspace: @unchecked Sendable {
         case logitInput     // (rows wanting logits, dim)
         case projected      // (rows, a layer's projections before they are split)
         case gate           // (rows, a layer's output gates)
+        case layerInputs    // (rows, blocks, width) Gemma 4's per-layer inputs
     }
 
     private var buffers: [FloatBuffer?] = Array(repeating: nil, count: Slot.allCases.count)
