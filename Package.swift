@@ -127,7 +127,7 @@ let package = Package(
         .testTarget(name: "HearthTemplatesTests", dependencies: ["HearthCore", "HearthTemplates", "HearthTestSupport"]),
         .testTarget(name: "HearthConstraintsTests", dependencies: ["HearthCore", "HearthConstraints", "HearthTestSupport"]),
         .testTarget(name: "HearthCLITests", dependencies: ["HearthCore", "HearthFormats", "HearthConstraints", "HearthTestSupport"]),
-        .testTarget(name: "HearthEngineTests", dependencies: ["HearthCore", "HearthFormats", "HearthEngine", "Hearth", "HearthTestSupport"]),
+        .testTarget(name: "HearthEngineTests", dependencies: ["HearthCore", "HearthFormats", "HearthEngine", "HearthTemplates", "Hearth", "HearthTestSupport"]),
         .testTarget(name: "HearthSpeechTests", dependencies: ["HearthCore", "HearthFormats", "HearthSpeech", "HearthTestSupport"]),
         .testTarget(name: "HearthTests", dependencies: ["Hearth", "HearthTestSupport"]),
         .testTarget(

@@ -44,6 +44,8 @@ struct InspectFamiliesTests {
              capabilities: ["completion", "chat", "tools"], sampling: nil),
         Case(tiny: "granite-a", template: "ibm-granite-granite-4.0", family: "Granite (Granite 3.x, Granite 4.0 dense)",
              capabilities: ["completion", "chat", "tools"], sampling: nil),
+        Case(tiny: "gemma4-a", template: "google-gemma-4-31B-it", family: "Gemma 4",
+             capabilities: ["completion", "chat", "tools", "thinking"], sampling: nil),
         Case(tiny: "llama-spm-a", template: "mistralai-Mistral-Nemo-Instruct-2407", family: "Llama (Llama 2 and 3, SmolLM, Mistral)",
              capabilities: ["completion", "chat", "tools"], sampling: nil),
     ]

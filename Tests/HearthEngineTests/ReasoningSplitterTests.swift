@@ -173,6 +173,29 @@ import Testing
         #expect(finished.reasoning == "Plan." && finished.answer == "Yes")
     }
 
+    /// Gemma 4's thought channel, whole or a character at a time; output without it is all answer.
+    @Test func gemma4ThoughtChannel() throws {
+        let cases: [(String, String, String)] = [
+            ("<|channel>thought\nThe user asks for the time.\n<channel|>It is noon.", "The user asks for the time.", "It is noon."),
+            ("<|channel>thought\n<channel|>Just the answer.", "", "Just the answer."),
+            ("No channel at all.", "", "No channel at all."),
+            ("<|channel>thought\nNever closes", "Never closes", ""),
+            ("<|channel>thought\nPlan.<channel|><|tool_call>call:f{}<tool_call|>", "Plan.", "<|tool_call>call:f{}<tool_call|>"),
+        ]
+        for (output, reasoning, answer) in cases {
+            #expect(ReasoningSplitter.split(output, startsInThoughts: false, markers: .gemma4) == (reasoning, answer), "\(output)")
+            var splitter = ReasoningSplitter(startsInThoughts: false, markers: .gemma4)
+            var streamed = (reasoning: "", answer: "")
+            for character in output {
+                let part = splitter.append(String(character))
+                streamed.reasoning += part.reasoning
+                streamed.answer += part.answer
+            }
+            let last = splitter.finish()
+            #expect((streamed.reasoning + last.reasoning, streamed.answer + last.answer) == (reasoning, answer), "\(output), a character at a time")
+        }
+    }
+
     @Test func aPromptThatOpensTheThoughts() {
         #expect(ChatFormat.opensThoughts("<|im_start|>assistant\n<think>\n"))
         #expect(ChatFormat.opensThoughts("<｜Assistant｜><think>\n"))
@@ -205,11 +228,18 @@ import Testing
 
     @Test(arguments: [("Qwen-Qwen3-0.6B", true), ("Qwen-QwQ-32B", true), ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", true),
                       ("deepseek-ai-DeepSeek-R1-Distill-Llama-8B", true), ("Qwen-Qwen2.5-7B-Instruct", false),
-                      ("meta-llama-Llama-3.1-8B-Instruct", false), ("google-gemma-2-2b-it", false)])
+                      ("meta-llama-Llama-3.1-8B-Instruct", false), ("google-gemma-2-2b-it", false), ("google-gemma-4-31B-it", true)])
     func realTemplates(name: String, thinks: Bool) throws {
         let source = try String(contentsOf: TestFiles.modelURL("templates/\(name).jinja"), encoding: .utf8)
         let format = try Self.format(template: source, tokens: ["a"])
         #expect(format.thinks == thinks)
+        // Gemma 4 thinks in its own channel, which it may open (empty) with thinking off too.
+        if name.contains("gemma-4") {
+            #expect(format.reasoningMarkers == .gemma4)
+            var off = GenerationOptions()
+            off.thinking = false
+            #expect(format.reasoningSplitter(prompt: try format.render([ChatMessage(role: .user, content: "Hi")]), options: off) != nil)
+        }
         let messages = [ChatMessage(role: .user, content: "Hi")]
         // QwQ and the R1 distills open the thoughts in the generation prompt; with thinking off,
         // those that read enable_thinking close them again.

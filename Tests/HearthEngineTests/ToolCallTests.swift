@@ -1,5 +1,6 @@
 import Foundation
 import Hearth
+import HearthTemplates
 import HearthTestSupport
 import Testing
 
@@ -28,7 +29,7 @@ func grammarAccepts(_ grammar: Grammar, _ text: String) -> Bool {
             ("NousResearch-Hermes-3-Llama-3.1-8B-tool_use", .hermes), ("meta-llama-Llama-3.2-3B-Instruct", .llama3),
             ("meta-llama-Llama-3.1-8B-Instruct", .llama3), ("mistralai-Mistral-Nemo-Instruct-2407", .mistral),
             ("google-gemma-2-2b-it", .generic), ("Qwen3.5-4B", .xmlParameters), ("Qwen3-Coder", .xmlParameters),
-            ("openai-gpt-oss-120b", .harmony),
+            ("openai-gpt-oss-120b", .harmony), ("google-gemma-4-31B-it", .gemma4), ("google-gemma-4-31B-it-interleaved", .gemma4),
         ]
         for (name, format) in expected {
             let source = try String(contentsOf: TestFiles.modelURL("templates/\(name).jinja"), encoding: .utf8)
@@ -118,6 +119,74 @@ func grammarAccepts(_ grammar: Grammar, _ text: String) -> Bool {
         // A broken call stays text.
         let broken = format.parse("<tool_call>\n<function=get_time>\n<parameter=city>\nOs", tools: weatherTools)
         #expect(broken.calls.isEmpty && broken.content.contains("<tool_call>"))
+    }
+
+    /// Gemma 4's calls: the grammar holds each parameter to its schema in Gemma's notation
+    /// (strings between `<|"|>` marks, the rest as JSON), `parse` reads that notation (nested
+    /// objects and arrays, bare keys) and the text around the blocks, and calls its template wrote
+    /// read back to the arguments it was given.
+    @Test func gemma4() throws {
+        let format = ToolCallFormat.gemma4
+        let q = "<|\"|>"
+        let two = "<|tool_call>call:get_weather{city:\(q)Paris\(q),unit:\(q)celsius\(q)}<tool_call|>"
+            + "<|tool_call>call:get_time{city:\(q)Oslo, Norway\(q)}<tool_call|>"
+        let (grammar, triggers) = try format.grammar(tools: weatherTools, choice: .required, parallel: true)
+        #expect(triggers.isEmpty)
+        #expect(grammarAccepts(grammar, two))
+        let parsed = format.parse("Let me check.\n" + two + "\n")
+        #expect(parsed.calls.map { $0.name } == ["get_weather", "get_time"])
+        #expect(parsed.calls[0].arguments == .object([("city", .string("Paris")), ("unit", .string("celsius"))]))
+        #expect(parsed.calls[1].arguments == .object([("city", .string("Oslo, Norway"))]))
+        #expect(parsed.content == "Let me check.")
+        // Refused: an unknown tool, a value outside the enum, a missing required parameter, a
+        // city longer than 40 characters, a JSON string where Gemma writes its marks, two calls
+        // without parallel calls.
+        #expect(!grammarAccepts(grammar, "<|tool_call>call:delete_all{}<tool_call|>"))
+        #expect(!grammarAccepts(grammar, "<|tool_call>call:get_weather{city:\(q)Paris\(q),unit:\(q)kelvin\(q)}<tool_call|>"))
+        #expect(!grammarAccepts(grammar, "<|tool_call>call:get_weather{city:\(q)Paris\(q)}<tool_call|>"))
+        #expect(!grammarAccepts(grammar, "<|tool_call>call:get_time{city:\(q)\(String(repeating: "a", count: 41))\(q)}<tool_call|>"))
+        #expect(!grammarAccepts(grammar, "<|tool_call>call:get_time{city:\"Oslo\"}<tool_call|>"))
+        #expect(!grammarAccepts(try format.grammar(tools: weatherTools, choice: .required, parallel: false).0, two))
+        #expect(try format.grammar(tools: weatherTools, choice: .auto, parallel: true).1 == ["<|tool_call>"])
+
+        // Optional parameters may be left out anywhere, commas only between those written.
+        let counter = ToolDefinition(name: "count", description: "",
+                                     parameters: try JSONValue(parsing: #"{"type": "object", "properties": {"label": {"type": "string"}, "n": {"type": "integer"}, "loud": {"type": "boolean"}, "options": {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}}, "required": ["n"]}"#))
+        let counterGrammar = try format.grammar(tools: [counter], choice: .required, parallel: false).0
+        for arguments in ["n:3", "label:\(q)x\(q),n:3", "n:3,loud:true", "label:\(q)a <b> c\(q),n:-2,loud:false,options:{\"a\":[1,2]}"] {
+            #expect(grammarAccepts(counterGrammar, "<|tool_call>call:count{\(arguments)}<tool_call|>"), "\(arguments)")
+        }
+        for arguments in ["", ",n:3", "n:3,", "label:\(q)x\(q)", "n:three", "label:\(q)x\(q)n:3"] {
+            #expect(!grammarAccepts(counterGrammar, "<|tool_call>call:count{\(arguments)}<tool_call|>"), "\(arguments)")
+        }
+        // Gemma's own notation for nested values, as its template writes them.
+        let nested = format.parse("<|tool_call>call:count{label:\(q)a, {b}\(q),n:3,loud:true,options:{a:[1,2],b:{c:\(q)d\(q),e:null}}}<tool_call|>")
+        let expected: JSONValue = .object([
+            ("label", .string("a, {b}")), ("n", .number(3)), ("loud", .bool(true)),
+            ("options", .object([("a", .array([.number(1), .number(2)])), ("b", .object([("c", .string("d")), ("e", .null)]))])),
+        ])
+        #expect(nested.calls.first?.arguments == expected)
+        // A string that begins with a combining mark (which joins the mark's `>` in one character).
+        let combining = format.parse("<|tool_call>call:get_time{city:\(q)\u{0CCD}ರೀ\(q)}<tool_call|>")
+        #expect(combining.calls.first?.arguments == .object([("city", .string("\u{0CCD}ರೀ"))]))
+        // A broken call stays text, with all after it.
+        for broken in ["<|tool_call>call:get_time{city:\(q)Os", "<|tool_call>call:get_time{city}<tool_call|>", "<|tool_call>get_time{}<tool_call|>"] {
+            let read = format.parse(broken)
+            #expect(read.calls.isEmpty && read.content == broken, "\(broken)")
+        }
+
+        // The template's own rendering of a call reads back to its arguments.
+        let source = try String(contentsOf: TestFiles.modelURL("templates/google-gemma-4-31B-it.jinja"), encoding: .utf8)
+        let template = try ChatTemplate(source: source)
+        let arguments: JSONValue = .object([("city", .string("Rio, \"RJ\"")), ("n", .number(2)), ("tags", .array([.string("a"), .bool(false)])),
+                                             ("where", .object([("label", .string("x:y")), ("lat", .number(-22.5))]))])
+        let messages = try TemplateValue(json: #"[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": "# + arguments.jsonText + "}}]}]")
+        let rendered = try template.render(["messages": messages, "bos_token": .string("<bos>"), "add_generation_prompt": .bool(false)])
+        let start = try #require(rendered.range(of: "<|tool_call>"))
+        let end = try #require(rendered.range(of: "<tool_call|>"))
+        let read = format.parse(String(rendered[start.lowerBound..<end.upperBound]))
+        #expect(read.calls.first?.name == "get_weather")
+        #expect(read.calls.first?.arguments == arguments, "\(rendered)")
     }
 
     /// gpt-oss's harmony calls: the grammar writes them as its template does (after an analysis

@@ -5,15 +5,17 @@ import Testing
 
 /// Tool calling and schema-held answers over HTTP with the real Python clients: SmolLM2 (the
 /// generic JSON format), the tiny random Qwen2 under Qwen 2.5's template (Hermes `<tool_call>`
-/// blocks), the tiny random Qwen3.5 under its own (XML `<function=…>` calls) and the tiny random
-/// gpt-oss under its own (harmony).
+/// blocks), the tiny random Qwen3.5 under its own (XML `<function=…>` calls), the tiny random
+/// gpt-oss under its own (harmony) and the tiny random Gemma 4 under its own (`<|tool_call>` blocks
+/// in Gemma's notation).
 @Suite("Tools and schemas over HTTP", .serialized)
 struct ToolServerTests {
     static func fixture() async throws -> ServeProcess {
         try await ServeProcess(parallel: 4, moreModels: { directory in
             ["qwen-tools": try ReasoningModels.tiny("qwen2-a", template: "Qwen-Qwen2.5-7B-Instruct", in: directory.url),
              "qwen35-tools": try ReasoningModels.tiny("qwen35-a", template: "Qwen3.5-4B", in: directory.url),
-             "gptoss-tools": try ReasoningModels.tiny("gptoss-a", template: "openai-gpt-oss-120b", in: directory.url)]
+             "gptoss-tools": try ReasoningModels.tiny("gptoss-a", template: "openai-gpt-oss-120b", in: directory.url),
+             "gemma4-tools": try ReasoningModels.tiny("gemma4-a", template: "google-gemma-4-31B-it", in: directory.url)]
         })
     }
 
@@ -39,9 +41,9 @@ struct ToolServerTests {
         #expect(output.contains("\"passed\""))
     }
 
-    @Test("the same with tiny models in Qwen 2.5's format (Hermes tool_call blocks), Qwen3.5's (hybrid DeltaNet blocks, XML <function=…> calls) and gpt-oss's (harmony: calls on the commentary channel, thoughts on the analysis channel)",
+    @Test("the same with tiny models in Qwen 2.5's format (Hermes tool_call blocks), Qwen3.5's (hybrid DeltaNet blocks, XML <function=…> calls), gpt-oss's (harmony: calls on the commentary channel, thoughts on the analysis channel) and Gemma 4's (<|tool_call> blocks in Gemma's notation)",
           .enabled(if: PythonClients.enabled, "python3 with openai, ollama and jsonschema is missing (.ci/run installs them)"),
-          arguments: [("qwen-tools", 100), ("qwen35-tools", 40), ("gptoss-tools", 40)])
+          arguments: [("qwen-tools", 100), ("qwen35-tools", 40), ("gptoss-tools", 40), ("gemma4-tools", 40)])
     func tinyModels(model: String, runs: Int) async throws {
         try #require(Python.canImport("openai, ollama, jsonschema"), "pip install openai ollama jsonschema (.ci/run does)")
         let server = try await Self.fixture()

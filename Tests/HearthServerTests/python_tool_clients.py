@@ -49,12 +49,12 @@ TOOLS = [
 QUESTION = [{"role": "user", "content": "What is the weather and the local time in Paris?"}]
 
 
-def validate(name, arguments):
+def validate(name, arguments, schemas=SCHEMAS):
     """The call names a tool and its arguments (JSON text) validate against its schema."""
-    check("tool name", name in SCHEMAS, name)
+    check("tool name", name in schemas, name)
     args = json.loads(arguments) if isinstance(arguments, str) else arguments
     try:
-        jsonschema.validate(args, SCHEMAS[name])
+        jsonschema.validate(args, schemas[name])
     except jsonschema.ValidationError as error:
         raise SystemExit(f"FAILED arguments of {name}: {error.message}: {arguments!r}")
     return args
@@ -145,9 +145,13 @@ check("unsupported keyword refused by name", bad is not None and "patternPropert
 # --- ollama: tools and a format schema. ---
 oc = ollama.Client(host=base, timeout=TIMEOUT)
 reply = oc.chat(model=model, messages=QUESTION, tools=TOOLS, options={"temperature": 0, "num_predict": 1000})
-# Ollama has no tool_choice: a model may answer or call; when it calls, the calls validate.
+# Ollama has no tool_choice: a model may answer or call; when it calls, the calls validate against
+# the schemas the client sent, which its Tool model cuts down to type, enum, items and required
+# (no string lengths).
+SENT = {tool.function.name: tool.function.parameters.model_dump(exclude_none=True, by_alias=True)
+        for tool in (ollama.Tool.model_validate(t) for t in TOOLS)}
 for call in reply.message.tool_calls or []:
-    validate(call.function.name, call.function.arguments)
+    validate(call.function.name, call.function.arguments, SENT)
 formatted = oc.chat(model=model, messages=[{"role": "user", "content": "Describe a person as JSON."}], format=PERSON,
                     options={"temperature": 1.0, "seed": 3, "num_predict": 200})
 jsonschema.validate(json.loads(formatted.message.content), PERSON)

@@ -95,6 +95,8 @@ public struct ChatFormat: Sendable {
         let source = template.source
         if source.contains("<|channel|>analysis<|message|>") {
             reasoningMarkers = .harmony
+        } else if source.contains("<|channel>thought") {
+            reasoningMarkers = .gemma4
         } else if source.contains(ReasoningSplitter.openingTag) || source.contains("enable_thinking")
                     || (tokens.contains(ReasoningSplitter.openingTag) && tokens.contains(ReasoningSplitter.closingTag)) {
             reasoningMarkers = .think

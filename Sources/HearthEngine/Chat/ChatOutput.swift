@@ -58,7 +58,9 @@ extension ChatFormat {
     /// is always split.
     public func reasoningSplitter(prompt: String, options: GenerationOptions) -> ReasoningSplitter? {
         guard let markers = reasoningMarkers, options.format != .json else { return nil }
-        if markers == .harmony { return ReasoningSplitter(startsInThoughts: false, markers: markers) }
+        // gpt-oss writes its analysis channel whatever it is asked; Gemma 4 may open its thought
+        // channel, empty, even when thinking is off.
+        if markers == .harmony || markers == .gemma4 { return ReasoningSplitter(startsInThoughts: false, markers: markers) }
         if Self.opensThoughts(prompt) { return ReasoningSplitter(startsInThoughts: true) }
         return options.thinking == false ? nil : ReasoningSplitter(startsInThoughts: false)
     }

@@ -46,6 +46,9 @@ public struct ReasoningSplitter: Sendable {
             answerHeaders: [Array("<|start|>assistant<|channel|>final<|message|>".utf8), Array("<|channel|>final<|message|>".utf8),
                             Array("<|start|>assistant".utf8)],
             thoughtsReopen: true)
+        /// Gemma 4's thought channel: `<|channel>thought` thoughts `<channel|>`, then the answer.
+        public static let gemma4 = Markers(opening: Array("<|channel>thought".utf8), closing: Array("<channel|>".utf8),
+                                           answerHeaders: [], thoughtsReopen: false)
     }
 
     private enum Phase: Sendable {

@@ -78,6 +78,9 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
     /// recipient after the channel: `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>`),
     /// ended by `<|call|>`; one call an answer.
     case harmony
+    /// Gemma 4: `<|tool_call>call:NAME{key:<|"|>text<|"|>,n:3}<tool_call|>`, one block a call, in
+    /// Gemma's notation (see `GemmaNotation`).
+    case gemma4
     /// Families whose template has no tool calls (SmolLM2, Gemma): the answer is one JSON
     /// object, `{"tool_calls": [{"name": …, "arguments": {…}}, …]}` or `{"response": "…"}`,
     /// and the system prompt describes the tools and this shape.
@@ -89,6 +92,7 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
 
     /// The format a chat template writes tool calls in.
     public static func detect(template source: String) -> ToolCallFormat {
+        if source.contains("<|tool_call>") { return .gemma4 }
         if source.contains("<tool_call>") { return source.contains("<function=") ? .xmlParameters : .hermes }
         if source.contains("[TOOL_CALLS]") { return .mistral }
         if source.contains("<|channel|>commentary") { return .harmony }
@@ -106,6 +110,7 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
         case .llama3: return ["{\"name\""]
         case .mistral: return ["[TOOL_CALLS]"]
         case .harmony: return ["<|start|>assistant to=", " to=functions.", "<|channel|>commentary to="]
+        case .gemma4: return ["<|tool_call>"]
         case .generic: return []
         }
     }
@@ -124,6 +129,7 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
         guard !offered.isEmpty else { throw HearthError.invalidArgument("There are no tools to call.") }
         if self == .xmlParameters { return (try Self.xmlGrammar(offered, parallel: parallel), choice == .auto ? triggers : []) }
         if self == .harmony { return (try Self.harmonyGrammar(offered, thoughts: choice != .auto), choice == .auto ? triggers : []) }
+        if self == .gemma4 { return (try Self.gemma4Grammar(offered, parallel: parallel), choice == .auto ? triggers : []) }
         var b = GrammarBuilder()
         // Whitespace between tokens of the call, as the schemas' grammars allow it: nothing, a
         // space, or a newline and an indent; bounded so that a model cannot run on in it.
@@ -159,8 +165,8 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
             let more = parallel ? b.repeated(GrammarBuilder.literal(",") + [w, .rule(call)], minimum: 0, maximum: Self.maximumParallelCalls - 1, name: "more") : []
             b.define("root", [GrammarBuilder.literal("[TOOL_CALLS][") + [w, .rule(call)] + more + [w] + GrammarBuilder.literal("]")])
             return (try b.build(root: "root"), auto ? triggers : [])
-        case .xmlParameters, .harmony:
-            preconditionFailure("built by xmlGrammar and harmonyGrammar")
+        case .xmlParameters, .harmony, .gemma4:
+            preconditionFailure("built by xmlGrammar, harmonyGrammar and gemma4Grammar")
         case .generic:
             let more = parallel ? b.repeated(GrammarBuilder.literal(",") + [w, .rule(call)], minimum: 0, maximum: Self.maximumParallelCalls - 1, name: "more") : []
             let toolCalls = GrammarBuilder.literal("{") + [w] + GrammarBuilder.literal("\"tool_calls\"") + [w] + GrammarBuilder.literal(":")
@@ -268,6 +274,10 @@ public enum ToolCallFormat: String, Sendable, CaseIterable {
             if let message = head.range(of: "<|message|>", options: .backwards) { head = head[message.upperBound...] }
             if let end = head.range(of: "<|end|>") { head = head[..<end.lowerBound] }
             return (head.trimmingCharacters(in: .whitespacesAndNewlines), calls)
+        case .gemma4:
+            let (content, found) = Self.gemma4Calls(output)
+            for found in found { _ = call(from: .object([("name", .string(found.name)), ("arguments", found.arguments)])) }
+            return (found.isEmpty ? output : content, calls)
         case .generic:
             guard let value = try? JSONValue(parsing: output.trimmingCharacters(in: .whitespacesAndNewlines)) else { return (output, []) }
             if let response = value["response"]?.stringValue { return (response, []) }
