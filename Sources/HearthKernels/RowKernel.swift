@@ -66,7 +66,7 @@ public struct RowKernel: Sendable {
         case .f32, .bf16: return .f32
         case .q4_0, .q5_0, .q8_0, .iq4_nl, .mxfp4: return .q8_0
         case .q4_1, .q5_1: return .q8_1
-        case .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .iq4_xs: return .q8_K
+        case .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .iq4_xs, .iq2_xxs, .iq2_xs, .iq2_s, .iq3_xxs, .iq3_s, .iq1_s, .iq1_m: return .q8_K
         default: return nil
         }
     }
