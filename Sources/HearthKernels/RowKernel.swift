@@ -177,10 +177,11 @@ public struct RowKernel: Sendable {
     /// starts at activations + c * activationStride (bytes). Output is indexed by absolute row r.
     ///
     /// `runs` splits the columns into the rows of each sequence of a forward pass (lengths that
-    /// sum to `columns`; nil is one run). On AVX2, Q4_K, Q5_K and Q6_K sum each run in the order
-    /// llama.cpp's CPU backend uses for a batch of that size (the tests' `KernelReference.SummationOrder`),
-    /// so a column's result depends on its own run only, never on the runs beside it. Pass every
-    /// column of a pass in one call and split only the rows.
+    /// sum to `columns`; nil is one run). On AVX2 Q4_K, Q5_K and Q6_K, and on every path Q2_K, Q3_K,
+    /// IQ4_XS and the IQ1, IQ2 and IQ3 types, sum each run in the order llama.cpp's CPU backend
+    /// uses for a batch of that size (the tests' `KernelReference.SummationOrder`, and
+    /// Tests/Fixtures/quants), so a column's result depends on its own run only, never on the runs
+    /// beside it. Pass every column of a pass in one call and split only the rows.
     public func matMul(weights: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>,
                        activations: UnsafeRawPointer, activationStride: Int, columns: Int, count: Int,
                        runs: UnsafeBufferPointer<Int>? = nil,
