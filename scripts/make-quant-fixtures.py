@@ -3,8 +3,9 @@
 quantization, dot products and matrix products for random blocks of one GGML type.
 
 For each type, rows are made two ways: floats (normal, with a few outliers) quantized by
-ggml_quantize_chunk, and raw random bytes whose f16 scales are set to finite values (every bit
-pattern of the quants is then exercised, including ones no quantizer writes). Each case records
+ggml_quantize_chunk (with a random positive importance matrix for the IQ1, IQ2 and IQ3 types,
+which need or take one), and raw random bytes whose f16 scales are set to finite values (every
+bit pattern of the quants is then exercised, including ones no quantizer writes). Each case records
 
 - `weights`: the row's blocks (base64);
 - `dequantized`: ggml's to_float of them (float32 bit patterns, base64);
@@ -46,7 +47,19 @@ TYPES = {
     # Q4_K's matrices here have row counts that are not a multiple of 8, which llama.cpp's models
     # leave unrepacked (those of 8n rows are repacked, and checked on tiny models).
     "Q4_K": (12, 256, 144, [0, 2], []),
+    "IQ2_XXS": (16, 256, 66, [0], []),
+    "IQ2_XS": (17, 256, 74, [0], []),
+    "IQ3_XXS": (18, 256, 98, [0], []),
+    "IQ1_S": (19, 256, 50, [0], []),
+    "IQ3_S": (21, 256, 110, [0], []),
+    "IQ2_S": (22, 256, 82, [0], []),
+    # IQ1_M keeps its f16 scale in the top four bits of the four 16-bit words at bytes 48..55.
+    "IQ1_M": (29, 256, 56, [], []),
 }
+# The types quantized with an importance matrix, and where an f16 is spread over the top nibbles
+# of four words.
+IMATRIX_TYPES = {"IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ3_S", "IQ2_S", "IQ1_M"}
+NIBBLE_HALVES = {"IQ1_M": [48]}
 
 libdir = os.environ.get("LIBGGML_DIR")
 if not libdir:
@@ -104,25 +117,35 @@ def b64(data: bytes) -> str:
     return base64.b64encode(bytes(data)).decode()
 
 
-def random_blocks(rng, nblocks: int, block_bytes: int, half_offsets, exponent_offsets=()) -> bytes:
+def random_half(rng) -> int:
+    # A finite scale of either sign, 2^-10 .. 2^-3 in size.
+    return int(np.float16(rng.choice([-1.0, 1.0]) * 2.0 ** rng.uniform(-10, -3)).view(np.uint16))
+
+
+def random_blocks(rng, nblocks: int, block_bytes: int, half_offsets, exponent_offsets=(), nibble_offsets=()) -> bytes:
     raw = bytearray(rng.integers(0, 256, size=nblocks * block_bytes, dtype=np.uint8).tobytes())
     for b in range(nblocks):
+        for off in nibble_offsets:
+            half = random_half(rng)
+            for k in range(4):
+                top = b * block_bytes + off + 2 * k + 1
+                raw[top] = (raw[top] & 0x0F) | (((half >> (4 * k)) & 0xF) << 4)
         for off in exponent_offsets:
             # 2^-12 .. 2^-1 once halved.
             raw[b * block_bytes + off] = int(rng.integers(116, 128))
         for off in half_offsets:
-            # A finite scale of either sign, 2^-10 .. 2^-3 in size.
-            value = np.float16(rng.choice([-1.0, 1.0]) * 2.0 ** rng.uniform(-10, -3))
-            raw[b * block_bytes + off:b * block_bytes + off + 2] = value.tobytes()
+            raw[b * block_bytes + off:b * block_bytes + off + 2] = random_half(rng).to_bytes(2, "little")
     return bytes(raw)
 
 
-def quantized_rows(type_id: int, rows: np.ndarray) -> bytes:
+def quantized_rows(type_id: int, rows: np.ndarray, imatrix: bool = False) -> bytes:
     nrows, n = rows.shape
     traits = base.ggml_get_type_traits(type_id).contents
     out = ctypes.create_string_buffer(nrows * n // traits.blck_size * traits.type_size)
     src = np.ascontiguousarray(rows, dtype=np.float32)
-    base.ggml_quantize_chunk(type_id, src.ctypes.data, out, 0, nrows, n, None)
+    # Importance from a generator of its own, so that the other draws stay as they were.
+    weights = np.random.default_rng(n).uniform(0.1, 2.0, n).astype(np.float32) if imatrix else None
+    base.ggml_quantize_chunk(type_id, src.ctypes.data, out, 0, nrows, n, weights.ctypes.data if imatrix else None)
     return out.raw
 
 
@@ -175,11 +198,12 @@ def matrix_product(type_id: int, weights: bytes, rows: int, n: int, columns: np.
 
 def fixture(name: str) -> dict:
     type_id, block, block_bytes, halves, exponents = TYPES[name]
+    imatrix, nibbles = name in IMATRIX_TYPES, NIBBLE_HALVES.get(name, [])
     rng = np.random.default_rng(0x5EED + type_id)
     cases = []
     for n in ([256, 512, 1024] if block == 256 else [32, 96, 256, 288]):
-        cases.append(case(type_id, quantized_rows(type_id, float_rows(rng, 1, n)), n, rng))
-        cases.append(case(type_id, random_blocks(rng, n // block, block_bytes, halves, exponents), n, rng))
+        cases.append(case(type_id, quantized_rows(type_id, float_rows(rng, 1, n), imatrix), n, rng))
+        cases.append(case(type_id, random_blocks(rng, n // block, block_bytes, halves, exponents, nibbles), n, rng))
     # Matrices of IQ4_NL and MXFP4 whose rows are a multiple of 8 are repacked in llama.cpp's models
     # (their products are checked on tiny models against llama-server); these have other row
     # counts, which a graph sums as a model would.
@@ -190,8 +214,8 @@ def fixture(name: str) -> dict:
               [(16, 512, 1, False), (16, 512, 4, True), (16, 512, 7, False), (16, 512, 8, True), (24, 768, 13, False),
                (16, 1024, 32, True)])
     for rows, n, cols, random_bytes in shapes:
-        weights = (random_blocks(rng, rows * n // block, block_bytes, halves, exponents) if random_bytes
-                   else quantized_rows(type_id, float_rows(rng, rows, n)))
+        weights = (random_blocks(rng, rows * n // block, block_bytes, halves, exponents, nibbles) if random_bytes
+                   else quantized_rows(type_id, float_rows(rng, rows, n), imatrix))
         columns = float_rows(rng, cols, n)
         product = matrix_product(type_id, weights, rows, n, columns)
         matrices.append({

@@ -8,6 +8,8 @@ static int interleaved_layout(uint32_t type) {
 static const hk_kernel *kernel_for(int isa, uint32_t type) {
     const hk_kernel *lowbit = hk_lowbit_kernel(isa, type);
     if (lowbit) return lowbit;
+    const hk_kernel *grid = hk_grid_kernel(isa, type);
+    if (grid) return grid;
 #if HK_HAVE_AVX2
     if (isa == HK_ISA_AVX2) return hk_avx2_kernel(type);
 #endif
@@ -23,7 +25,8 @@ int32_t hk_activation_type(uint32_t weight_type) {
     case HK_IQ4_NL: case HK_IQ4_NL_X8: case HK_MXFP4: case HK_MXFP4_X8: return HK_Q8_0;
     case HK_Q4_1: case HK_Q5_1: return HK_Q8_1;
     case HK_Q2_K: case HK_Q3_K: case HK_Q4_K: case HK_Q4_K_PLAIN: case HK_Q4_K_X16P: case HK_Q5_K: case HK_Q6_K: case HK_Q6_K_X16P:
-    case HK_IQ4_XS: return HK_Q8_K;
+    case HK_IQ4_XS: case HK_IQ2_XXS: case HK_IQ2_XS: case HK_IQ2_S: case HK_IQ3_XXS: case HK_IQ3_S: case HK_IQ1_S: case HK_IQ1_M:
+        return HK_Q8_K;
     default: return -1;
     }
 }
@@ -37,6 +40,7 @@ int hk_quantize_activations(int isa, uint32_t type, const float *x, void *dst, i
 
 int hk_dequantize(int isa, uint32_t type, const void *src, float *dst, int64_t n) {
     if (hk_lowbit_dequantize(type, src, dst, n) == 0) return 0;
+    if (hk_grid_dequantize(type, src, dst, n) == 0) return 0;
 #if HK_HAVE_AVX2
     if (isa == HK_ISA_AVX2) return hk_avx2_dequantize(type, src, dst, n);
 #endif

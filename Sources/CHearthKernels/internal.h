@@ -8,7 +8,8 @@
 enum {
     HK_F32 = 0, HK_F16 = 1, HK_Q4_0 = 2, HK_Q4_1 = 3, HK_Q5_0 = 6, HK_Q5_1 = 7,
     HK_Q8_0 = 8, HK_Q8_1 = 9, HK_Q2_K = 10, HK_Q3_K = 11, HK_Q4_K = 12, HK_Q5_K = 13, HK_Q6_K = 14,
-    HK_Q8_K = 15, HK_IQ4_NL = 20, HK_IQ4_XS = 23, HK_BF16 = 30, HK_MXFP4 = 39,
+    HK_Q8_K = 15, HK_IQ2_XXS = 16, HK_IQ2_XS = 17, HK_IQ3_XXS = 18, HK_IQ1_S = 19, HK_IQ4_NL = 20,
+    HK_IQ3_S = 21, HK_IQ2_S = 22, HK_IQ4_XS = 23, HK_IQ1_M = 29, HK_BF16 = 30, HK_MXFP4 = 39,
 };
 
 #define QK 32
@@ -51,6 +52,39 @@ typedef struct { uint16_t d; uint8_t qs[16]; } hk_iq4_nl;
 typedef struct { uint16_t d, scales_h; uint8_t scales_l[4]; uint8_t qs[128]; } hk_iq4_xs;
 typedef struct { uint8_t e; uint8_t qs[16]; } hk_mxfp4;
 
+// The grid formats (grid_quants.c): 256 weights in groups of 8 (IQ3: two groups of 4), each
+// group a point of a fixed grid, with signs apart for IQ2 and IQ3.
+//   IQ2_XXS, 2.0625 bits per weight: per 32 weights two words, the first the grid indices of its
+//     4 groups, the second their four 7-bit sign indices (into hk_iq_signs) and a 4-bit scale.
+typedef struct { uint16_t d; uint16_t qs[32]; } hk_iq2_xxs;
+//   IQ2_XS, 2.3125: per group a 9-bit grid index and a 7-bit sign index; 4-bit scales per 16.
+typedef struct { uint16_t d; uint16_t qs[32]; uint8_t scales[8]; } hk_iq2_xs;
+//   IQ2_S, 2.5625: per group 8 low bits of a 10-bit grid index (qs[0..31]) and its 8 signs
+//   (qs[32..63]), the top two bits four to a byte of qh; 4-bit scales per 16.
+typedef struct { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t scales[8]; } hk_iq2_s;
+//   IQ3_XXS, 3.0625: 64 grid indices of 4 weights, then per 32 weights a word of four 7-bit sign
+//   indices and a 4-bit scale.
+typedef struct { uint16_t d; uint8_t qs[96]; } hk_iq3_xxs;
+//   IQ3_S, 3.4375: 9-bit indices of 4 weights (the ninth bits in qh), 8 signs a byte, 4-bit
+//   scales per 32.
+typedef struct { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t signs[32]; uint8_t scales[4]; } hk_iq3_s;
+//   IQ1_S, 1.5625: 11-bit indices of 8 values -1, 0, +1 (the top three bits in qh), per 32
+//   weights a 3-bit scale and the sign of a shift of 1/8 (qh's top four bits).
+typedef struct { uint16_t d; uint8_t qs[32]; uint16_t qh[8]; } hk_iq1_s;
+//   IQ1_M, 1.75: IQ1_S's indices with a shift per 8 weights (bits 3 and 7 of qh), 3-bit scales
+//   per 16, and the f16 super-block scale in the top four bits of each of the four words of
+//   `scales`.
+typedef struct { uint8_t qs[32]; uint8_t qh[16]; uint8_t scales[8]; } hk_iq1_m;
+
+// iq_grids.c
+extern const uint64_t hk_iq2xxs_grid[256];
+extern const uint64_t hk_iq2xs_grid[512];
+extern const uint64_t hk_iq2s_grid[1024];
+extern const uint32_t hk_iq3xxs_grid[256];
+extern const uint32_t hk_iq3s_grid[512];
+extern const uint64_t hk_iq1s_grid[2048];
+extern const uint8_t hk_iq_signs[128];
+
 // The sixteen values of IQ4_NL and IQ4_XS quants (GGML's kvalues_iq4nl).
 static const int8_t hk_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 // The sixteen FP4 (E2M1) values of MXFP4 quants, doubled (GGML's kvalues_mxfp4).
@@ -71,6 +105,13 @@ _Static_assert(sizeof(hk_q3_K) == 110, "q3_K");
 _Static_assert(sizeof(hk_iq4_nl) == 18, "iq4_nl");
 _Static_assert(sizeof(hk_iq4_xs) == 136, "iq4_xs");
 _Static_assert(sizeof(hk_mxfp4) == 17, "mxfp4");
+_Static_assert(sizeof(hk_iq2_xxs) == 66, "iq2_xxs");
+_Static_assert(sizeof(hk_iq2_xs) == 74, "iq2_xs");
+_Static_assert(sizeof(hk_iq2_s) == 82, "iq2_s");
+_Static_assert(sizeof(hk_iq3_xxs) == 98, "iq3_xxs");
+_Static_assert(sizeof(hk_iq3_s) == 110, "iq3_s");
+_Static_assert(sizeof(hk_iq1_s) == 50, "iq1_s");
+_Static_assert(sizeof(hk_iq1_m) == 56, "iq1_m");
 
 static inline float hk_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t hk_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
@@ -154,6 +195,10 @@ void hk_portable_matmul_f32w(const uint8_t *, size_t, int64_t, const uint8_t *, 
 // lowbit.c: Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4, on both paths.
 const hk_kernel *hk_lowbit_kernel(int isa, uint32_t type);
 int hk_lowbit_dequantize(uint32_t type, const void *src, float *dst, int64_t n);
+
+// grid_quants.c: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M, on both paths.
+const hk_kernel *hk_grid_kernel(int isa, uint32_t type);
+int hk_grid_dequantize(uint32_t type, const void *src, float *dst, int64_t n);
 
 // portable.c
 const hk_kernel *hk_portable_kernel(uint32_t type);

@@ -5,6 +5,8 @@ import HearthFormats
 
 /// 4 bytes, laid out inline.
 public typealias Bytes4 = (UInt8, UInt8, UInt8, UInt8)
+/// 8 bytes, laid out inline.
+public typealias Bytes8 = (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
 /// 12 bytes, laid out inline.
 public typealias Bytes12 = (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
 /// 16 bytes, laid out inline.
@@ -218,6 +220,110 @@ public struct IQ4_XSBlock: GGMLBlock {
     public var qs: Bytes128
 }
 
+/// IQ2_XXS: 256 weights in groups of 8, each group a point of a fixed grid (magnitudes 8, 25 or
+/// 43) with its signs: per 32 weights two little-endian words, the first the grid indices of its
+/// four groups, the second four 7-bit sign indices and a 4-bit scale ls (bits 28..31);
+/// w = d * (ls + 1/2) / 4 * g. 66 bytes: 2.0625 bits per weight.
+public struct IQ2_XXSBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .iq2_xxs }
+    /// Super-block scale.
+    public var d: Half
+    /// Grid indices, sign indices and scales (32 little-endian UInt16).
+    public var qs: Bytes64
+}
+
+/// IQ2_XS: 256 weights in groups of 8, each a 9-bit grid index and a 7-bit sign index in one
+/// 16-bit word, with 4-bit scales per 16 weights; w = d * (ls + 1/2) / 4 * g. 74 bytes: 2.3125
+/// bits per weight.
+public struct IQ2_XSBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .iq2_xs }
+    /// Super-block scale.
+    public var d: Half
+    /// Grid and sign indices (32 little-endian UInt16).
+    public var qs: Bytes64
+    /// Scales of each 16 weights, two to a byte (low nibble first).
+    public var scales: Bytes8
+}
+
+/// IQ2_S: 256 weights in groups of 8, each a 10-bit index into a grid of 1024 points (its low
+/// 8 bits in qs, the top 2 in qh) and a byte of signs; 4-bit scales per 16 weights;
+/// w = d * (ls + 1/2) / 4 * g. 82 bytes: 2.5625 bits per weight.
+public struct IQ2_SBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .iq2_s }
+    /// Super-block scale.
+    public var d: Half
+    /// Low 8 bits of the 32 grid indices, then the 32 groups' sign bytes.
+    public var qs: Bytes64
+    /// Top 2 bits of the grid indices, four to a byte.
+    public var qh: Bytes8
+    /// Scales of each 16 weights, two to a byte (low nibble first).
+    public var scales: Bytes8
+}
+
+/// IQ3_XXS: 256 weights in groups of 4, each a point of a grid of 256 (magnitudes 4 ... 62); per
+/// 32 weights a little-endian word of four 7-bit sign indices (one per 8 weights) and a 4-bit
+/// scale; w = d * (ls + 1/2) / 2 * g. 98 bytes: 3.0625 bits per weight.
+public struct IQ3_XXSBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .iq3_xxs }
+    /// Super-block scale.
+    public var d: Half
+    /// The 64 grid indices.
+    public var qs: Bytes64
+    /// Sign indices and scales, a little-endian UInt32 per 32 weights.
+    public var scalesAndSigns: Bytes32
+}
+
+/// IQ3_S: 256 weights in groups of 4, each a 9-bit index into a grid of 512 (magnitudes 1 ... 15;
+/// the ninth bits in qh), 8 signs to a byte, and a 4-bit scale per 32 weights;
+/// w = d * (2 ls + 1) * g. 110 bytes: 3.4375 bits per weight.
+public struct IQ3_SBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .iq3_s }
+    /// Super-block scale.
+    public var d: Half
+    /// Low 8 bits of the grid indices.
+    public var qs: Bytes64
+    /// Ninth bits of the grid indices, eight to a byte.
+    public var qh: Bytes8
+    /// Signs, one bit per weight.
+    public var signs: Bytes32
+    /// Scales of each 32 weights, two to a byte (low nibble first).
+    public var scales: Bytes4
+}
+
+/// IQ1_S: 256 weights in groups of 8, each an 11-bit index into a grid of 2048 points of values
+/// -1, 0, +1; per 32 weights a little-endian word of the indices' top 3 bits (bits 0..11), a
+/// 3-bit scale (12..14) and the sign of a shift (15): w = d * (2 ls + 1) * (g ± 1/8). 50 bytes:
+/// 1.5625 bits per weight.
+public struct IQ1_SBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .iq1_s }
+    /// Super-block scale.
+    public var d: Half
+    /// Low 8 bits of the grid indices.
+    public var qs: Bytes32
+    /// Top bits, scales and shifts (8 little-endian UInt16).
+    public var qh: Bytes16
+}
+
+/// IQ1_M: IQ1_S's grid with the top 3 bits of each index and the sign of its group's shift in a
+/// nibble of qh, 3-bit scales per 16 weights, and the f16 super-block scale split over the top
+/// nibbles of the four little-endian words of `scales`. 56 bytes: 1.75 bits per weight.
+public struct IQ1_MBlock: GGMLBlock {
+    /// Type of the block.
+    public static var ggmlType: GGMLType { .iq1_m }
+    /// Low 8 bits of the grid indices.
+    public var qs: Bytes32
+    /// Top 3 bits of the grid indices and the shifts' signs, a nibble per group of 8.
+    public var qh: Bytes16
+    /// Scales of each 16 weights (3 bits each, low bits first) and the super-block scale.
+    public var scales: Bytes8
+}
+
 /// MXFP4: 32 weights, w = 2^(e - 128) * v[q] with 4-bit q into the FP4 (E2M1) values doubled
 /// (0, ±1, ±2, ±3, ±4, ±6, ±8, ±12) and an E8M0 exponent e, nibbles as in Q4_0. 17 bytes: 4.25
 /// bits per weight.
@@ -275,6 +381,13 @@ extension GGMLType {
         case .q3_K: return Q3_KBlock.self
         case .iq4_nl: return IQ4_NLBlock.self
         case .iq4_xs: return IQ4_XSBlock.self
+        case .iq2_xxs: return IQ2_XXSBlock.self
+        case .iq2_xs: return IQ2_XSBlock.self
+        case .iq2_s: return IQ2_SBlock.self
+        case .iq3_xxs: return IQ3_XXSBlock.self
+        case .iq3_s: return IQ3_SBlock.self
+        case .iq1_s: return IQ1_SBlock.self
+        case .iq1_m: return IQ1_MBlock.self
         case .mxfp4: return MXFP4Block.self
         default: return nil
         }

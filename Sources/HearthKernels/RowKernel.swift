@@ -66,7 +66,7 @@ public struct RowKernel: Sendable {
         case .f32, .bf16: return .f32
         case .q4_0, .q5_0, .q8_0, .iq4_nl, .mxfp4: return .q8_0
         case .q4_1, .q5_1: return .q8_1
-        case .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .iq4_xs: return .q8_K
+        case .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .iq4_xs, .iq2_xxs, .iq2_xs, .iq2_s, .iq3_xxs, .iq3_s, .iq1_s, .iq1_m: return .q8_K
         default: return nil
         }
     }
@@ -177,10 +177,11 @@ public struct RowKernel: Sendable {
     /// starts at activations + c * activationStride (bytes). Output is indexed by absolute row r.
     ///
     /// `runs` splits the columns into the rows of each sequence of a forward pass (lengths that
-    /// sum to `columns`; nil is one run). On AVX2, Q4_K, Q5_K and Q6_K sum each run in the order
-    /// llama.cpp's CPU backend uses for a batch of that size (the tests' `KernelReference.SummationOrder`),
-    /// so a column's result depends on its own run only, never on the runs beside it. Pass every
-    /// column of a pass in one call and split only the rows.
+    /// sum to `columns`; nil is one run). On AVX2 Q4_K, Q5_K and Q6_K, and on every path Q2_K, Q3_K,
+    /// IQ4_XS and the IQ1, IQ2 and IQ3 types, sum each run in the order llama.cpp's CPU backend
+    /// uses for a batch of that size (the tests' `KernelReference.SummationOrder`, and
+    /// Tests/Fixtures/quants), so a column's result depends on its own run only, never on the runs
+    /// beside it. Pass every column of a pass in one call and split only the rows.
     public func matMul(weights: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>,
                        activations: UnsafeRawPointer, activationStride: Int, columns: Int, count: Int,
                        runs: UnsafeBufferPointer<Int>? = nil,

@@ -155,10 +155,10 @@ private func knownBlock(_ type: GGMLType) -> (bytes: [UInt8], expected: [Float])
         let src = [UInt8](repeating: 0, count: 256)
         src.withUnsafeBytes { s in
             out.withUnsafeMutableBufferPointer { o in
-                #expect(throws: HearthError.self) { try dequantizeRow(.iq2_xxs, s.baseAddress!, into: o.baseAddress!, count: 256) }
+                #expect(throws: HearthError.self) { try dequantizeRow(.tq1_0, s.baseAddress!, into: o.baseAddress!, count: 256) }
                 #expect(throws: HearthError.self) { try dequantizeRow(.q4_0, s.baseAddress!, into: o.baseAddress!, count: 33) }
             }
         }
-        #expect(throws: HearthError.self) { try RowKernel(weightType: .iq2_xxs) }
+        #expect(throws: HearthError.self) { try RowKernel(weightType: .tq1_0) }
     }
 }

@@ -18,6 +18,18 @@ import Testing
         #expect(MemoryLayout<Q5_KBlock>.size == GGMLType.q5_K.blockBytes)
         #expect(MemoryLayout<Q6_KBlock>.size == GGMLType.q6_K.blockBytes)
         #expect(MemoryLayout<Q8_KBlock>.size == GGMLType.q8_K.blockBytes)
+        #expect(MemoryLayout<Q2_KBlock>.size == GGMLType.q2_K.blockBytes)
+        #expect(MemoryLayout<Q3_KBlock>.size == GGMLType.q3_K.blockBytes)
+        #expect(MemoryLayout<IQ4_NLBlock>.size == GGMLType.iq4_nl.blockBytes)
+        #expect(MemoryLayout<IQ4_XSBlock>.size == GGMLType.iq4_xs.blockBytes)
+        #expect(MemoryLayout<MXFP4Block>.size == GGMLType.mxfp4.blockBytes)
+        #expect(MemoryLayout<IQ2_XXSBlock>.size == GGMLType.iq2_xxs.blockBytes)
+        #expect(MemoryLayout<IQ2_XSBlock>.size == GGMLType.iq2_xs.blockBytes)
+        #expect(MemoryLayout<IQ2_SBlock>.size == GGMLType.iq2_s.blockBytes)
+        #expect(MemoryLayout<IQ3_XXSBlock>.size == GGMLType.iq3_xxs.blockBytes)
+        #expect(MemoryLayout<IQ3_SBlock>.size == GGMLType.iq3_s.blockBytes)
+        #expect(MemoryLayout<IQ1_SBlock>.size == GGMLType.iq1_s.blockBytes)
+        #expect(MemoryLayout<IQ1_MBlock>.size == GGMLType.iq1_m.blockBytes)
     }
 
     @Test func fieldOffsetsMatchGGML() {
@@ -28,6 +40,12 @@ import Testing
         #expect(MemoryLayout<Q6_KBlock>.offset(of: \.scales) == 192)
         #expect(MemoryLayout<Q6_KBlock>.offset(of: \.d) == 208)
         #expect(MemoryLayout<Q8_KBlock>.offset(of: \.bsums) == 260)
+        #expect(MemoryLayout<IQ2_XSBlock>.offset(of: \.scales) == 66)
+        #expect(MemoryLayout<IQ2_SBlock>.offset(of: \.qh) == 66)
+        #expect(MemoryLayout<IQ3_SBlock>.offset(of: \.signs) == 74)
+        #expect(MemoryLayout<IQ3_SBlock>.offset(of: \.scales) == 106)
+        #expect(MemoryLayout<IQ1_SBlock>.offset(of: \.qh) == 34)
+        #expect(MemoryLayout<IQ1_MBlock>.offset(of: \.scales) == 48)
     }
 
     @Test(arguments: GGMLType.allCases.filter { $0.blockStruct != nil })

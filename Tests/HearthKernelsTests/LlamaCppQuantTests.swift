@@ -31,7 +31,7 @@ private struct QuantFixture: Decodable {
     let cases: [Case]
     let matrices: [Product]
 
-    static let names = ["q2_k", "q3_k", "iq4_nl", "iq4_xs", "mxfp4"]
+    static let names = ["q2_k", "q3_k", "iq4_nl", "iq4_xs", "mxfp4", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m"]
 
     static func load(_ name: String) throws -> QuantFixture {
         let url = TestFiles.packageRoot.appendingPathComponent("Tests/Fixtures/quants/\(name).json")

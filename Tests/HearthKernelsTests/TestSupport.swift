@@ -15,7 +15,7 @@ func halfFieldOffsets(_ type: GGMLType) -> [Int] {
     case .q6_K: return [208]
     case .q2_K: return [80, 82]
     case .q3_K: return [108]
-    case .iq4_nl, .iq4_xs: return [0]
+    case .iq4_nl, .iq4_xs, .iq2_xxs, .iq2_xs, .iq2_s, .iq3_xxs, .iq3_s, .iq1_s: return [0]
     default: return []
     }
 }
@@ -35,6 +35,15 @@ func randomRow(_ type: GGMLType, count: Int, using rng: inout SeededGenerator) -
     for b in 0..<blocks {
         // MXFP4's shared exponent: scales of 2^-12 to 2^-1.
         if type == .mxfp4 { row[b * type.blockBytes] = UInt8.random(in: 116...127, using: &rng) }
+        // IQ1_M's f16 scale, a nibble at the top of each of the four words at bytes 48..55.
+        if type == .iq1_m {
+            let sign: Float = Bool.random(using: &rng) ? 1 : -1
+            let h = Half(sign * Float.random(in: 0.0005...0.05, using: &rng)).bits
+            for k in 0..<4 {
+                let top = b * type.blockBytes + 48 + 2 * k + 1
+                row[top] = (row[top] & 0x0F) | UInt8((h >> (4 * k)) & 0xF) << 4
+            }
+        }
         for offset in halfFieldOffsets(type) {
             let sign: Float = Bool.random(using: &rng) ? 1 : -1
             let h = Half(sign * Float.random(in: 0.0005...0.05, using: &rng)).bits

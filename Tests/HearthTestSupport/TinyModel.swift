@@ -561,6 +561,26 @@ public enum RandomWeights {
                 for j in 0..<4 { out.append(UInt8(scales[2 * j] & 0xF) | UInt8(scales[2 * j + 1] & 0xF) << 4) }
                 bytes(128)
             }
+        case .iq2_xxs, .iq2_xs, .iq2_s, .iq3_xxs, .iq3_s, .iq1_s:
+            // Random grid points, signs and sub-block scales (random bytes are valid in these
+            // formats) under d chosen from the values' spread at d = 1: about 54 for the IQ2
+            // types, 140 for IQ3, 7.2 for IQ1_S.
+            let spread: Float = [.iq3_xxs, .iq3_s].contains(type) ? 140 : type == .iq1_s ? 7.2 : 54
+            for _ in 0..<count / 256 {
+                half(blockScale(scale / spread))
+                bytes(type.blockBytes - 2)
+            }
+        case .iq1_m:
+            for _ in 0..<count / 256 {
+                // The f16 super-block scale goes in the top nibbles of the four words at 48..55.
+                let start = out.count
+                bytes(56)
+                let d = Float16(blockScale(scale / 7.2)).bitPattern
+                for k in 0..<4 {
+                    let top = start + 48 + 2 * k + 1
+                    out[top] = (out[top] & 0x0F) | UInt8((d >> (4 * k)) & 0xF) << 4
+                }
+            }
         case .mxfp4:
             for _ in 0..<count / 32 {
                 // A shared exponent near scale / 5.5 (the doubled FP4 values' spread), ±1.

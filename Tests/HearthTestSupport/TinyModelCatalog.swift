@@ -10,6 +10,11 @@ extension TinyModel {
         // The low-bit formats of the dynamic quantizations: Q2_K, Q3_K, IQ4_NL and IQ4_XS.
         llama("llama3-lowbit", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: true, ropeFactors: true,
               types: Types(embedding: .q3_K, attention: .iq4_nl, feedForward: .q2_K, down: .iq4_xs, output: .q3_K)),
+        // The grid formats of the IQ1, IQ2 and IQ3 quantizations, each in one model's products.
+        llama("llama3-iq23", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: true, ropeFactors: true,
+              types: Types(embedding: .iq3_xxs, attention: .iq2_xxs, feedForward: .iq2_xs, down: .iq3_s, output: .iq2_s)),
+        llama("llama3-iq1", vocabulary: "llama-cpp-vocab/ggml-vocab-llama-bpe.gguf", kQuants: true, ropeFactors: true,
+              types: Types(embedding: .iq2_s, attention: .iq1_m, feedForward: .iq1_s, down: .iq3_xxs, output: .iq3_s)),
         qwen("qwen2-a", "qwen2"),
         qwen("qwen2-b", "qwen2", kQuants: true),
         qwen("qwen3-a", "qwen3"),

@@ -199,12 +199,12 @@ struct MixtureOfExperts: FeedForwardLayer {
     }
 
     /// How an expert's `rows` rows are summed: as runs of one sequence's rows each for the
-    /// K-quants llama.cpp's tiled kernel takes (its sums depend on how many rows there are),
-    /// one row at a time for every other type (Q4_K and Q4_0 are repacked, and their
-    /// `mul_mat_id` takes one row at a time).
+    /// K-quants and IQ1, IQ2 and IQ3 types llama.cpp's tiled kernel takes (its sums depend on how
+    /// many rows there are), one row at a time for every other type (Q4_K and Q4_0 are repacked,
+    /// and their `mul_mat_id` takes one row at a time).
     private static func runs(of matrix: WeightMatrix, rows: Int, sequenceRuns: [Int]) -> [Int] {
         switch matrix.kernel.weightType {
-        case .q2_K, .q3_K, .q5_K, .q6_K, .iq4_xs: sequenceRuns
+        case .q2_K, .q3_K, .q5_K, .q6_K, .iq4_xs, .iq2_xxs, .iq2_xs, .iq2_s, .iq3_xxs, .iq3_s, .iq1_s, .iq1_m: sequenceRuns
         default: [Int](repeating: 1, count: rows)
         }
     }
