@@ -21,6 +21,7 @@
 #pragma STDC FP_CONTRACT OFF
 #include <math.h>
 #include "internal.h"
+#include "reduce.h"
 #if HK_HAVE_AVX2
 #include "avx2.h"
 #endif
@@ -222,16 +223,6 @@ typedef struct {
     float total;                // ORDER_TILED
 } grid_sums;
 
-static inline int32_t lane_total(const int32_t lane[8]) {
-    int32_t s = 0;
-    for (int k = 0; k < 8; k++) s += lane[k];
-    return s;
-}
-
-// The eight float lanes added as hsum_float_8 adds them.
-static inline float lanes_hsum(const float a[8]) {
-    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
-}
 
 // The tiled kernel's super-block integer, and its d(weights) with the format's constant.
 static inline int32_t tiled_integer(uint32_t type, int32_t grid, int32_t shifts) {
@@ -244,13 +235,13 @@ static inline float tiled_scale(uint32_t type, float d) {
 
 static float finish(uint32_t type, int order, const grid_sums *s, float (*fma)(float, float, float)) {
     if (order == ORDER_TILED) return s->total;
-    const float sum = lanes_hsum(s->lane);
+    const float sum = hk_reduce8(s->lane);
     switch (type) {
     case HK_IQ3_S: return sum;
     case HK_IQ3_XXS: return 0.25f * sum;
     case HK_IQ1_S: return sum + 0.125f * s->ones;
     // GCC contracts llama.cpp's hsum + IQ1M_DELTA · hsum into a fused multiply-add.
-    case HK_IQ1_M: return fma(0.125f, lanes_hsum(s->shifted), sum);
+    case HK_IQ1_M: return fmaf(0.125f, hk_reduce8(s->shifted), sum);
     default: return 0.125f * sum;
     }
 }
@@ -266,13 +257,13 @@ static void add_scalar(uint32_t type, int order, const grid_block *b, const hk_q
         if (shifts) shifted[k] += sa * b->shift[e / 8];
     }
     if (order == ORDER_TILED) {
-        const float r = tiled_scale(type, b->d) * (float)tiled_integer(type, lane_total(lane), lane_total(shifted));
+        const float r = tiled_scale(type, b->d) * (float)tiled_integer(type, hk_total8_i32(lane), hk_total8_i32(shifted));
         s->total = fmaf(r, y->d, s->total);
         return;
     }
     const float dd = b->d * y->d;
     for (int k = 0; k < 8; k++) s->lane[k] = fmaf(dd, (float)lane[k], s->lane[k]);
-    if (type == HK_IQ1_S) s->ones = fmaf(dd, (float)lane_total(shifted), s->ones);
+    if (type == HK_IQ1_S) s->ones = fmaf(dd, (float)hk_total8_i32(shifted), s->ones);
     if (type == HK_IQ1_M)
         for (int k = 0; k < 8; k++) s->shifted[k] = fmaf(dd, (float)shifted[k], s->shifted[k]);
 }

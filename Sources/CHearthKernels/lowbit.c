@@ -24,6 +24,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "internal.h"
+#include "reduce.h"
 #if HK_HAVE_AVX2
 #include "avx2.h"
 #endif
@@ -221,16 +222,6 @@ static const lanes_path scalar_path = {q2k_lanes_scalar, q3k_lanes_scalar, iq4xs
 static const lanes_path avx2_path = {q2k_lanes_scalar, q3k_lanes_scalar, iq4xs_lanes_scalar, nl4_lanes_avx2, fma_avx2};
 #endif
 
-static inline int32_t lane_total(const int32_t lane[8]) {
-    int32_t s = 0;
-    for (int k = 0; k < 8; k++) s += lane[k];
-    return s;
-}
-
-// The eight float lanes added as hsum_float_8 adds them.
-static inline float lanes_hsum(const float a[8]) {
-    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
-}
 
 // ORDER_SGEMM: llamafile's tinyBLAS, which takes IQ4_NL matrices that are not repacked for
 // batches of 2 columns or more: one float lane per integer lane, fused block by block with
@@ -258,8 +249,8 @@ static float kdot(const lanes_path *p, uint32_t type, int order, const uint8_t *
             d = hk_fp16_to_fp32(x->d);
         }
         if (order == ORDER_TILED) {
-            float r = d * (float)lane_total(lane);
-            if (type == HK_Q2_K) r = p->fma(-dmin, (float)lane_total(mins), r);
+            float r = d * (float)hk_total8_i32(lane);
+            if (type == HK_Q2_K) r = p->fma(-dmin, (float)hk_total8_i32(mins), r);
             total = p->fma(r, y[i].d, total);
             continue;
         }
@@ -270,7 +261,7 @@ static float kdot(const lanes_path *p, uint32_t type, int order, const uint8_t *
         }
         for (int k = 0; k < 8; k++) acc[k] = p->fma(dd, (float)lane[k], acc[k]);
     }
-    return order == ORDER_TILED ? total : lanes_hsum(acc);
+    return order == ORDER_TILED ? total : hk_reduce8(acc);
 }
 
 // One IQ4_NL or MXFP4 row against one Q8_0 row, nb blocks of 32.
@@ -280,7 +271,7 @@ static float nl4_dot(const lanes_path *p, const nl4_format *f, int order, const 
         float acc = 0;
         for (int64_t i = 0; i < nb; i++, x += f->bytes) {
             p->nl4(f->values, nl4_quants(f, x), &y[i], lane);
-            acc = p->fma((float)lane_total(lane), nl4_scale(f, x) * hk_fp16_to_fp32(y[i].d), acc);
+            acc = p->fma((float)hk_total8_i32(lane), nl4_scale(f, x) * hk_fp16_to_fp32(y[i].d), acc);
         }
         return acc;
     }
@@ -291,7 +282,7 @@ static float nl4_dot(const lanes_path *p, const nl4_format *f, int order, const 
             const float d = nl4_scale(f, x) * hk_fp16_to_fp32(y[i].d);
             for (int k = 0; k < 8; k++) acc[k] = p->fma(d, (float)lane[k], acc[k]);
         }
-        return lanes_hsum(acc);
+        return hk_reduce8(acc);
     }
     float acc[2][8] = {{0}};
     int64_t i = 0;
@@ -305,11 +296,11 @@ static float nl4_dot(const lanes_path *p, const nl4_format *f, int order, const 
     }
     float both[8];
     for (int k = 0; k < 8; k++) both[k] = acc[0][k] + acc[1][k];
-    float sum = lanes_hsum(both);
+    float sum = hk_reduce8(both);
     for (; i < nb; i++) {
         const uint8_t *b = x + (size_t)i * f->bytes;
         p->nl4(f->values, nl4_quants(f, b), &y[i], lane);
-        sum = p->fma(hk_fp16_to_fp32(y[i].d) * nl4_scale(f, b), (float)lane_total(lane), sum);
+        sum = p->fma(hk_fp16_to_fp32(y[i].d) * nl4_scale(f, b), (float)hk_total8_i32(lane), sum);
     }
     return sum;
 }

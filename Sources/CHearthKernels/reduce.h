@@ -11,6 +11,13 @@ static inline float hk_reduce8(const float *l) {
     return (a0 + a2) + (a1 + a3);
 }
 
+// Eight int32 lanes added in order (exact in any order; one spelling for every kernel).
+static inline int32_t hk_total8_i32(const int32_t *l) {
+    int32_t s = 0;
+    for (int k = 0; k < 8; k++) s += l[k];
+    return s;
+}
+
 // Eight lanes pairwise, ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)): the order of the
 // horizontal adds that reduce eight accumulators at once.
 static inline float hk_reduce8_pairs(const float *l) {
