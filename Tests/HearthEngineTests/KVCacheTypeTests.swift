@@ -144,12 +144,19 @@ struct KVCacheTypeTests {
     @Test("a quantized cache refuses heads it cannot hold in whole blocks, saying what to use")
     func headsOutsideBlocks() throws {
         let types = KVCacheTypes(keys: .q8_0, values: .f16)
-        var c = try TransformerModel(path: TestFiles.model(TestFiles.smolLM2), threads: 1).configuration
-        c.headDimension = 80
+        let smol = try TransformerModel(path: TestFiles.model(TestFiles.smolLM2), threads: 1).configuration
+        /// SmolLM2's configuration with heads of `d` values in its first `layers` cache layers.
+        func heads(_ d: Int, layers: Int? = nil) -> ModelConfiguration {
+            var c = smol
+            for i in 0..<(layers ?? c.cacheShapes.count) { c.cacheShapes[i].headDimension = d }
+            return c
+        }
         #expect(throws: HearthError.invalidArgument(
-            "A q8_0 KV cache needs heads of a multiple of 32 values; this model's have 80. Use f16.")) { try types.check(c) }
-        c.headDimension = 96
-        try types.check(c)
+            "A q8_0 KV cache needs heads of a multiple of 32 values; this model's have 80. Use f16.")) { try types.check(heads(80)) }
+        try types.check(heads(96))
+        // Layers of their own head size (Gemma 4's sliding and global ones) are each checked.
+        #expect(throws: HearthError.invalidArgument(
+            "A q8_0 KV cache needs heads of a multiple of 32 values; this model's have 80. Use f16.")) { try types.check(heads(80, layers: 1)) }
         #expect(try KVCacheType(parsing: "Q4_0") == .q4_0)
         #expect(throws: HearthError.self) { try KVCacheType(parsing: "q4_1") }
     }
