@@ -120,12 +120,8 @@ struct PerLayerEmbedding {
 /// whose logits are wanted only after the final norm.
 struct Gemma4Block {
     let layer: Int
-    let attentionNorm: RMSNorm          // (dim) blk.N.attn_norm
-    let attention: Attention
-    let postAttentionNorm: RMSNorm      // (dim) blk.N.post_attention_norm
-    let feedForwardNorm: RMSNorm        // (dim) blk.N.ffn_norm
-    let feedForward: FeedForward
-    let postFeedForwardNorm: RMSNorm    // (dim) blk.N.post_ffw_norm
+    /// Gemma's attention and feed-forward network with their four norms.
+    let sandwich: SandwichBlock
     /// The per-layer input's gate (width, dim) blk.N.inp_gate, projection (dim, width)
     /// blk.N.proj and norm (dim) blk.N.post_norm, or nil.
     let perLayer: (gate: WeightMatrix, projection: WeightMatrix, norm: RMSNorm)?
@@ -135,17 +131,12 @@ struct Gemma4Block {
     init(_ gguf: GGUFFile, layer: Int, configuration c: ModelConfiguration, perLayerWidth: Int?,
          attention: Attention, feedForward: FeedForward) throws {
         let p = "blk.\(layer).", dim = c.embeddingLength
-        func norm(_ name: String) throws -> RMSNorm { try RMSNorm(gguf, p + name + ".weight", width: dim, epsilon: c.normEpsilon) }
         self.layer = layer
-        attentionNorm = try norm("attn_norm")
-        self.attention = attention
-        postAttentionNorm = try norm("post_attention_norm")
-        feedForwardNorm = try norm("ffn_norm")
-        self.feedForward = feedForward
-        postFeedForwardNorm = try norm("post_ffw_norm")
+        sandwich = try SandwichBlock(gguf, layer: layer, configuration: c, attention: attention, feedForward: feedForward)
         perLayer = try perLayerWidth.map { width in
             (try WeightMatrix(gguf, p + "inp_gate.weight", rows: width, columns: dim),
-             try WeightMatrix(gguf, p + "proj.weight", rows: dim, columns: width), try norm("post_norm"))
+             try WeightMatrix(gguf, p + "proj.weight", rows: dim, columns: width),
+             try RMSNorm(gguf, p + "post_norm.weight", width: dim, epsilon: c.normEpsilon))
         }
         let scale = try loadOptionalVector(gguf, p + "layer_output_scale.weight", count: 1).map { buffer in
             withExtendedLifetime(buffer) { buffer.pointer[0] }
@@ -158,8 +149,8 @@ struct Gemma4Block {
 
     func callAsFunction(_ pass: ForwardPass, layerInputs: UnsafePointer<Float>?) {
         let n = pass.rows, dim = pass.configuration.embeddingLength
-        pass.addToResidual(postAttentionNorm(attention(attentionNorm(pass.residual, pass), pass), pass))
-        pass.addToResidual(postFeedForwardNorm(feedForward(feedForwardNorm(pass.residual, pass), pass), pass))
+        // Not the last block as SandwichBlock counts it: every row goes on.
+        sandwich(pass, isLast: false)
         if let perLayer, let layerInputs {
             let width = perLayer.gate.rows
             let gated = pass.workspace.floats(.gate, n * width)
